@@ -1,0 +1,121 @@
+//! A small caching allocator for large CPU buffers.
+//!
+//! A fresh 64 MiB output pays a page fault per 4 KiB page the first time it is written, which
+//! costs more than the arithmetic of an element-wise op. Like PyTorch's CUDA caching allocator,
+//! devtype keeps a few freed large buffers and hands them to the next op of about the same size.
+//! Small buffers go straight to the system allocator, which is already fast for them.
+
+use std::sync::Mutex;
+
+/// Buffers smaller than this many bytes are not cached.
+const MIN_CACHED_BYTES: usize = 1 << 20;
+/// At most this many bytes sit in each pool.
+const MAX_CACHED_BYTES: usize = 1 << 30;
+/// At most this many buffers sit in each pool.
+const MAX_CACHED_BUFFERS: usize = 16;
+
+/// Freed buffers of one element type.
+pub struct Pool<T> {
+    free: Mutex<Vec<Vec<T>>>,
+}
+
+impl<T: Copy + Default> Pool<T> {
+    pub(crate) const fn new() -> Self {
+        Pool {
+            free: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn cacheable(capacity: usize) -> bool {
+        capacity * std::mem::size_of::<T>() >= MIN_CACHED_BYTES
+    }
+
+    /// A buffer of `len` elements whose values are unspecified (but initialised): callers
+    /// overwrite every element.
+    pub(crate) fn take(&self, len: usize) -> Vec<T> {
+        if Self::cacheable(len) {
+            if let Ok(mut free) = self.free.lock() {
+                // Best fit among buffers no more than twice as large.
+                let best = free
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, v)| v.capacity() >= len && v.capacity() <= 2 * len)
+                    .min_by_key(|(_, v)| v.capacity())
+                    .map(|(i, _)| i);
+                if let Some(i) = best {
+                    let mut v = free.swap_remove(i);
+                    drop(free);
+                    v.resize(len, T::default());
+                    return v;
+                }
+            }
+        }
+        vec![T::default(); len]
+    }
+
+    /// Returns a buffer to the pool, or frees it.
+    fn give_back(&self, v: Vec<T>) {
+        if !Self::cacheable(v.capacity()) {
+            return;
+        }
+        if let Ok(mut free) = self.free.lock() {
+            let cached: usize = free.iter().map(|b| b.capacity()).sum::<usize>() * std::mem::size_of::<T>();
+            if free.len() < MAX_CACHED_BUFFERS
+                && cached + v.capacity() * std::mem::size_of::<T>() <= MAX_CACHED_BYTES
+            {
+                free.push(v);
+            }
+        }
+    }
+
+    /// Frees every cached buffer.
+    pub(crate) fn clear(&self) {
+        if let Ok(mut free) = self.free.lock() {
+            free.clear();
+        }
+    }
+}
+
+/// A `Vec` that goes back to its element type's pool when dropped.
+pub struct PooledVec<T: crate::Element>(Vec<T>);
+
+impl<T: crate::Element> PooledVec<T> {
+    #[inline]
+    pub(crate) fn new(v: Vec<T>) -> Self {
+        PooledVec(v)
+    }
+    #[inline]
+    pub(crate) fn as_slice(&self) -> &[T] {
+        &self.0
+    }
+    #[inline]
+    pub(crate) fn vec_mut(&mut self) -> &mut Vec<T> {
+        &mut self.0
+    }
+}
+
+impl<T: crate::Element> Clone for PooledVec<T> {
+    fn clone(&self) -> Self {
+        let mut v = T::pool().take(self.0.len());
+        v.copy_from_slice(&self.0);
+        PooledVec(v)
+    }
+}
+
+impl<T: crate::Element> Drop for PooledVec<T> {
+    fn drop(&mut self) {
+        let v = std::mem::take(&mut self.0);
+        if v.capacity() > 0 {
+            T::pool().give_back(v);
+        }
+    }
+}
+
+/// Frees the buffers devtype keeps for reuse on the CPU (like `torch.cuda.empty_cache()`).
+pub fn empty_cache() {
+    use crate::tensor::dtype::sealed::ElementStorage;
+    <f32 as ElementStorage>::pool().clear();
+    <f64 as ElementStorage>::pool().clear();
+    <i64 as ElementStorage>::pool().clear();
+    <bool as ElementStorage>::pool().clear();
+}

@@ -1,0 +1,33 @@
+//! Host memory of a tensor, one variant per element type.
+
+use super::pool::PooledVec;
+use crate::tensor::DType;
+
+/// The values of a CPU tensor.
+#[derive(Clone)]
+pub enum CpuStorage {
+    F32(PooledVec<f32>),
+    F64(PooledVec<f64>),
+    I64(PooledVec<i64>),
+    Bool(PooledVec<bool>),
+}
+
+impl CpuStorage {
+    pub(crate) fn dtype(&self) -> DType {
+        match self {
+            CpuStorage::F32(_) => DType::F32,
+            CpuStorage::F64(_) => DType::F64,
+            CpuStorage::I64(_) => DType::I64,
+            CpuStorage::Bool(_) => DType::Bool,
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            CpuStorage::F32(b) => b.as_slice().len(),
+            CpuStorage::F64(b) => b.as_slice().len(),
+            CpuStorage::I64(b) => b.as_slice().len(),
+            CpuStorage::Bool(b) => b.as_slice().len(),
+        }
+    }
+}

@@ -1,0 +1,240 @@
+//! Walking strided views on the CPU: coalesced dimensions, runs along the innermost one, and
+//! element-wise maps split across threads.
+
+use crate::tensor::layout::{Dims, Layout};
+use rayon::prelude::*;
+
+/// Below this many output elements, element-wise work stays on the calling thread.
+pub(crate) const PARALLEL_THRESHOLD: usize = 1 << 16;
+/// Elements per parallel task.
+const CHUNK: usize = 1 << 15;
+
+/// `K` operands laid over one iteration shape, with dimensions merged wherever every operand
+/// allows it, so most walks have one or two dimensions.
+pub(crate) struct Strided<const K: usize> {
+    shape: Dims,
+    strides: [Dims; K],
+    offsets: [usize; K],
+}
+
+impl<const K: usize> Strided<K> {
+    /// `layouts` must all have the same shape (broadcast them first).
+    pub(crate) fn new(layouts: [&Layout; K]) -> Self {
+        let shape = layouts[0].shape;
+        let mut out_shape = Dims::EMPTY;
+        let mut out_strides = [Dims::EMPTY; K];
+        for d in 0..shape.len() {
+            if shape[d] == 1 {
+                continue;
+            }
+            let n = out_shape.len();
+            let mergeable = n > 0
+                && (0..K).all(|k| out_strides[k][n - 1] == layouts[k].strides[d] * shape[d]);
+            if mergeable {
+                out_shape[n - 1] *= shape[d];
+                for k in 0..K {
+                    out_strides[k][n - 1] = layouts[k].strides[d];
+                }
+            } else {
+                // Cannot fail: at most as many dims as the input.
+                let _ = out_shape.push(shape[d]);
+                for k in 0..K {
+                    let _ = out_strides[k].push(layouts[k].strides[d]);
+                }
+            }
+        }
+        Strided {
+            shape: out_shape,
+            strides: out_strides,
+            offsets: layouts.map(|l| l.offset),
+        }
+    }
+
+    /// Calls `f(position, offsets, len, inner_strides)` for each run of elements along the
+    /// innermost dimension inside the row-major positions `range`.
+    #[inline]
+    pub(crate) fn runs(
+        &self,
+        range: std::ops::Range<usize>,
+        mut f: impl FnMut(usize, [usize; K], usize, [usize; K]),
+    ) {
+        let rank = self.shape.len();
+        if rank == 0 {
+            if !range.is_empty() {
+                f(range.start, self.offsets, 1, [0; K]);
+            }
+            return;
+        }
+        let inner = self.shape[rank - 1];
+        let inner_strides: [usize; K] = std::array::from_fn(|k| self.strides[k][rank - 1]);
+        // Multi-index of range.start.
+        let mut index = [0usize; crate::tensor::layout::MAX_DIMS];
+        let mut rest = range.start;
+        for d in (0..rank).rev() {
+            index[d] = rest % self.shape[d];
+            rest /= self.shape[d];
+        }
+        let mut pos = range.start;
+        while pos < range.end {
+            let offsets: [usize; K] = std::array::from_fn(|k| {
+                let mut o = self.offsets[k];
+                for d in 0..rank {
+                    o += index[d] * self.strides[k][d];
+                }
+                o
+            });
+            let len = (inner - index[rank - 1]).min(range.end - pos);
+            f(pos, offsets, len, inner_strides);
+            pos += len;
+            // Advance the multi-index by len (we are at the end of a run or of the range).
+            index[rank - 1] += len;
+            let mut d = rank - 1;
+            while index[d] == self.shape[d] && d > 0 {
+                index[d] = 0;
+                d -= 1;
+                index[d] += 1;
+            }
+        }
+    }
+}
+
+/// Splits `out` into chunks, in parallel when large, and calls `f(start, chunk)` on each.
+#[inline]
+pub(crate) fn for_each_chunk<O: Send>(out: &mut [O], f: impl Fn(usize, &mut [O]) + Sync) {
+    if out.len() >= PARALLEL_THRESHOLD && !cfg!(miri) {
+        out.par_chunks_mut(CHUNK)
+            .enumerate()
+            .for_each(|(i, c)| f(i * CHUNK, c));
+    } else {
+        f(0, out);
+    }
+}
+
+/// `out[i] = f(a[i])` over a (possibly strided) view `la` of `a`; `out` is contiguous.
+pub(crate) fn map1<A: Copy + Sync, O: Send>(
+    a: &[A],
+    la: &Layout,
+    out: &mut [O],
+    f: impl Fn(A) -> O + Sync,
+) {
+    if let Some(r) = la.contiguous_range() {
+        let a = &a[r];
+        for_each_chunk(out, |start, chunk| {
+            let end = start + chunk.len();
+            for (o, &x) in chunk.iter_mut().zip(&a[start..end]) {
+                *o = f(x);
+            }
+        });
+        return;
+    }
+    let walk = Strided::new([la]);
+    for_each_chunk(out, |start, chunk| {
+        walk.runs(start..start + chunk.len(), |pos, [oa], len, [sa]| {
+            let dst = &mut chunk[pos - start..pos - start + len];
+            for (i, o) in dst.iter_mut().enumerate() {
+                *o = f(a[oa + i * sa]);
+            }
+        });
+    });
+}
+
+/// `out[i] = f(a[i], b[i])` over two views already broadcast to `out`'s shape.
+pub(crate) fn map2<A: Copy + Sync, B: Copy + Sync, O: Send>(
+    a: &[A],
+    la: &Layout,
+    b: &[B],
+    lb: &Layout,
+    out: &mut [O],
+    f: impl Fn(A, B) -> O + Sync,
+) {
+    if let (Some(ra), Some(rb)) = (la.contiguous_range(), lb.contiguous_range()) {
+        let (a, b) = (&a[ra], &b[rb]);
+        for_each_chunk(out, |start, chunk| {
+            let end = start + chunk.len();
+            for ((o, &x), &y) in chunk.iter_mut().zip(&a[start..end]).zip(&b[start..end]) {
+                *o = f(x, y);
+            }
+        });
+        return;
+    }
+    let walk = Strided::new([la, lb]);
+    for_each_chunk(out, |start, chunk| {
+        walk.runs(start..start + chunk.len(), |pos, [oa, ob], len, [sa, sb]| {
+            let dst = &mut chunk[pos - start..pos - start + len];
+            match (sa, sb) {
+                (1, 1) => {
+                    for ((o, &x), &y) in dst.iter_mut().zip(&a[oa..oa + len]).zip(&b[ob..ob + len]) {
+                        *o = f(x, y);
+                    }
+                }
+                (1, 0) => {
+                    let y = b[ob];
+                    for (o, &x) in dst.iter_mut().zip(&a[oa..oa + len]) {
+                        *o = f(x, y);
+                    }
+                }
+                (0, 1) => {
+                    let x = a[oa];
+                    for (o, &y) in dst.iter_mut().zip(&b[ob..ob + len]) {
+                        *o = f(x, y);
+                    }
+                }
+                _ => {
+                    for (i, o) in dst.iter_mut().enumerate() {
+                        *o = f(a[oa + i * sa], b[ob + i * sb]);
+                    }
+                }
+            }
+        });
+    });
+}
+
+/// `out[i] = f(a[i], b[i], c[i])` over three views already broadcast to `out`'s shape.
+pub(crate) fn map3<A: Copy + Sync, B: Copy + Sync, C: Copy + Sync, O: Send>(
+    (a, la): (&[A], &Layout),
+    (b, lb): (&[B], &Layout),
+    (c, lc): (&[C], &Layout),
+    out: &mut [O],
+    f: impl Fn(A, B, C) -> O + Sync,
+) {
+    let walk = Strided::new([la, lb, lc]);
+    for_each_chunk(out, |start, chunk| {
+        walk.runs(
+            start..start + chunk.len(),
+            |pos, [oa, ob, oc], len, [sa, sb, sc]| {
+                let dst = &mut chunk[pos - start..pos - start + len];
+                for (i, o) in dst.iter_mut().enumerate() {
+                    *o = f(a[oa + i * sa], b[ob + i * sb], c[oc + i * sc]);
+                }
+            },
+        );
+    });
+}
+
+/// In place: `a[i] = f(a[i], b[i])` where `a` is contiguous with `out`'s shape.
+pub(crate) fn zip_in_place<A: Copy + Send + Sync, B: Copy + Sync>(
+    a: &mut [A],
+    b: &[B],
+    lb: &Layout,
+    f: impl Fn(A, B) -> A + Sync,
+) {
+    if let Some(rb) = lb.contiguous_range() {
+        let b = &b[rb];
+        for_each_chunk(a, |start, chunk| {
+            let end = start + chunk.len();
+            for (x, &y) in chunk.iter_mut().zip(&b[start..end]) {
+                *x = f(*x, y);
+            }
+        });
+        return;
+    }
+    let walk = Strided::new([lb]);
+    for_each_chunk(a, |start, chunk| {
+        walk.runs(start..start + chunk.len(), |pos, [ob], len, [sb]| {
+            let dst = &mut chunk[pos - start..pos - start + len];
+            for (i, x) in dst.iter_mut().enumerate() {
+                *x = f(*x, b[ob + i * sb]);
+            }
+        });
+    });
+}

@@ -1,0 +1,152 @@
+//! Devices as types ([`Cpu`], [`Cuda<N>`]) and as a run-time value ([`DynDevice`]).
+//!
+//! A tensor's device is its type parameter: `Tensor<Cpu>` and `Tensor<Cuda<0>>` are different
+//! types, so an op that mixes them does not compile. A [`Cuda<N>`] value is a capability: the
+//! only way to get one is [`Cuda::open`], which fails cleanly (never panics) when there is no
+//! driver or no such GPU. Holding one proves the device is usable.
+
+mod dyn_device;
+
+pub use dyn_device::DynDevice;
+
+use crate::error::Result;
+use std::fmt;
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::Cpu {}
+    impl<const N: usize> Sealed for super::Cuda<N> {}
+}
+
+/// A device a tensor can live on: [`Cpu`] or [`Cuda<N>`]. Sealed: devtype knows how to run
+/// every op on each of them.
+pub trait Device:
+    sealed::Sealed + Copy + Send + Sync + 'static + fmt::Debug + fmt::Display + PartialEq + Eq
+{
+    /// The same device as a run-time value.
+    fn dyn_device(&self) -> DynDevice;
+
+    /// Recovers the typed device from a run-time one, if it is this device.
+    ///
+    /// For `Cuda<N>` this only succeeds for a device that has been opened, so the capability
+    /// rule holds: no `Cuda<N>` value exists without an open device.
+    fn from_dyn(device: DynDevice) -> Option<Self>;
+
+    /// Waits until all work queued on this device has finished (a no-op on the CPU).
+    ///
+    /// Time GPU code only after this, as PyTorch's `torch.cuda.synchronize()`.
+    fn synchronize(&self) -> Result<()>;
+}
+
+/// The host CPU. Always available.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Cpu;
+
+impl fmt::Display for Cpu {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("cpu")
+    }
+}
+
+impl Device for Cpu {
+    #[inline]
+    fn dyn_device(&self) -> DynDevice {
+        DynDevice::cpu()
+    }
+    fn from_dyn(device: DynDevice) -> Option<Self> {
+        device.is_cpu().then_some(Cpu)
+    }
+    fn synchronize(&self) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// GPU number `N`, opened through CUDA. Get one with [`Cuda::open`].
+///
+/// ```
+/// use devtype::prelude::*;
+/// match Cuda::<0>::open() {
+///     Ok(gpu) => println!("running on {gpu}"),
+///     Err(e) => println!("no GPU here: {e}"),
+/// }
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Cuda<const N: usize> {
+    _opened: (),
+}
+
+impl<const N: usize> Cuda<N> {
+    /// Opens GPU `N`: creates its context and stream once per process (later calls share them).
+    ///
+    /// Fails with PyTorch's `Found no NVIDIA driver on your system. ...` when no driver loads,
+    /// and with `invalid device ordinal` when the driver has no GPU `N`. Never panics.
+    pub fn open() -> Result<Self> {
+        crate::cuda::context::open(N)?;
+        Ok(Cuda { _opened: () })
+    }
+
+    /// The index `N`.
+    pub const fn ordinal(&self) -> usize {
+        N
+    }
+}
+
+impl<const N: usize> fmt::Debug for Cuda<N> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Cuda<{N}>")
+    }
+}
+
+impl<const N: usize> fmt::Display for Cuda<N> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "cuda:{N}")
+    }
+}
+
+impl<const N: usize> Device for Cuda<N> {
+    #[inline]
+    fn dyn_device(&self) -> DynDevice {
+        DynDevice::cuda(N)
+    }
+    fn from_dyn(device: DynDevice) -> Option<Self> {
+        (device.cuda_index() == Some(N) && crate::cuda::context::is_open(N))
+            .then_some(Cuda { _opened: () })
+    }
+    fn synchronize(&self) -> Result<()> {
+        crate::cuda::synchronize(N)
+    }
+}
+
+/// Something generic over the device, run by [`run_on_best_device`].
+///
+/// This is the typed form of the seed's `device = "cuda" if available else "cpu"`: write the
+/// job once as a generic function, and let devtype pick the device.
+pub trait DeviceJob {
+    /// What the job returns.
+    type Output;
+    /// Runs the job on `device`.
+    fn run<D: Device>(self, device: D) -> Self::Output;
+}
+
+/// Runs `job` on `Cuda<0>` when it opens, otherwise on [`Cpu`].
+///
+/// ```
+/// use devtype::prelude::*;
+/// use devtype::device::{run_on_best_device, DeviceJob};
+///
+/// struct Shape;
+/// impl DeviceJob for Shape {
+///     type Output = Vec<usize>;
+///     fn run<D: Device>(self, dev: D) -> Vec<usize> {
+///         let ones = Tensor::<D>::ones([4, 2], dev);  // created directly on the device
+///         ones.shape().to_vec()
+///     }
+/// }
+/// assert_eq!(run_on_best_device(Shape), vec![4, 2]);
+/// ```
+pub fn run_on_best_device<J: DeviceJob>(job: J) -> J::Output {
+    match Cuda::<0>::open() {
+        Ok(gpu) => job.run(gpu),
+        Err(_) => job.run(Cpu),
+    }
+}

@@ -1,0 +1,185 @@
+//! `DynTensor`: the device is a run-time value, and every mistake is an `Err` with PyTorch's text.
+//!
+//! Use it when the device comes from a config file or a command line (`"cuda:0".parse()`).
+//! Each op checks devices first, exactly as PyTorch does (and with its message), then calls the
+//! same kernels as the typed front. Nothing panics on bad input except the operators, which
+//! panic with the error's text (as PyTorch raises).
+
+pub(crate) mod check;
+mod ops;
+
+use crate::device::{Device, DynDevice};
+use crate::error::{Error, Result};
+use crate::ops::creation::{create, Fill};
+use crate::tensor::layout::Dims;
+use crate::tensor::raw::RawTensor;
+use crate::tensor::{DType, Element, IntoShape, Tensor};
+
+/// A tensor whose device and element type are run-time values.
+///
+/// ```
+/// use devtype::prelude::*;
+/// # fn main() -> Result<(), devtype::Error> {
+/// let dev: DynDevice = "cpu".parse()?;
+/// let x = DynTensor::randn([4, 10], dev)?;
+/// let w = DynTensor::ones([10, 2], dev)?;
+/// let out = x.matmul(&w)?;
+/// assert_eq!(out.shape(), &[4, 2]);
+/// assert_eq!(out.device().to_string(), "cpu");
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct DynTensor {
+    pub(crate) raw: RawTensor,
+}
+
+impl DynTensor {
+    #[inline]
+    pub(crate) fn from_raw(raw: RawTensor) -> Self {
+        DynTensor { raw }
+    }
+
+    fn create(shape: impl IntoShape, dtype: DType, dev: DynDevice, fill: Fill) -> Result<Self> {
+        let dims = Dims::from_slice(shape.as_dims())?;
+        let dev = dev.open()?;
+        Ok(DynTensor::from_raw(create(dims, dtype, dev, fill)?))
+    }
+
+    /// `f32` zeros on `dev`.
+    pub fn zeros(shape: impl IntoShape, dev: DynDevice) -> Result<Self> {
+        Self::create(shape, DType::F32, dev, Fill::Constant(0.0))
+    }
+
+    /// `f32` ones on `dev`.
+    pub fn ones(shape: impl IntoShape, dev: DynDevice) -> Result<Self> {
+        Self::create(shape, DType::F32, dev, Fill::Constant(1.0))
+    }
+
+    /// Every element `value`, of element type `dtype`, on `dev`.
+    pub fn full(shape: impl IntoShape, value: f64, dtype: DType, dev: DynDevice) -> Result<Self> {
+        Self::create(shape, dtype, dev, Fill::Constant(value))
+    }
+
+    /// Zeros with the shape, element type and device of `other`.
+    pub fn zeros_like(other: &DynTensor) -> Result<Self> {
+        Self::full(other.shape(), 0.0, other.dtype(), other.device())
+    }
+
+    /// Ones with the shape, element type and device of `other`.
+    pub fn ones_like(other: &DynTensor) -> Result<Self> {
+        Self::full(other.shape(), 1.0, other.dtype(), other.device())
+    }
+
+    /// `f32` values `0, 1, ..., end - 1` on `dev`.
+    pub fn arange(end: usize, dev: DynDevice) -> Result<Self> {
+        Self::create([end], DType::F32, dev, Fill::Range { start: 0.0, step: 1.0 })
+    }
+
+    /// `f32` uniform random values in `[0, 1)` on `dev`.
+    pub fn rand(shape: impl IntoShape, dev: DynDevice) -> Result<Self> {
+        let n = shape.as_dims().iter().product();
+        Self::create(shape, DType::F32, dev, Fill::uniform(n))
+    }
+
+    /// `f32` standard normal random values on `dev`.
+    pub fn randn(shape: impl IntoShape, dev: DynDevice) -> Result<Self> {
+        let n = shape.as_dims().iter().product();
+        Self::create(shape, DType::F32, dev, Fill::normal(n))
+    }
+
+    /// A tensor from host values in row-major order; the length must match the shape.
+    pub fn from_vec<E: Element>(data: Vec<E>, shape: impl IntoShape, dev: DynDevice) -> Result<Self> {
+        let dev = dev.open()?;
+        Ok(DynTensor::from_raw(RawTensor::from_vec(data, shape.as_dims(), dev)?))
+    }
+
+    /// The device, as a value: `cpu`, `cuda:0`.
+    #[inline]
+    pub fn device(&self) -> DynDevice {
+        self.raw.device
+    }
+
+    /// The element type.
+    #[inline]
+    pub fn dtype(&self) -> DType {
+        self.raw.dtype
+    }
+
+    /// The sizes of the dimensions.
+    #[inline]
+    pub fn shape(&self) -> &[usize] {
+        self.raw.shape()
+    }
+
+    /// The number of dimensions.
+    #[inline]
+    pub fn dims(&self) -> usize {
+        self.raw.rank()
+    }
+
+    /// The number of elements.
+    #[inline]
+    pub fn numel(&self) -> usize {
+        self.raw.numel()
+    }
+
+    /// The values in row-major order as `E` (which must be the element type).
+    pub fn to_vec<E: Element>(&self) -> Result<Vec<E>> {
+        self.raw.to_vec()
+    }
+
+    /// The value of a one-element tensor (PyTorch's `.item()`).
+    pub fn item<E: Element>(&self) -> Result<E> {
+        self.raw.item()
+    }
+
+    /// A copy on `dev`, or a handle to the same storage when already there.
+    pub fn to(&self, dev: DynDevice) -> Result<Self> {
+        let dev = dev.open()?;
+        Ok(DynTensor::from_raw(self.raw.to_device(dev)?))
+    }
+
+    /// The values converted to `dtype`.
+    pub fn to_dtype(&self, dtype: DType) -> Result<Self> {
+        Ok(DynTensor::from_raw(crate::ops::copy::cast(&self.raw, dtype)?))
+    }
+
+    /// This tensor as a typed `Tensor<D, E>`; fails (naming both) when it is on another device
+    /// or of another element type.
+    ///
+    /// ```
+    /// use devtype::prelude::*;
+    /// let d = DynTensor::zeros([2], DynDevice::cpu()).unwrap();
+    /// let t: Tensor<Cpu> = d.try_into_typed::<Cpu>().unwrap();
+    /// assert_eq!(t.shape(), &[2]);
+    /// ```
+    pub fn try_into_typed<D: Device>(self) -> Result<Tensor<D, f32>> {
+        self.try_into_tensor::<D, f32>()
+    }
+
+    /// This tensor as `Tensor<D, E>` for any element type.
+    pub fn try_into_tensor<D: Device, E: Element>(self) -> Result<Tensor<D, E>> {
+        let device = D::from_dyn(self.raw.device).ok_or_else(|| Error::WrongTypedDevice {
+            expected: std::any::type_name::<D>().rsplit("::").next().unwrap_or("?").to_string(),
+            found: self.raw.device,
+        })?;
+        self.raw.expect_dtype(E::DTYPE)?;
+        Ok(Tensor::from_raw(self.raw, device))
+    }
+}
+
+impl std::fmt::Debug for DynTensor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        crate::tensor::display::format(&self.raw, f)
+    }
+}
+
+impl std::fmt::Display for DynTensor {
+    /// Prints like PyTorch; on a GPU this waits for it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        crate::tensor::display::format(&self.raw, f)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,317 @@
+//! The one error type of devtype.
+//!
+//! Every fallible operation returns [`Result<T>`](Result). Where PyTorch has a message for the
+//! same mistake, the variant's `Display` reproduces it character for character (see
+//! `pytorch-reference.md` in the design notes), so a search for the text finds the same answers
+//! a PyTorch user would find.
+
+use crate::device::DynDevice;
+use crate::tensor::DType;
+
+/// Shorthand for `std::result::Result<T, devtype::Error>`.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// PyTorch's hint for a missing driver, kept in one place.
+pub(crate) const NO_DRIVER: &str = "Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and installed a driver from http://www.nvidia.com/Download/index.aspx";
+
+/// Everything that can go wrong in devtype.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Element-wise ops, reductions and `where` (PyTorch's TensorIterator check): the first
+    /// non-CPU device is printed first, whatever the argument order.
+    #[error("Expected all tensors to be on the same device, but found at least two devices, {first} and {second}!")]
+    DeviceMismatch {
+        /// The first non-CPU device among the operands (PyTorch's `common_device`).
+        first: DynDevice,
+        /// The device of the first operand that differs from it.
+        second: DynDevice,
+    },
+
+    /// Ops whose arguments PyTorch checks one by one (mm, addmm/linear, nll_loss,
+    /// index_select, gather, cat): the first tensor argument's device is printed first.
+    #[error("Expected all tensors to be on the same device, but found at least two devices, {common} and {found}! (when checking argument for argument {argument} in method {method})")]
+    ArgumentDeviceMismatch {
+        /// The device of the first tensor argument.
+        common: DynDevice,
+        /// The device of the argument that differs.
+        found: DynDevice,
+        /// PyTorch's name of that argument (`mat1`, `weight`, `index`, ...).
+        argument: &'static str,
+        /// PyTorch's generated wrapper name (`wrapper_CUDA_addmm`, ...).
+        method: &'static str,
+    },
+
+    /// More than one CPU 0-dim tensor passed to an op on a GPU.
+    #[error("Trying to pass too many CPU scalars to non-CPU kernel!")]
+    TooManyCpuScalars,
+
+    /// A typed conversion asked for another device than the tensor is on.
+    #[error("cannot view a tensor on {found} as Tensor<{expected}>: move it first with `.to(...)`")]
+    WrongTypedDevice {
+        /// The device the conversion asked for.
+        expected: String,
+        /// The device the tensor is on.
+        found: DynDevice,
+    },
+
+    /// A device string that `torch.device` rejects as malformed.
+    #[error("Invalid device string: '{0}'")]
+    InvalidDeviceString(String),
+
+    /// `"".parse::<DynDevice>()`.
+    #[error("Device string must not be empty")]
+    EmptyDeviceString,
+
+    /// A device string that names no device type PyTorch knows.
+    #[error("Expected one of cpu, cuda, ipu, xpu, mkldnn, opengl, opencl, ideep, hip, ve, fpga, maia, xla, lazy, vulkan, mps, meta, hpu, mtia, privateuseone device type at start of device string: {0}")]
+    UnknownDeviceType(String),
+
+    /// A device index too large to parse.
+    #[error("Could not parse device index '{index}' in device string '{string}'")]
+    DeviceIndexParse {
+        /// The index part.
+        index: String,
+        /// The whole string.
+        string: String,
+    },
+
+    /// A device type PyTorch knows but devtype does not run on.
+    #[error("devtype runs on cpu and cuda devices only, not on '{0}'")]
+    UnsupportedDeviceType(String),
+
+    /// No CUDA driver could be loaded.
+    #[error("{}", NO_DRIVER)]
+    NoDriver,
+
+    /// A CUDA library other than the driver is missing (`libnvrtc`, `libcublas`).
+    #[error("CUDA library {library} could not be loaded; install the CUDA 13 runtime libraries (or the `nvidia-*` wheels) and put them on LD_LIBRARY_PATH")]
+    MissingLibrary {
+        /// The library that failed to load.
+        library: &'static str,
+    },
+
+    /// The driver is there but has no GPU with that index.
+    #[error("CUDA error: invalid device ordinal (asked for cuda:{ordinal}, {count} device(s) visible)")]
+    InvalidDeviceOrdinal {
+        /// The index asked for.
+        ordinal: usize,
+        /// How many devices the driver reports.
+        count: usize,
+    },
+
+    /// Any other CUDA driver, NVRTC or cuBLAS failure. The raw code is kept because cudarc's
+    /// formatter calls back into the driver.
+    #[error("CUDA error in {context}: {name} (code {code})")]
+    Cuda {
+        /// What devtype was doing.
+        context: &'static str,
+        /// The symbolic name of the error code.
+        name: String,
+        /// The raw error code.
+        code: i32,
+    },
+
+    /// A kernel failed to compile with NVRTC.
+    #[error("NVRTC failed to compile kernels/{file}:\n{log}")]
+    KernelCompile {
+        /// The kernel source file.
+        file: &'static str,
+        /// The compiler's log.
+        log: String,
+    },
+
+    /// The GPU has no room for an allocation. The text follows PyTorch's, then names the fix.
+    #[error("CUDA out of memory. Tried to allocate {}. GPU {device} has a total capacity of {} of which {} is free. Of the allocated memory {} is allocated by devtype. Reduce the batch size first; then free tensors you no longer need.", format_size(*.requested), format_size(*.total), format_size(*.free), format_size(*.allocated))]
+    OutOfMemory {
+        /// The GPU index.
+        device: usize,
+        /// Bytes asked for.
+        requested: u64,
+        /// The device's total memory.
+        total: u64,
+        /// Free memory reported by the driver.
+        free: u64,
+        /// Bytes held by live devtype tensors on that device.
+        allocated: u64,
+    },
+
+    /// A host sync happened while the sync debug mode was `error`.
+    #[error("called a synchronizing CUDA operation")]
+    SynchronizingOperation,
+
+    /// Two shapes that do not broadcast.
+    #[error("The size of tensor a ({a}) must match the size of tensor b ({b}) at non-singleton dimension {dim}")]
+    BroadcastMismatch {
+        /// Size in the first tensor.
+        a: usize,
+        /// Size in the second tensor.
+        b: usize,
+        /// The dimension, counted as PyTorch does (in the broadcast result).
+        dim: usize,
+    },
+
+    /// `matmul` with inner dimensions that differ.
+    #[error("{op}: mat1 and mat2 shapes cannot be multiplied ({m}x{k1} and {k2}x{n})")]
+    MatmulShape {
+        /// `mm` or `addmm`.
+        op: &'static str,
+        /// Rows of the first operand (batch dims folded in, as PyTorch does).
+        m: usize,
+        /// Columns of the first operand.
+        k1: usize,
+        /// Rows of the second operand.
+        k2: usize,
+        /// Columns of the second operand.
+        n: usize,
+    },
+
+    /// `matmul` on tensors with fewer than the needed dimensions.
+    #[error("{op}: {argument} must be a matrix, got {dims}-D tensor")]
+    NotAMatrix {
+        /// The op.
+        op: &'static str,
+        /// Which argument.
+        argument: &'static str,
+        /// Its number of dimensions.
+        dims: usize,
+    },
+
+    /// Batched matmul with batch dimensions that do not broadcast.
+    #[error("Expected size for first two dimensions of batch2 tensor to be: [{batch}, {k}] but got: [{got_batch}, {got_k}].")]
+    BatchMatmulShape {
+        /// Expected batch size.
+        batch: usize,
+        /// Expected inner size.
+        k: usize,
+        /// Batch size found.
+        got_batch: usize,
+        /// Inner size found.
+        got_k: usize,
+    },
+
+    /// A dimension index outside `[-rank, rank-1]`.
+    #[error("Dimension out of range (expected to be in range of [{min}, {max}], but got {dim})")]
+    DimOutOfRange {
+        /// The dimension asked for.
+        dim: isize,
+        /// Lowest allowed.
+        min: isize,
+        /// Highest allowed.
+        max: isize,
+    },
+
+    /// `reshape` to a shape with another number of elements.
+    #[error("shape '{shape:?}' is invalid for input of size {numel}")]
+    ReshapeNumel {
+        /// The target shape.
+        shape: Vec<usize>,
+        /// Elements in the input.
+        numel: usize,
+    },
+
+    /// `view` of a tensor whose strides cannot express the new shape without a copy.
+    #[error("view size is not compatible with input tensor's size and stride (at least one dimension spans across two contiguous subspaces). Use .reshape(...) instead.")]
+    ViewNotPossible,
+
+    /// `permute` with an order that is not a permutation.
+    #[error("permute(sparse_coo): number of dimensions in the tensor input does not match the length of the desired ordering of dimensions i.e. input.dim() = {rank} is not equal to len(dims) = {given}")]
+    PermuteRank {
+        /// Rank of the tensor.
+        rank: usize,
+        /// Length of the order.
+        given: usize,
+    },
+
+    /// `permute` with a repeated dimension.
+    #[error("permute(): duplicate dims are not allowed.")]
+    PermuteDuplicate,
+
+    /// Data whose length does not fit the shape asked for.
+    #[error("from_vec: {len} values cannot fill a tensor of shape {shape:?} ({numel} elements)")]
+    LengthMismatch {
+        /// Values given.
+        len: usize,
+        /// The shape asked for.
+        shape: Vec<usize>,
+        /// Elements it needs.
+        numel: usize,
+    },
+
+    /// More dimensions than devtype supports.
+    #[error("devtype supports tensors of at most {max} dimensions, got {got}")]
+    TooManyDims {
+        /// The limit.
+        max: usize,
+        /// Dimensions asked for.
+        got: usize,
+    },
+
+    /// Two tensors of different element types in one op.
+    #[error("expected scalar type {expected} but found {found}")]
+    DTypeMismatch {
+        /// The element type the op expected.
+        expected: DType,
+        /// The one it found.
+        found: DType,
+    },
+
+    /// An op that needs floating point got integers or booleans.
+    #[error("\"{op}\" not implemented for '{dtype}'")]
+    UnsupportedDType {
+        /// PyTorch's kernel name (`exp_vml_cpu`, `addmm`, ...).
+        op: &'static str,
+        /// The dtype.
+        dtype: DType,
+    },
+
+    /// `item()` on a tensor with other than one element.
+    #[error("a Tensor with {0} elements cannot be converted to Scalar")]
+    ItemNotScalar(usize),
+
+    /// An index outside a dimension's size.
+    #[error("index {index} is out of bounds for dimension {dim} with size {size}")]
+    IndexOutOfBounds {
+        /// The index.
+        index: i64,
+        /// The dimension.
+        dim: usize,
+        /// Its size.
+        size: usize,
+    },
+
+    /// Shapes that an op cannot combine (cat, stack, gather, losses ...), with PyTorch's text.
+    #[error("{0}")]
+    Shape(String),
+}
+
+impl Error {
+    /// True for both forms of PyTorch's device-mismatch error.
+    pub fn is_device_mismatch(&self) -> bool {
+        matches!(
+            self,
+            Error::DeviceMismatch { .. }
+                | Error::ArgumentDeviceMismatch { .. }
+                | Error::TooManyCpuScalars
+        )
+    }
+}
+
+/// Formats a byte count exactly as PyTorch's `c10::CachingAllocator::format_size`:
+/// `512 bytes`, `1024.00 KiB` for exactly 1 MiB, `20.00 MiB`, `1.50 GiB`.
+///
+/// ```
+/// assert_eq!(devtype::format_size(1024), "1024 bytes");
+/// assert_eq!(devtype::format_size(20 << 20), "20.00 MiB");
+/// ```
+pub fn format_size(size: u64) -> String {
+    if size <= 1024 {
+        format!("{size} bytes")
+    } else if size <= 1_048_576 {
+        format!("{:.2} KiB", size as f64 / 1024.0)
+    } else if size <= 1_073_741_824 {
+        format!("{:.2} MiB", size as f64 / 1_048_576.0)
+    } else {
+        format!("{:.2} GiB", size as f64 / 1_073_741_824.0)
+    }
+}

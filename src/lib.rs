@@ -1,0 +1,77 @@
+//! # devtype: tensors whose device is part of their type
+//!
+//! In PyTorch every tensor lives on exactly one device, and an op whose inputs sit on
+//! different devices fails at run time with *Expected all tensors to be on the same device*.
+//! In devtype the device is a type parameter, so the same mistake does not compile, and the
+//! compiler's message reads like PyTorch's and names the fix:
+//!
+//! ```text
+//! error[E0277]: Expected all tensors to be on the same device, but found at least two devices, `Cuda<0>` and `Cpu`
+//!   |
+//!   |     let y = &x_gpu + &x;
+//!   |                    ^ this operand is on `Cpu`, expected `Cuda<0>`
+//!   = note: `.to(device)` returns a new tensor and leaves the original where it was: `let x = x.to(dev);`
+//! ```
+//!
+//! When the device is only known at run time, [`DynTensor`] carries it as a value and returns
+//! PyTorch's exact message as an `Err`. Both fronts sit on one untyped core, so every kernel
+//! is written once.
+//!
+//! ## The seed, in devtype
+//!
+//! ```
+//! use devtype::prelude::*;
+//! use devtype::nn::Linear;
+//! use devtype::device::{run_on_best_device, DeviceJob};
+//!
+//! struct Seed;
+//! impl DeviceJob for Seed {
+//!     type Output = Vec<usize>;
+//!     fn run<D: Device>(self, device: D) -> Vec<usize> {
+//!         let model = Linear::new(10, 2, Cpu).to(device); // the module moves; rebind it
+//!         let x = Tensor::<Cpu>::randn([4, 10], Cpu);
+//!         let x = x.to(device);                           // tensors return a copy: rebind!
+//!         let out = model.forward(&x);
+//!         println!("{}", out.device());
+//!         let ones = Tensor::ones([4, 2], device);        // created directly on the device
+//!         (&out + &ones).shape().to_vec()
+//!     }
+//! }
+//! // device = cuda if available else cpu
+//! assert_eq!(run_on_best_device(Seed), vec![4, 2]);
+//! ```
+//!
+//! See [`lessons`] for each pitfall of the seed as a compile error, with the compiler's own
+//! words.
+
+#![warn(missing_docs)]
+
+mod cpu;
+pub mod cuda;
+pub mod device;
+mod dyn_tensor;
+mod error;
+pub mod lessons;
+pub mod nn;
+mod ops;
+mod random;
+mod storage;
+mod tensor;
+
+pub use cpu::empty_cache;
+pub use device::{Cpu, Cuda, Device, DynDevice};
+pub use dyn_tensor::DynTensor;
+pub use error::{format_size, Error, Result};
+pub use ops::{BinaryOp, CompareOp, ReduceOp, UnaryOp};
+pub use random::manual_seed;
+pub use tensor::{
+    DType, Element, Float, HasDevice, IntoShape, ModuleInput, Numeric, OperandOn, Tensor, MAX_DIMS,
+};
+
+/// Everything the seed's code needs: `use devtype::prelude::*;`.
+pub mod prelude {
+    pub use crate::device::{Cpu, Cuda, Device, DynDevice};
+    pub use crate::nn::Forward;
+    pub use crate::tensor::{DType, HasDevice, ModuleInput, OperandOn, Tensor};
+    pub use crate::DynTensor;
+}

@@ -1,0 +1,121 @@
+//! `Linear`: `y = x @ weight.T + bias`, with PyTorch's default initialisation.
+
+use super::Forward;
+use crate::device::{Cpu, Device};
+use crate::error::Result;
+use crate::tensor::{Float, HasDevice, ModuleInput, Tensor};
+
+/// A fully connected layer (`nn.Linear`) whose parameters live on `D`.
+///
+/// ```
+/// use devtype::prelude::*;
+/// use devtype::nn::Linear;
+///
+/// let dev = Cpu;                                   // or Cuda::<0>::open()?
+/// let model = Linear::new(10, 2, Cpu).to(dev);     // the module, typed on its new device
+/// let x = Tensor::<Cpu>::randn([4, 10], Cpu);
+/// let x = x.to(dev);                               // tensors return a copy: rebind!
+/// let out = model.forward(&x);
+/// assert_eq!(out.shape(), &[4, 2]);
+/// ```
+#[derive(Clone, Debug)]
+pub struct Linear<D: Device, E: Float = f32> {
+    /// `[out_features, in_features]`.
+    pub weight: Tensor<D, E>,
+    /// `[out_features]`, if any.
+    pub bias: Option<Tensor<D, E>>,
+}
+
+impl<D: Device, E: Float> Linear<D, E> {
+    /// A layer with PyTorch's default initialisation: weight and bias uniform in
+    /// `[-1/√in, 1/√in]` (Kaiming-uniform with `a = √5`), created directly on `dev`.
+    pub fn try_new(in_features: usize, out_features: usize, dev: D) -> Result<Self> {
+        let bound = if in_features > 0 { 1.0 / (in_features as f64).sqrt() } else { 0.0 };
+        let uniform = |shape: &[usize]| -> Result<Tensor<D, E>> {
+            // u in [0, 1) -> (2u - 1) * bound
+            let u = Tensor::<D, E>::try_rand(shape, dev)?;
+            u.try_mul_scalar(E::from_f64(2.0 * bound))?.try_add_scalar(E::from_f64(-bound))
+        };
+        Ok(Linear {
+            weight: uniform(&[out_features, in_features])?,
+            bias: Some(uniform(&[out_features])?),
+        })
+    }
+
+    /// A layer with PyTorch's default initialisation, created directly on `dev`.
+    ///
+    /// Panics with the error's text where [`try_new`](Self::try_new) returns it.
+    #[track_caller]
+    pub fn new(in_features: usize, out_features: usize, dev: D) -> Self {
+        match Self::try_new(in_features, out_features, dev) {
+            Ok(m) => m,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// A layer from given parameters (`weight` is `[out, in]`).
+    pub fn from_parameters(weight: Tensor<D, E>, bias: Option<Tensor<D, E>>) -> Self {
+        Linear { weight, bias }
+    }
+
+    /// Input features.
+    pub fn in_features(&self) -> usize {
+        self.weight.shape()[1]
+    }
+
+    /// Output features.
+    pub fn out_features(&self) -> usize {
+        self.weight.shape()[0]
+    }
+
+    /// The layer with every parameter on `dev`, typed on it.
+    pub fn try_to<D2: Device>(&self, dev: D2) -> Result<Linear<D2, E>> {
+        Ok(Linear {
+            weight: self.weight.try_to(dev)?,
+            bias: self.bias.as_ref().map(|b| b.try_to(dev)).transpose()?,
+        })
+    }
+
+    /// The layer with every parameter on `dev`, typed on it: `let model = model.to(dev);`.
+    ///
+    /// Panics with the error's text where [`try_to`](Self::try_to) returns it.
+    #[must_use = "`to` returns the module typed on the new device: `let model = model.to(dev);`"]
+    #[track_caller]
+    pub fn to<D2: Device>(&self, dev: D2) -> Linear<D2, E> {
+        match self.try_to(dev) {
+            Ok(m) => m,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// `input @ weight.T + bias`.
+    pub fn try_forward<I: ModuleInput<D> + HasDevice<Element = E>>(&self, input: I) -> Result<Tensor<D, E>> {
+        let raw = crate::ops::linear::linear(input.raw(), &self.weight.raw, self.bias.as_ref().map(|b| &b.raw))?;
+        Ok(Tensor::from_raw(raw, self.weight.device()))
+    }
+
+    /// `input @ weight.T + bias`; the input must be on the layer's device.
+    ///
+    /// Panics with the error's text where [`try_forward`](Self::try_forward) returns it (a shape mismatch).
+    #[track_caller]
+    pub fn forward<I: ModuleInput<D> + HasDevice<Element = E>>(&self, input: I) -> Tensor<D, E> {
+        match self.try_forward(input) {
+            Ok(t) => t,
+            Err(e) => panic!("{e}"),
+        }
+    }
+}
+
+impl<D: Device, E: Float> Forward<D, E> for Linear<D, E> {
+    #[track_caller]
+    fn forward<I: ModuleInput<D> + HasDevice<Element = E>>(&self, input: I) -> Tensor<D, E> {
+        Linear::forward(self, input)
+    }
+}
+
+impl<E: Float> Linear<Cpu, E> {
+    /// A layer on the CPU (the usual start before `to(dev)`).
+    pub fn cpu(in_features: usize, out_features: usize) -> Self {
+        Self::new(in_features, out_features, Cpu)
+    }
+}

@@ -1,0 +1,191 @@
+//! CPU kernels for element-wise arithmetic and comparisons.
+
+use super::{BinaryOp, CompareOp};
+use crate::cpu::strided::{map1, map2, zip_in_place};
+use crate::error::Result;
+use crate::tensor::layout::{Dims, Layout};
+use crate::tensor::raw::{Operand, RawTensor};
+use crate::tensor::dtype::sealed::ElementStorage;
+use crate::tensor::{DType, Element, Float};
+
+/// Arithmetic every numeric element type has. Integer ops wrap instead of panicking.
+pub(crate) trait Arith: Element {
+    fn add(self, o: Self) -> Self;
+    fn sub(self, o: Self) -> Self;
+    fn mul(self, o: Self) -> Self;
+    fn div(self, o: Self) -> Self;
+    fn maximum(self, o: Self) -> Self;
+    fn minimum(self, o: Self) -> Self;
+    fn pow(self, o: Self) -> Self;
+}
+
+macro_rules! float_arith {
+    ($t:ty) => {
+        impl Arith for $t {
+            #[inline(always)]
+            fn add(self, o: Self) -> Self { self + o }
+            #[inline(always)]
+            fn sub(self, o: Self) -> Self { self - o }
+            #[inline(always)]
+            fn mul(self, o: Self) -> Self { self * o }
+            #[inline(always)]
+            fn div(self, o: Self) -> Self { self / o }
+            #[inline(always)]
+            fn maximum(self, o: Self) -> Self { if self.is_nan() || self > o { self } else { o } }
+            #[inline(always)]
+            fn minimum(self, o: Self) -> Self { if self.is_nan() || self < o { self } else { o } }
+            #[inline(always)]
+            fn pow(self, o: Self) -> Self { Float::powf(self, o) }
+        }
+    };
+}
+float_arith!(f32);
+float_arith!(f64);
+
+impl Arith for i64 {
+    #[inline(always)]
+    fn add(self, o: Self) -> Self { self.wrapping_add(o) }
+    #[inline(always)]
+    fn sub(self, o: Self) -> Self { self.wrapping_sub(o) }
+    #[inline(always)]
+    fn mul(self, o: Self) -> Self { self.wrapping_mul(o) }
+    #[inline(always)]
+    fn div(self, o: Self) -> Self { self.checked_div(o).unwrap_or(0) }
+    #[inline(always)]
+    fn maximum(self, o: Self) -> Self { self.max(o) }
+    #[inline(always)]
+    fn minimum(self, o: Self) -> Self { self.min(o) }
+    #[inline(always)]
+    fn pow(self, o: Self) -> Self { self.wrapping_pow(o.clamp(0, u32::MAX as i64) as u32) }
+}
+
+impl Arith for bool {
+    fn add(self, o: Self) -> Self { self | o }
+    fn sub(self, o: Self) -> Self { self ^ o }
+    fn mul(self, o: Self) -> Self { self & o }
+    fn div(self, o: Self) -> Self { self & o }
+    fn maximum(self, o: Self) -> Self { self | o }
+    fn minimum(self, o: Self) -> Self { self & o }
+    fn pow(self, o: Self) -> Self { self | !o }
+}
+
+/// Calls `$go` with the op turned into a closure (each op gets its own inlined loop).
+macro_rules! with_op {
+    ($op:expr, |$f:ident| $go:expr) => {
+        match $op {
+            BinaryOp::Add => { let $f = Arith::add; $go }
+            BinaryOp::Sub => { let $f = Arith::sub; $go }
+            BinaryOp::Mul => { let $f = Arith::mul; $go }
+            BinaryOp::Div => { let $f = Arith::div; $go }
+            BinaryOp::Maximum => { let $f = Arith::maximum; $go }
+            BinaryOp::Minimum => { let $f = Arith::minimum; $go }
+            BinaryOp::Pow => { let $f = Arith::pow; $go }
+        }
+    };
+}
+
+fn binary_typed<T: Arith>(mut a: Operand<'_>, mut b: Operand<'_>, shape: Dims, op: BinaryOp) -> RawTensor {
+    let la = a.layout.broadcast_to(&shape).expect("broadcast checked");
+    let lb = b.layout.broadcast_to(&shape).expect("broadcast checked");
+    // Write into an owned operand that nobody else uses and that already has the result's shape.
+    if let Operand::Owned(owner) = &mut a {
+        if *owner.shape() == *shape {
+            let other = b.cpu_slice::<T>().expect("dtype checked");
+            if let Some(dst) = owner.unique_cpu_vec::<T>() {
+                with_op!(op, |f| zip_in_place(dst, other, &lb, f));
+                return a.into_owned();
+            }
+        }
+    }
+    if let Operand::Owned(owner) = &mut b {
+        if *owner.shape() == *shape {
+            let other = a.cpu_slice::<T>().expect("dtype checked");
+            if let Some(dst) = owner.unique_cpu_vec::<T>() {
+                with_op!(op, |f| zip_in_place(dst, other, &la, |y: T, x: T| f(x, y)));
+                return b.into_owned();
+            }
+        }
+    }
+    let (x, y) = (a.cpu_slice::<T>().expect("cpu"), b.cpu_slice::<T>().expect("cpu"));
+    let mut out = T::pool().take(shape.iter().product());
+    with_op!(op, |f| map2(x, &la, y, &lb, &mut out, f));
+    RawTensor::from_cpu_vec(out, shape)
+}
+
+pub(crate) fn binary(a: Operand<'_>, b: Operand<'_>, shape: Dims, op: BinaryOp) -> Result<RawTensor> {
+    Ok(match a.dtype {
+        DType::F32 => binary_typed::<f32>(a, b, shape, op),
+        DType::F64 => binary_typed::<f64>(a, b, shape, op),
+        DType::I64 => binary_typed::<i64>(a, b, shape, op),
+        DType::Bool => binary_typed::<bool>(a, b, shape, op),
+    })
+}
+
+fn scalar_typed<T: Arith>(mut a: Operand<'_>, s: f64, op: BinaryOp, scalar_first: bool) -> RawTensor {
+    let s = T::from_f64(s);
+    if let Operand::Owned(owner) = &mut a {
+        if let Some(dst) = owner.unique_cpu_vec::<T>() {
+            with_op!(op, |f| {
+                if scalar_first {
+                    crate::cpu::strided::for_each_chunk(dst, |_, c| c.iter_mut().for_each(|x| *x = f(s, *x)))
+                } else {
+                    crate::cpu::strided::for_each_chunk(dst, |_, c| c.iter_mut().for_each(|x| *x = f(*x, s)))
+                }
+            });
+            return a.into_owned();
+        }
+    }
+    let x = a.cpu_slice::<T>().expect("cpu");
+    let mut out = T::pool().take(a.numel());
+    with_op!(op, |f| {
+        if scalar_first {
+            map1(x, &a.layout, &mut out, |v| f(s, v))
+        } else {
+            map1(x, &a.layout, &mut out, |v| f(v, s))
+        }
+    });
+    RawTensor::from_cpu_vec(out, a.layout.shape)
+}
+
+pub(crate) fn binary_scalar(a: Operand<'_>, s: f64, op: BinaryOp, scalar_first: bool) -> Result<RawTensor> {
+    Ok(match a.dtype {
+        DType::F32 => scalar_typed::<f32>(a, s, op, scalar_first),
+        DType::F64 => scalar_typed::<f64>(a, s, op, scalar_first),
+        DType::I64 => scalar_typed::<i64>(a, s, op, scalar_first),
+        DType::Bool => scalar_typed::<bool>(a, s, op, scalar_first),
+    })
+}
+
+fn cmp_fn<T: PartialOrd>(op: CompareOp) -> fn(T, T) -> bool {
+    match op {
+        CompareOp::Eq => |x, y| x == y,
+        CompareOp::Ne => |x, y| x != y,
+        CompareOp::Lt => |x, y| x < y,
+        CompareOp::Le => |x, y| x <= y,
+        CompareOp::Gt => |x, y| x > y,
+        CompareOp::Ge => |x, y| x >= y,
+    }
+}
+
+pub(crate) fn compare(a: &RawTensor, b: &RawTensor, shape: Dims, op: CompareOp) -> Result<RawTensor> {
+    let la: Layout = a.layout.broadcast_to(&shape)?;
+    let lb: Layout = b.layout.broadcast_to(&shape)?;
+    let mut out = <bool as ElementStorage>::pool().take(shape.iter().product());
+    let sa = a.cpu_storage().expect("cpu");
+    cpu_dispatch!(sa, |x: T| {
+        let y = b.cpu_slice::<T>().expect("dtype checked");
+        let f = cmp_fn::<T>(op);
+        map2(x, &la, y, &lb, &mut out, f);
+    });
+    Ok(RawTensor::from_cpu_vec(out, shape))
+}
+
+pub(crate) fn compare_scalar(a: &RawTensor, s: f64, op: CompareOp) -> Result<RawTensor> {
+    let mut out = <bool as ElementStorage>::pool().take(a.numel());
+    let sa = a.cpu_storage().expect("cpu");
+    cpu_dispatch!(sa, |x: T| {
+        let f = cmp_fn::<f64>(op);
+        map1(x, &a.layout, &mut out, |v| f(v.to_f64(), s));
+    });
+    Ok(RawTensor::from_cpu_vec(out, a.layout.shape))
+}

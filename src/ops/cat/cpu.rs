@@ -1,0 +1,30 @@
+//! CPU kernel for `cat`: each input is copied into its slab of the output.
+
+use crate::error::Result;
+use crate::ops::copy::copy_into;
+use crate::tensor::layout::{Dims, Layout};
+use crate::tensor::raw::RawTensor;
+use crate::tensor::{DType, Element};
+
+fn typed<T: Element>(tensors: &[&RawTensor], d: usize, shape: Dims) -> RawTensor {
+    let mut out = T::pool().take(shape.iter().product());
+    let full = Layout::contiguous(shape);
+    let mut start = 0;
+    for t in tensors {
+        let mut slab = full;
+        slab.offset = start * full.strides[d];
+        slab.shape[d] = t.shape()[d];
+        copy_into(&mut out, &slab, t.cpu_slice::<T>().expect("dtype checked"), &t.layout);
+        start += t.shape()[d];
+    }
+    RawTensor::from_cpu_vec(out, shape)
+}
+
+pub(crate) fn cat(tensors: &[&RawTensor], d: usize, shape: Dims) -> Result<RawTensor> {
+    Ok(match tensors[0].dtype {
+        DType::F32 => typed::<f32>(tensors, d, shape),
+        DType::F64 => typed::<f64>(tensors, d, shape),
+        DType::I64 => typed::<i64>(tensors, d, shape),
+        DType::Bool => typed::<bool>(tensors, d, shape),
+    })
+}

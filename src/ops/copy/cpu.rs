@@ -1,0 +1,42 @@
+//! CPU kernels for copies and casts.
+
+use crate::cpu::strided::{map1, Strided};
+use crate::tensor::layout::Layout;
+use crate::tensor::raw::RawTensor;
+use crate::tensor::{DType, Element};
+
+/// The elements of a view in row-major order.
+pub(crate) fn gather_strided<T: Element>(data: &[T], layout: &Layout) -> Vec<T> {
+    let mut out = T::pool().take(layout.numel());
+    map1(data, layout, &mut out, |x| x);
+    out
+}
+
+/// Writes `src` (seen through `lsrc`) into `dst` (seen through `ldst`); shapes match.
+pub(crate) fn copy_into<T: Element>(dst: &mut [T], ldst: &Layout, src: &[T], lsrc: &Layout) {
+    let walk = Strided::new([ldst, lsrc]);
+    walk.runs(0..ldst.numel(), |_, [od, os], len, [sd, ss]| {
+        if sd == 1 && ss == 1 {
+            dst[od..od + len].copy_from_slice(&src[os..os + len]);
+        } else {
+            for i in 0..len {
+                dst[od + i * sd] = src[os + i * ss];
+            }
+        }
+    });
+}
+
+/// Converts every element to `dtype`.
+pub(crate) fn cast<T: Element>(data: &[T], layout: &Layout, dtype: DType) -> RawTensor {
+    fn go<T: Element, U: Element>(data: &[T], layout: &Layout) -> RawTensor {
+        let mut out = U::pool().take(layout.numel());
+        map1(data, layout, &mut out, |x| U::from_f64(x.to_f64()));
+        RawTensor::from_cpu_vec(out, layout.shape)
+    }
+    match dtype {
+        DType::F32 => go::<T, f32>(data, layout),
+        DType::F64 => go::<T, f64>(data, layout),
+        DType::I64 => go::<T, i64>(data, layout),
+        DType::Bool => go::<T, bool>(data, layout),
+    }
+}

@@ -1,0 +1,45 @@
+//! CPU kernels for creation.
+
+use super::Fill;
+use crate::cpu::strided::for_each_chunk;
+use crate::random;
+use crate::tensor::layout::Dims;
+use crate::tensor::raw::RawTensor;
+use crate::tensor::{DType, Element};
+
+pub(crate) fn create(shape: Dims, dtype: DType, fill: Fill) -> RawTensor {
+    fn go<T: Element>(shape: Dims, fill: Fill) -> RawTensor {
+        let numel: usize = shape.iter().product();
+        let mut out = if fill == Fill::Constant(0.0) {
+            vec![T::ZERO; numel]
+        } else {
+            T::pool().take(numel)
+        };
+        match fill {
+            Fill::Constant(0.0) => {}
+            Fill::Constant(v) => out.fill(T::from_f64(v)),
+            Fill::Range { start, step } => for_each_chunk(&mut out, |s, c| {
+                for (i, o) in c.iter_mut().enumerate() {
+                    *o = T::from_f64(start + (s + i) as f64 * step);
+                }
+            }),
+            Fill::Uniform { seed, offset } => for_each_chunk(&mut out, |s, c| {
+                for (i, o) in c.iter_mut().enumerate() {
+                    *o = T::from_f64(random::uniform(seed, offset + (s + i) as u64));
+                }
+            }),
+            Fill::Normal { seed, offset } => for_each_chunk(&mut out, |s, c| {
+                for (i, o) in c.iter_mut().enumerate() {
+                    *o = T::from_f64(random::normal(seed, offset + (s + i) as u64));
+                }
+            }),
+        }
+        RawTensor::from_cpu_vec(out, shape)
+    }
+    match dtype {
+        DType::F32 => go::<f32>(shape, fill),
+        DType::F64 => go::<f64>(shape, fill),
+        DType::I64 => go::<i64>(shape, fill),
+        DType::Bool => go::<bool>(shape, fill),
+    }
+}

@@ -1,0 +1,50 @@
+//! Creation directly on a device: fills, ranges and random values. On a GPU the values are
+//! written by a kernel; nothing passes through the host.
+
+mod cpu;
+mod cuda;
+
+use crate::device::DynDevice;
+use crate::error::Result;
+use crate::tensor::layout::Dims;
+use crate::tensor::raw::RawTensor;
+use crate::tensor::DType;
+
+/// How values are produced.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Fill {
+    /// Every element the same.
+    Constant(f64),
+    /// `start + i * step`.
+    Range { start: f64, step: f64 },
+    /// Uniform in `[0, 1)` from the random stream.
+    Uniform { seed: u64, offset: u64 },
+    /// Standard normal from the random stream.
+    Normal { seed: u64, offset: u64 },
+}
+
+impl Fill {
+    /// Uniform values, reserving `numel` positions of the global stream.
+    pub(crate) fn uniform(numel: usize) -> Fill {
+        let (seed, offset) = crate::random::reserve(numel as u64);
+        Fill::Uniform { seed, offset }
+    }
+
+    /// Normal values, reserving `2 * numel + 1` positions of the global stream.
+    pub(crate) fn normal(numel: usize) -> Fill {
+        let (seed, offset) = crate::random::reserve(2 * numel as u64 + 1);
+        Fill::Normal {
+            seed,
+            offset: offset.div_ceil(2),
+        }
+    }
+}
+
+/// A new contiguous tensor of `shape` on `device` filled by `fill`.
+pub(crate) fn create(shape: Dims, dtype: DType, device: DynDevice, fill: Fill) -> Result<RawTensor> {
+    let device = device.resolved();
+    match device.cuda_index() {
+        None => Ok(cpu::create(shape, dtype, fill)),
+        Some(ordinal) => cuda::create(shape, dtype, ordinal, fill),
+    }
+}

@@ -1,0 +1,46 @@
+//! CPU kernel for the fused linear layer.
+
+use crate::error::Result;
+use crate::ops::matmul::{gemm_into, MatrixView};
+use crate::tensor::layout::Dims;
+use crate::tensor::raw::RawTensor;
+use crate::tensor::{DType, Float};
+
+fn typed<T: Float>(x: &RawTensor, w: &RawTensor, bias: Option<&RawTensor>, (rows, k, n, shape): (usize, usize, usize, Dims)) -> Result<RawTensor> {
+    // x as a [rows, k] matrix: a view when the strides allow, else a copy.
+    let x2 = if x.rank() == 2 { x.clone() } else { crate::ops::shape::reshape(x, &[rows as isize, k as isize])? };
+    let mut out = T::pool().take(rows * n);
+    let accumulate = match bias {
+        Some(b) => {
+            let bias = b.to_vec::<T>()?;
+            for row in out.chunks_mut(n.max(1)) {
+                row.copy_from_slice(&bias);
+            }
+            true
+        }
+        None => false,
+    };
+    let a = MatrixView {
+        data: x2.cpu_slice::<T>().expect("cpu"),
+        offset: x2.layout.offset,
+        row_stride: x2.layout.strides[0],
+        col_stride: x2.layout.strides[1],
+    };
+    // weight is [n, k]; its transpose [k, n] is the same memory with the strides swapped.
+    let b = MatrixView {
+        data: w.cpu_slice::<T>().expect("cpu"),
+        offset: w.layout.offset,
+        row_stride: w.layout.strides[1],
+        col_stride: w.layout.strides[0],
+    };
+    gemm_into(&mut out, (rows, k, n), a, b, accumulate);
+    Ok(RawTensor::from_cpu_vec(out, shape))
+}
+
+pub(crate) fn linear(x: &RawTensor, w: &RawTensor, bias: Option<&RawTensor>, plan: (usize, usize, usize, Dims)) -> Result<RawTensor> {
+    match x.dtype {
+        DType::F32 => typed::<f32>(x, w, bias, plan),
+        DType::F64 => typed::<f64>(x, w, bias, plan),
+        _ => unreachable!("checked in plan"),
+    }
+}

@@ -1,0 +1,58 @@
+//! `linear(x, weight, bias) = x @ weight.T + bias`, fused (PyTorch's `addmm`): the bias is
+//! written first and the product accumulated onto it, with no transposed copy of the weight.
+
+mod cpu;
+mod cuda;
+
+use crate::error::{Error, Result};
+use crate::storage::Storage;
+use crate::tensor::layout::Dims;
+use crate::tensor::raw::RawTensor;
+
+/// Checks shapes as `F.linear` and returns (rows, in, out, output shape).
+pub(crate) fn plan(x: &RawTensor, weight: &RawTensor, bias: Option<&RawTensor>) -> Result<(usize, usize, usize, Dims)> {
+    if weight.rank() != 2 {
+        return Err(Error::NotAMatrix { op: "addmm", argument: "mat2", dims: weight.rank() });
+    }
+    if x.rank() == 0 {
+        return Err(Error::Shape("both arguments to linear need to be at least 1D, but they are 0D and 2D".into()));
+    }
+    for t in std::iter::once(weight).chain(bias) {
+        if t.dtype != x.dtype {
+            return Err(Error::Shape(format!(
+                "mat1 and mat2 must have the same dtype, but got {} and {}",
+                x.dtype, t.dtype
+            )));
+        }
+    }
+    if !x.dtype.is_float() {
+        return Err(Error::UnsupportedDType { op: "addmm_impl_cpu_", dtype: x.dtype });
+    }
+    let (out_features, in_features) = (weight.shape()[0], weight.shape()[1]);
+    let k = *x.shape().last().expect("rank >= 1");
+    let rows: usize = x.shape()[..x.rank() - 1].iter().product();
+    if k != in_features {
+        return Err(Error::MatmulShape { op: "addmm", m: rows, k1: k, k2: in_features, n: out_features });
+    }
+    if let Some(b) = bias {
+        if b.shape() != [out_features] {
+            return Err(Error::Shape(format!(
+                "The size of tensor a ({}) must match the size of tensor b ({out_features}) at non-singleton dimension {}",
+                b.shape().last().copied().unwrap_or(1),
+                x.rank() - 1
+            )));
+        }
+    }
+    let mut shape = x.layout.shape;
+    *shape.last_mut().expect("rank >= 1") = out_features;
+    Ok((rows, in_features, out_features, shape))
+}
+
+/// `x @ weight.T + bias`.
+pub(crate) fn linear(x: &RawTensor, weight: &RawTensor, bias: Option<&RawTensor>) -> Result<RawTensor> {
+    let plan = plan(x, weight, bias)?;
+    match &*x.storage {
+        Storage::Cpu(_) => cpu::linear(x, weight, bias, plan),
+        Storage::Cuda(_) => cuda::linear(x, weight, bias, plan),
+    }
+}

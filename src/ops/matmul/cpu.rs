@@ -1,0 +1,140 @@
+//! CPU matrix products on the `gemm` crate (AVX-512 when the CPU has it, chosen at run time);
+//! tiny products use a plain loop, which beats any dispatch.
+
+use super::MatmulPlan;
+use crate::cpu::strided::Strided;
+use crate::error::Result;
+use crate::tensor::layout::Layout;
+use crate::tensor::raw::RawTensor;
+use crate::tensor::{DType, Float};
+
+/// Products with at most this many multiply-adds use the plain loop.
+const SMALL_PRODUCT: usize = 32 * 32 * 32;
+
+/// A strided matrix inside a slice.
+#[derive(Clone, Copy)]
+pub(crate) struct MatrixView<'a, T> {
+    pub(crate) data: &'a [T],
+    pub(crate) offset: usize,
+    pub(crate) row_stride: usize,
+    pub(crate) col_stride: usize,
+}
+
+impl<T> MatrixView<'_, T> {
+    /// The largest index `rows x cols` elements reach, or `None` when the matrix is empty.
+    fn last_index(&self, rows: usize, cols: usize) -> Option<usize> {
+        (rows > 0 && cols > 0).then(|| self.offset + (rows - 1) * self.row_stride + (cols - 1) * self.col_stride)
+    }
+}
+
+/// `dst[m x n] (row-major, contiguous) = (accumulate ? dst : 0) + a[m x k] @ b[k x n]`.
+pub(crate) fn gemm_into<T: Float>(
+    dst: &mut [T],
+    (m, k, n): (usize, usize, usize),
+    a: MatrixView<'_, T>,
+    b: MatrixView<'_, T>,
+    accumulate: bool,
+) {
+    assert!(dst.len() >= m * n, "gemm destination too small");
+    if m == 0 || n == 0 {
+        return;
+    }
+    if k == 0 {
+        if !accumulate {
+            dst[..m * n].fill(T::ZERO);
+        }
+        return;
+    }
+    // Both operands must stay inside their slices: checked here, relied on below.
+    assert!(a.last_index(m, k).is_some_and(|i| i < a.data.len()), "gemm lhs out of bounds");
+    assert!(b.last_index(k, n).is_some_and(|i| i < b.data.len()), "gemm rhs out of bounds");
+    if m * n * k <= SMALL_PRODUCT || cfg!(miri) {
+        for i in 0..m {
+            for j in 0..n {
+                let mut s = if accumulate { dst[i * n + j] } else { T::ZERO };
+                for p in 0..k {
+                    s += a.data[a.offset + i * a.row_stride + p * a.col_stride]
+                        * b.data[b.offset + p * b.row_stride + j * b.col_stride];
+                }
+                dst[i * n + j] = s;
+            }
+        }
+        return;
+    }
+    let threads = rayon::current_num_threads();
+    let parallelism = if m * n * k >= 1 << 18 && threads > 1 {
+        gemm::Parallelism::Rayon(threads)
+    } else {
+        gemm::Parallelism::None
+    };
+    // SAFETY: `dst` holds m*n elements (asserted) written row-major with strides (n, 1); the
+    // last element each operand reaches is inside its slice (asserted above), and all three
+    // regions are valid for the call's duration. `dst` is borrowed mutably, so it does not
+    // alias `a` or `b`.
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            dst.as_mut_ptr(),
+            1,
+            n as isize,
+            accumulate,
+            a.data.as_ptr().add(a.offset),
+            a.col_stride as isize,
+            a.row_stride as isize,
+            b.data.as_ptr().add(b.offset),
+            b.col_stride as isize,
+            b.row_stride as isize,
+            T::ONE,
+            T::ONE,
+            false,
+            false,
+            false,
+            parallelism,
+        )
+    }
+}
+
+/// Offsets of each batch's matrix for a layout `[batch..., r, c]`.
+pub(crate) fn batch_offsets(layout: &Layout, batch_rank: usize) -> Vec<usize> {
+    let mut batch = *layout;
+    let r = layout.rank();
+    let mut shape = batch.shape;
+    let mut strides = batch.strides;
+    shape[r - 2] = 1;
+    shape[r - 1] = 1;
+    strides[r - 2] = 0;
+    strides[r - 1] = 0;
+    batch.shape = shape;
+    batch.strides = strides;
+    let count: usize = layout.shape[..batch_rank].iter().product();
+    let mut out = Vec::with_capacity(count);
+    Strided::new([&batch]).runs(0..count, |_, [o], len, [s]| out.extend((0..len).map(|i| o + i * s)));
+    out
+}
+
+fn typed<T: Float>(a: &[T], b: &[T], plan: &MatmulPlan) -> RawTensor {
+    let (m, k, n) = (plan.m, plan.k, plan.n);
+    let br = plan.batch.len();
+    let ra = plan.a.rank();
+    let rb = plan.b.rank();
+    let batches: usize = plan.batch.iter().product();
+    let mut out = T::pool().take(batches * m * n);
+    let offs_a = batch_offsets(&plan.a, br);
+    let offs_b = batch_offsets(&plan.b, br);
+    for (i, dst) in out.chunks_mut((m * n).max(1)).enumerate().take(batches) {
+        let va = MatrixView { data: a, offset: offs_a[i], row_stride: plan.a.strides[ra - 2], col_stride: plan.a.strides[ra - 1] };
+        let vb = MatrixView { data: b, offset: offs_b[i], row_stride: plan.b.strides[rb - 2], col_stride: plan.b.strides[rb - 1] };
+        gemm_into(dst, (m, k, n), va, vb, false);
+    }
+    RawTensor::from_cpu_vec(out, plan.out_shape)
+}
+
+pub(crate) fn matmul(a: &RawTensor, b: &RawTensor, plan: &MatmulPlan) -> Result<RawTensor> {
+    Ok(match a.dtype {
+        DType::F32 => typed::<f32>(a.cpu_slice().expect("cpu"), b.cpu_slice().expect("cpu"), plan),
+        DType::F64 => typed::<f64>(a.cpu_slice().expect("cpu"), b.cpu_slice().expect("cpu"), plan),
+        _ => unreachable!("checked in plan"),
+    })
+}

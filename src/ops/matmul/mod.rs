@@ -1,0 +1,93 @@
+//! Matrix products: 2-D, batched with broadcasting batch dims, and vectors, like `torch.matmul`.
+//! Transposed views are used through their strides, never copied.
+
+mod cpu;
+mod cuda;
+
+pub(crate) use cpu::{gemm_into, MatrixView};
+
+use crate::error::{Error, Result};
+use crate::storage::Storage;
+use crate::tensor::layout::{broadcast_shapes, Dims, Layout};
+use crate::tensor::raw::RawTensor;
+
+/// The plan of one (batched) product `[..., m, k] @ [..., k, n]`.
+pub(crate) struct MatmulPlan {
+    pub(crate) m: usize,
+    pub(crate) k: usize,
+    pub(crate) n: usize,
+    /// Broadcast batch shape.
+    pub(crate) batch: Dims,
+    /// `a` viewed as `[batch..., m, k]` (batch dims broadcast).
+    pub(crate) a: Layout,
+    /// `b` viewed as `[batch..., k, n]`.
+    pub(crate) b: Layout,
+    /// The result's shape (vector dims removed again).
+    pub(crate) out_shape: Dims,
+}
+
+/// Checks shapes and dtypes as PyTorch does and plans the product.
+pub(crate) fn plan(a: &RawTensor, b: &RawTensor) -> Result<MatmulPlan> {
+    if a.dtype != b.dtype {
+        return Err(Error::Shape(format!(
+            "expected m1 and m2 to have the same dtype, but got: {} != {}",
+            a.dtype.type_meta_name(),
+            b.dtype.type_meta_name()
+        )));
+    }
+    if !a.dtype.is_float() {
+        return Err(Error::UnsupportedDType { op: "addmm_impl_cpu_", dtype: a.dtype });
+    }
+    if a.rank() == 0 || b.rank() == 0 {
+        return Err(Error::Shape(format!(
+            "both arguments to matmul need to be at least 1D, but they are {}D and {}D",
+            a.rank(),
+            b.rank()
+        )));
+    }
+    // Vectors become matrices: [k] -> [1, k] on the left, [k] -> [k, 1] on the right.
+    let la = if a.rank() == 1 { a.layout.view(&[1, a.shape()[0]])?.expect("1-D views") } else { a.layout };
+    let lb = if b.rank() == 1 { b.layout.view(&[b.shape()[0], 1])?.expect("1-D views") } else { b.layout };
+    let (ra, rb) = (la.rank(), lb.rank());
+    let (m, k1) = (la.shape[ra - 2], la.shape[ra - 1]);
+    let (k2, n) = (lb.shape[rb - 2], lb.shape[rb - 1]);
+    if k1 != k2 {
+        if ra == 3 && rb == 3 {
+            return Err(Error::BatchMatmulShape { batch: la.shape[0], k: k1, got_batch: lb.shape[0], got_k: k2 });
+        }
+        let rows: usize = la.shape[..ra - 1].iter().product();
+        return Err(Error::MatmulShape { op: "mm", m: if rb == 2 { rows } else { m }, k1, k2, n });
+    }
+    let batch = broadcast_shapes(&la.shape[..ra - 2], &lb.shape[..rb - 2])?;
+    let mut full_a = batch;
+    full_a.push(m)?;
+    full_a.push(k1)?;
+    let mut full_b = batch;
+    full_b.push(k2)?;
+    full_b.push(n)?;
+    let mut out_shape = batch;
+    if a.rank() > 1 {
+        out_shape.push(m)?;
+    }
+    if b.rank() > 1 {
+        out_shape.push(n)?;
+    }
+    Ok(MatmulPlan {
+        m,
+        k: k1,
+        n,
+        batch,
+        a: la.broadcast_to(&full_a)?,
+        b: lb.broadcast_to(&full_b)?,
+        out_shape,
+    })
+}
+
+/// `a @ b`.
+pub(crate) fn matmul(a: &RawTensor, b: &RawTensor) -> Result<RawTensor> {
+    let plan = plan(a, b)?;
+    match (&*a.storage, &*b.storage) {
+        (Storage::Cpu(_), Storage::Cpu(_)) => cpu::matmul(a, b, &plan),
+        _ => cuda::matmul(a, b, &plan),
+    }
+}

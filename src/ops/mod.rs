@@ -1,0 +1,56 @@
+//! Every op, one folder per family: `mod.rs` (shapes, checks, dispatch), `cpu.rs` (the CPU
+//! kernel) and `cuda.rs` (the CUDA launch; its kernel is `kernels/<family>.cu`).
+//!
+//! Ops here work on [`RawTensor`](crate::tensor::raw::RawTensor) and assume the device check
+//! is done: the typed front had the compiler do it, the dynamic front does it in
+//! `dyn_tensor::check` before calling in.
+
+/// Runs `$body` with `$T` bound to the element type of a CPU storage and `$data` to its slice.
+macro_rules! cpu_dispatch {
+    ($storage:expr, |$data:ident : $T:ident| $body:expr) => {
+        match $storage {
+            $crate::cpu::storage::CpuStorage::F32($data) => {
+                #[allow(dead_code)]
+                type $T = f32;
+                let $data = $data.as_slice();
+                $body
+            }
+            $crate::cpu::storage::CpuStorage::F64($data) => {
+                #[allow(dead_code)]
+                type $T = f64;
+                let $data = $data.as_slice();
+                $body
+            }
+            $crate::cpu::storage::CpuStorage::I64($data) => {
+                #[allow(dead_code)]
+                type $T = i64;
+                let $data = $data.as_slice();
+                $body
+            }
+            $crate::cpu::storage::CpuStorage::Bool($data) => {
+                #[allow(dead_code)]
+                type $T = bool;
+                let $data = $data.as_slice();
+                $body
+            }
+        }
+    };
+}
+
+pub(crate) mod binary;
+pub(crate) mod cat;
+pub(crate) mod copy;
+pub(crate) mod creation;
+pub(crate) mod index;
+pub(crate) mod linear;
+pub(crate) mod loss;
+pub(crate) mod matmul;
+pub(crate) mod reduce;
+pub(crate) mod shape;
+pub(crate) mod softmax;
+pub(crate) mod unary;
+pub(crate) mod where_cond;
+
+pub use binary::{BinaryOp, CompareOp};
+pub use reduce::ReduceOp;
+pub use unary::UnaryOp;

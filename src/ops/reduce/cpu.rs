@@ -1,0 +1,165 @@
+//! CPU kernels for reductions.
+
+use super::{ReduceOp, ReducePlan};
+use crate::cpu::strided::Strided;
+use crate::error::Result;
+use crate::tensor::raw::RawTensor;
+use crate::tensor::Element;
+use rayon::prelude::*;
+
+/// What a reduction needs of an element type.
+pub(crate) trait Reducible: Element {
+    fn sum_run(data: &[Self], stride: usize, len: usize) -> Self;
+    fn add(self, o: Self) -> Self;
+    fn max_of(self, o: Self) -> Self;
+    fn min_of(self, o: Self) -> Self;
+    fn div_count(self, n: usize) -> Self;
+    fn is_nan(self) -> bool;
+}
+
+macro_rules! float_reducible {
+    ($t:ty) => {
+        impl Reducible for $t {
+            #[inline]
+            fn sum_run(data: &[Self], stride: usize, len: usize) -> Self {
+                if stride == 1 {
+                    // Eight lanes keep the loop vectorised and the rounding error small.
+                    let mut lanes = [0.0 as $t; 8];
+                    let chunks = data[..len].chunks_exact(8);
+                    let rest = chunks.remainder();
+                    for c in chunks {
+                        for i in 0..8 {
+                            lanes[i] += c[i];
+                        }
+                    }
+                    let mut s = ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5]))
+                        + ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7]));
+                    for &x in rest {
+                        s += x;
+                    }
+                    s
+                } else {
+                    (0..len).map(|i| data[i * stride]).sum()
+                }
+            }
+            #[inline]
+            fn add(self, o: Self) -> Self { self + o }
+            #[inline]
+            fn max_of(self, o: Self) -> Self { if self.is_nan() || self >= o { self } else { o } }
+            #[inline]
+            fn min_of(self, o: Self) -> Self { if self.is_nan() || self <= o { self } else { o } }
+            #[inline]
+            fn div_count(self, n: usize) -> Self { self / n as $t }
+            #[inline]
+            fn is_nan(self) -> bool { <$t>::is_nan(self) }
+        }
+    };
+}
+float_reducible!(f32);
+float_reducible!(f64);
+
+impl Reducible for i64 {
+    fn sum_run(data: &[Self], stride: usize, len: usize) -> Self {
+        (0..len).fold(0i64, |s, i| s.wrapping_add(data[i * stride]))
+    }
+    fn add(self, o: Self) -> Self { self.wrapping_add(o) }
+    fn max_of(self, o: Self) -> Self { self.max(o) }
+    fn min_of(self, o: Self) -> Self { self.min(o) }
+    fn div_count(self, n: usize) -> Self { self / n.max(1) as i64 }
+    fn is_nan(self) -> bool { false }
+}
+
+impl Reducible for bool {
+    fn sum_run(data: &[Self], stride: usize, len: usize) -> Self { (0..len).any(|i| data[i * stride]) }
+    fn add(self, o: Self) -> Self { self | o }
+    fn max_of(self, o: Self) -> Self { self | o }
+    fn min_of(self, o: Self) -> Self { self & o }
+    fn div_count(self, _: usize) -> Self { self }
+    fn is_nan(self) -> bool { false }
+}
+
+/// Folds positions `range` of the permuted walk.
+fn fold_range<T: Reducible>(data: &[T], walk: &Strided<1>, range: std::ops::Range<usize>, op: ReduceOp) -> T {
+    let mut acc = match op {
+        ReduceOp::Sum | ReduceOp::Mean => T::ZERO,
+        ReduceOp::Max | ReduceOp::Min => data[0],
+    };
+    let mut first = true;
+    walk.runs(range, |_, [o], len, [s]| match op {
+        ReduceOp::Sum | ReduceOp::Mean => acc = acc.add(T::sum_run(&data[o..], s, len)),
+        ReduceOp::Max | ReduceOp::Min => {
+            for i in 0..len {
+                let x = data[o + i * s];
+                if first {
+                    acc = x;
+                    first = false;
+                } else if op == ReduceOp::Max {
+                    acc = acc.max_of(x);
+                } else {
+                    acc = acc.min_of(x);
+                }
+            }
+        }
+    });
+    acc
+}
+
+fn typed<T: Reducible>(data: &[T], plan: &ReducePlan, op: ReduceOp) -> RawTensor {
+    let walk = Strided::new([&plan.permuted]);
+    let r = plan.reduced;
+    let finish = |v: T| if op == ReduceOp::Mean { v.div_count(r) } else { v };
+    let mut out = T::pool().take(plan.outputs);
+    let work = plan.outputs * r;
+    if plan.outputs == 1 && r >= 1 << 16 && !cfg!(miri) && matches!(op, ReduceOp::Sum | ReduceOp::Mean) {
+        // One big sum: split the reduction itself across threads.
+        let chunk = 1 << 14;
+        let total = (0..r.div_ceil(chunk))
+            .into_par_iter()
+            .map(|c| fold_range(data, &walk, c * chunk..((c + 1) * chunk).min(r), op))
+            .reduce(|| T::ZERO, T::add);
+        out[0] = finish(total);
+    } else if work >= 1 << 16 && plan.outputs > 1 && !cfg!(miri) {
+        out.par_iter_mut()
+            .enumerate()
+            .with_min_len((1 << 14) / r.max(1) + 1)
+            .for_each(|(i, o)| *o = finish(fold_range(data, &walk, i * r..(i + 1) * r, op)));
+    } else {
+        for (i, o) in out.iter_mut().enumerate() {
+            *o = finish(fold_range(data, &walk, i * r..(i + 1) * r, op));
+        }
+    }
+    RawTensor::from_cpu_vec(out, plan.out_shape)
+}
+
+pub(crate) fn reduce(a: &RawTensor, plan: &ReducePlan, op: ReduceOp) -> Result<RawTensor> {
+    let s = a.cpu_storage().expect("cpu");
+    Ok(cpu_dispatch!(s, |data: T| typed::<T>(data, plan, op)))
+}
+
+fn arg_typed<T: Reducible>(data: &[T], plan: &ReducePlan, max: bool) -> RawTensor {
+    let walk = Strided::new([&plan.permuted]);
+    let r = plan.reduced;
+    let mut out = vec![0i64; plan.outputs];
+    for (i, o) in out.iter_mut().enumerate() {
+        let (mut best, mut best_at, mut pos) = (data[0], 0usize, 0usize);
+        walk.runs(i * r..(i + 1) * r, |_, [off], len, [s]| {
+            for j in 0..len {
+                let x = data[off + j * s];
+                let better = pos == 0
+                    || (!best.is_nan() && (x.is_nan() || if max { x > best } else { x < best }));
+                if better {
+                    best = x;
+                    best_at = pos;
+                }
+                pos += 1;
+            }
+        });
+        *o = best_at as i64;
+    }
+    RawTensor::from_cpu_vec(out, plan.out_shape)
+}
+
+pub(crate) fn arg_reduce(a: &RawTensor, plan: &ReducePlan, max: bool) -> Result<RawTensor> {
+    let s = a.cpu_storage().expect("cpu");
+    Ok(cpu_dispatch!(s, |data: T| arg_typed::<T>(data, plan, max)))
+}

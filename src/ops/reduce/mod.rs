@@ -1,0 +1,126 @@
+//! Reductions over dimensions: sum, mean, max, min, argmax, argmin.
+
+mod cpu;
+mod cuda;
+
+use crate::error::{Error, Result};
+use crate::storage::Storage;
+use crate::tensor::layout::{wrap_dim, Dims, Layout};
+use crate::tensor::raw::RawTensor;
+use crate::tensor::DType;
+
+/// A reduction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReduceOp {
+    /// Sum of the elements.
+    Sum,
+    /// Arithmetic mean (floating point only).
+    Mean,
+    /// Largest element (NaN propagates).
+    Max,
+    /// Smallest element (NaN propagates).
+    Min,
+}
+
+impl ReduceOp {
+    pub(crate) const fn name(self) -> &'static str {
+        match self {
+            ReduceOp::Sum => "sum",
+            ReduceOp::Mean => "mean",
+            ReduceOp::Max => "max",
+            ReduceOp::Min => "min",
+        }
+    }
+}
+
+/// The input seen with reduced dims moved last, and the output's shape.
+pub(crate) struct ReducePlan {
+    /// Input layout permuted to `[kept..., reduced...]`.
+    pub(crate) permuted: Layout,
+    /// Number of outputs (product of kept sizes).
+    pub(crate) outputs: usize,
+    /// Elements folded into each output.
+    pub(crate) reduced: usize,
+    /// The output shape (with or without the kept 1s).
+    pub(crate) out_shape: Dims,
+}
+
+/// Normalises `dims` (negative allowed; empty means all) and plans the walk.
+pub(crate) fn plan(a: &RawTensor, dims: &[isize], keepdim: bool) -> Result<ReducePlan> {
+    let rank = a.rank();
+    let mut reduce_mask = [false; crate::tensor::layout::MAX_DIMS];
+    if dims.is_empty() {
+        reduce_mask[..rank].fill(true);
+    }
+    for &d in dims {
+        let d = wrap_dim(d, rank)?;
+        if rank == 0 {
+            continue;
+        }
+        if reduce_mask[d] {
+            return Err(Error::Shape(format!("dim {d} appears multiple times in the list of dims")));
+        }
+        reduce_mask[d] = true;
+    }
+    let mut order = Vec::with_capacity(rank);
+    let mut out_shape = Dims::EMPTY;
+    let (mut outputs, mut reduced) = (1usize, 1usize);
+    for d in 0..rank {
+        if !reduce_mask[d] {
+            order.push(d);
+            out_shape.push(a.shape()[d])?;
+            outputs *= a.shape()[d];
+        } else if keepdim {
+            out_shape.push(1)?;
+        }
+    }
+    for d in 0..rank {
+        if reduce_mask[d] {
+            order.push(d);
+            reduced *= a.shape()[d];
+        }
+    }
+    Ok(ReducePlan {
+        permuted: a.layout.permute(&order)?,
+        outputs,
+        reduced,
+        out_shape,
+    })
+}
+
+/// `op` over `dims` (all dims when empty).
+pub(crate) fn reduce(a: &RawTensor, dims: &[isize], keepdim: bool, op: ReduceOp) -> Result<RawTensor> {
+    if a.dtype == DType::Bool || (op == ReduceOp::Mean && !a.dtype.is_float()) {
+        return Err(Error::UnsupportedDType { op: op.name(), dtype: a.dtype });
+    }
+    let plan = plan(a, dims, keepdim)?;
+    if plan.reduced == 0 && matches!(op, ReduceOp::Max | ReduceOp::Min) && plan.outputs > 0 {
+        return Err(Error::Shape(format!(
+            "{}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.",
+            op.name()
+        )));
+    }
+    match &*a.storage {
+        Storage::Cpu(_) => cpu::reduce(a, &plan, op),
+        Storage::Cuda(_) => cuda::reduce(a, &plan, op),
+    }
+}
+
+/// Index of the largest (`max = true`) or smallest element along `dim`, as `i64`.
+pub(crate) fn arg_reduce(a: &RawTensor, dim: isize, keepdim: bool, max: bool) -> Result<RawTensor> {
+    if a.dtype == DType::Bool {
+        return Err(Error::UnsupportedDType { op: if max { "argmax" } else { "argmin" }, dtype: a.dtype });
+    }
+    let plan = plan(a, &[dim], keepdim)?;
+    if plan.reduced == 0 {
+        return Err(Error::Shape(format!(
+            "{}(): Expected reduction dim {} to have non-zero size.",
+            if max { "argmax" } else { "argmin" },
+            wrap_dim(dim, a.rank())?
+        )));
+    }
+    match &*a.storage {
+        Storage::Cpu(_) => cpu::arg_reduce(a, &plan, max),
+        Storage::Cuda(_) => cuda::arg_reduce(a, &plan, max),
+    }
+}

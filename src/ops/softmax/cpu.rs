@@ -1,0 +1,62 @@
+//! CPU kernel for softmax over contiguous rows.
+
+use crate::cpu::strided::PARALLEL_THRESHOLD;
+use crate::error::Result;
+use crate::tensor::raw::RawTensor;
+use crate::tensor::{DType, Float};
+use rayon::prelude::*;
+
+/// Softmax (or log-softmax) of one row, from `src` into `dst`.
+#[inline]
+fn softmax_row<T: Float>(src: &[T], dst: &mut [T], log: bool) {
+    let max = src.iter().fold(T::NEG_INFINITY, |m, &x| m.max_nan(x));
+    let max = if max == T::NEG_INFINITY { T::ZERO } else { max };
+    let mut sum = T::ZERO;
+    for (d, &x) in dst.iter_mut().zip(src) {
+        let e = (x - max).exp();
+        *d = e;
+        sum += e;
+    }
+    if log {
+        let lse = sum.ln();
+        for (d, &x) in dst.iter_mut().zip(src) {
+            *d = x - max - lse;
+        }
+    } else {
+        let inv = T::ONE / sum;
+        for d in dst.iter_mut() {
+            *d = *d * inv;
+        }
+    }
+}
+
+fn typed<T: Float>(a: RawTensor, log: bool) -> RawTensor {
+    let row = *a.shape().last().expect("rank >= 1");
+    let numel = a.numel();
+    let src = a.cpu_slice::<T>().expect("cpu");
+    let r = a.layout.contiguous_range().expect("contiguous");
+    let src = &src[r];
+    let mut out = T::pool().take(numel);
+    if row == 0 {
+        return RawTensor::from_cpu_vec(out, a.layout.shape);
+    }
+    if numel >= PARALLEL_THRESHOLD && !cfg!(miri) {
+        out.par_chunks_mut(row)
+            .zip(src.par_chunks(row))
+            .for_each(|(d, s)| softmax_row(s, d, log));
+    } else {
+        for (d, s) in out.chunks_mut(row).zip(src.chunks(row)) {
+            softmax_row(s, d, log);
+        }
+    }
+    RawTensor::from_cpu_vec(out, a.layout.shape)
+}
+
+/// `a` is contiguous; the softmax runs along its last dimension.
+pub(crate) fn softmax(a: RawTensor, log: bool) -> Result<RawTensor> {
+    Ok(match a.dtype {
+        DType::F32 => typed::<f32>(a, log),
+        DType::F64 => typed::<f64>(a, log),
+        _ => unreachable!("checked in softmax"),
+    })
+}

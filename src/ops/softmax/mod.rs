@@ -1,0 +1,34 @@
+//! `softmax` and `log_softmax` along a dimension, computed stably (max subtracted first).
+
+mod cpu;
+mod cuda;
+
+use crate::error::{Error, Result};
+use crate::storage::Storage;
+use crate::tensor::layout::wrap_dim;
+use crate::tensor::raw::RawTensor;
+
+/// `softmax(a, dim)`, or `log_softmax` when `log`.
+pub(crate) fn softmax(a: &RawTensor, dim: isize, log: bool) -> Result<RawTensor> {
+    if !a.dtype.is_float() {
+        return Err(Error::UnsupportedDType {
+            op: if log { "log_softmax_lastdim_kernel_impl" } else { "softmax_lastdim_kernel_impl" },
+            dtype: a.dtype,
+        });
+    }
+    if a.rank() == 0 {
+        wrap_dim(dim, 0)?;
+        let r = crate::ops::shape::reshape(a, &[1])?;
+        let s = softmax(&r, 0, log)?;
+        return crate::ops::shape::reshape(&s, &[]);
+    }
+    let d = wrap_dim(dim, a.rank())?;
+    // Work on rows: move `dim` last and make the data contiguous (a no-op in the usual case).
+    let last = a.rank() - 1;
+    let moved = crate::ops::shape::transpose(a, d as isize, last as isize)?.contiguous()?;
+    let out = match &*moved.storage {
+        Storage::Cpu(_) => cpu::softmax(moved, log)?,
+        Storage::Cuda(_) => cuda::softmax(&moved, log)?,
+    };
+    crate::ops::shape::transpose(&out, d as isize, last as isize)?.contiguous()
+}

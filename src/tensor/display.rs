@@ -1,0 +1,221 @@
+//! Printing tensors the way PyTorch prints them: `tensor([[1., 2.]], device='cuda:0')`.
+//! Values on a GPU are copied to the host first, which waits for the GPU (a host sync).
+
+use super::raw::RawTensor;
+use super::DType;
+use std::fmt;
+
+/// Above this many elements, only the first and last three per dimension are shown.
+const SUMMARIZE_ABOVE: usize = 1000;
+const EDGE_ITEMS: usize = 3;
+/// PyTorch's default `linewidth`.
+const LINE_WIDTH: usize = 80;
+
+/// How every number of one tensor is written, decided from all of them (as `_Formatter`).
+enum Style {
+    Int,
+    Bool,
+    /// Floats that are all whole numbers: `1.`, `-2.`.
+    WholeFloat,
+    /// `0.1234`.
+    Fixed,
+    /// `1.2346e+08`.
+    Scientific,
+}
+
+fn style_for(values: &[f64], dtype: DType) -> Style {
+    match dtype {
+        DType::I64 => return Style::Int,
+        DType::Bool => return Style::Bool,
+        _ => {}
+    }
+    let finite: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+    let nonzero: Vec<f64> = finite.iter().map(|v| v.abs()).filter(|&v| v != 0.0).collect();
+    let max = nonzero.iter().copied().fold(0.0f64, f64::max);
+    let min = nonzero.iter().copied().fold(f64::INFINITY, f64::min);
+    let wide = !nonzero.is_empty() && (max / min > 1000.0 || max > 1e8);
+    if finite.iter().all(|v| v.fract() == 0.0) {
+        return if wide { Style::Scientific } else { Style::WholeFloat };
+    }
+    if wide || (!nonzero.is_empty() && min < 1e-4) {
+        Style::Scientific
+    } else {
+        Style::Fixed
+    }
+}
+
+fn write_value(v: f64, style: &Style) -> String {
+    if v.is_nan() {
+        return "nan".into();
+    }
+    if v.is_infinite() {
+        return if v > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    match style {
+        Style::Int => format!("{}", v as i64),
+        Style::Bool => (if v != 0.0 { "True" } else { "False" }).into(),
+        Style::WholeFloat => format!("{v:.0}."),
+        Style::Fixed => format!("{v:.4}"),
+        Style::Scientific => {
+            // Rust writes `1.2346e8`; PyTorch (C printf) writes `1.2346e+08`.
+            let s = format!("{v:.4e}");
+            match s.split_once('e') {
+                Some((mantissa, exp)) => {
+                    let (sign, digits) = match exp.strip_prefix('-') {
+                        Some(d) => ('-', d),
+                        None => ('+', exp),
+                    };
+                    format!("{mantissa}e{sign}{digits:0>2}")
+                }
+                None => s,
+            }
+        }
+    }
+}
+
+/// Index lists per dimension, with `None` standing for the `...` of a summarised dimension.
+fn shown_indices(size: usize, summarize: bool) -> Vec<Option<usize>> {
+    if summarize && size > 2 * EDGE_ITEMS {
+        (0..EDGE_ITEMS)
+            .map(Some)
+            .chain(std::iter::once(None))
+            .chain((size - EDGE_ITEMS..size).map(Some))
+            .collect()
+    } else {
+        (0..size).map(Some).collect()
+    }
+}
+
+struct Printer<'a> {
+    values: &'a [f64],
+    shape: &'a [usize],
+    strides: Vec<usize>,
+    style: Style,
+    width: usize,
+    summarize: bool,
+}
+
+impl Printer<'_> {
+    fn write(&self, out: &mut String, dim: usize, offset: usize, indent: usize) {
+        if dim == self.shape.len() {
+            out.push_str(&write_value(self.values[offset], &self.style));
+            return;
+        }
+        let idx = shown_indices(self.shape[dim], self.summarize);
+        if dim + 1 == self.shape.len() {
+            // The innermost dimension wraps at 80 columns, as PyTorch's `_vector_str`.
+            let items: Vec<String> = idx
+                .iter()
+                .map(|i| match i {
+                    Some(i) => format!(
+                        "{:>w$}",
+                        write_value(self.values[offset + i * self.strides[dim]], &self.style),
+                        w = self.width
+                    ),
+                    None => " ...".to_string(),
+                })
+                .collect();
+            let per_line = ((LINE_WIDTH.saturating_sub(indent)) / (self.width + 2)).max(1);
+            let lines: Vec<String> = items.chunks(per_line).map(|c| c.join(", ")).collect();
+            out.push('[');
+            out.push_str(&lines.join(&format!(",\n{}", " ".repeat(indent + 1))));
+            out.push(']');
+            return;
+        }
+        out.push('[');
+        for (n, i) in idx.iter().enumerate() {
+            if n > 0 {
+                out.push(',');
+                for _ in 0..(self.shape.len() - dim - 1) {
+                    out.push('\n');
+                }
+                out.push_str(&" ".repeat(indent + 1));
+            }
+            match i {
+                Some(i) => self.write(out, dim + 1, offset + i * self.strides[dim], indent + 1),
+                None => out.push_str("..."),
+            }
+        }
+        out.push(']');
+    }
+}
+
+/// Writes `tensor(...)` for any tensor.
+pub(crate) fn format(t: &RawTensor, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    let values: Vec<f64> = match t.dtype {
+        DType::F32 => t.to_vec::<f32>().map(|v| v.into_iter().map(f64::from).collect()),
+        DType::F64 => t.to_vec::<f64>(),
+        DType::I64 => t.to_vec::<i64>().map(|v| v.into_iter().map(|x| x as f64).collect()),
+        DType::Bool => t.to_vec::<bool>().map(|v| v.into_iter().map(|x| if x { 1.0 } else { 0.0 }).collect()),
+    }
+    .map_err(|_| fmt::Error)?;
+    let shape = t.shape();
+    let summarize = values.len() > SUMMARIZE_ABOVE;
+    let strides = super::layout::contiguous_strides(shape).to_vec();
+    // The numbers actually shown decide the style and the column width.
+    let mut shown = Vec::new();
+    collect_shown(&values, shape, &strides, 0, 0, summarize, &mut shown);
+    let style = style_for(&shown, t.dtype);
+    let width = shown.iter().map(|&v| write_value(v, &style).len()).max().unwrap_or(0);
+    let mut body = String::new();
+    if values.is_empty() {
+        body.push_str("[]");
+    } else {
+        let printer = Printer { values: &values, shape, strides, style, width, summarize };
+        printer.write(&mut body, 0, 0, "tensor(".len());
+    }
+    let mut suffix = String::new();
+    if values.is_empty() && shape.len() > 1 {
+        suffix.push_str(&format!(", size=({})", shape.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", ")));
+    }
+    if !t.device.is_cpu() {
+        suffix.push_str(&format!(", device='{}'", t.device));
+    }
+    match t.dtype {
+        DType::F64 => suffix.push_str(", dtype=torch.float64"),
+        DType::I64 if values.is_empty() => suffix.push_str(", dtype=torch.int64"),
+        DType::Bool if values.is_empty() => suffix.push_str(", dtype=torch.bool"),
+        _ => {}
+    }
+    write!(f, "tensor({body}{suffix})")
+}
+
+fn collect_shown(values: &[f64], shape: &[usize], strides: &[usize], dim: usize, offset: usize, summarize: bool, out: &mut Vec<f64>) {
+    if values.is_empty() {
+        return;
+    }
+    if dim == shape.len() {
+        out.push(values[offset]);
+        return;
+    }
+    for i in shown_indices(shape[dim], summarize).into_iter().flatten() {
+        collect_shown(values, shape, strides, dim + 1, offset + i * strides[dim], summarize, out);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::prelude::*;
+
+    #[test]
+    fn prints_like_pytorch() {
+        let t = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], [2, 2], Cpu);
+        assert_eq!(t.to_string(), "tensor([[1., 2.],\n        [3., 4.]])");
+        let t = Tensor::from_vec(vec![0.5f32, -1.25], [2], Cpu);
+        assert_eq!(t.to_string(), "tensor([ 0.5000, -1.2500])");
+        let t = Tensor::from_vec(vec![1.5f64], [], Cpu);
+        assert_eq!(t.to_string(), "tensor(1.5000, dtype=torch.float64)");
+        let t = Tensor::from_vec(vec![3i64, 10], [2], Cpu);
+        assert_eq!(t.to_string(), "tensor([ 3, 10])");
+        let t = Tensor::from_vec(vec![true, false], [2], Cpu);
+        assert_eq!(t.to_string(), "tensor([ True, False])");
+        let t = Tensor::from_vec(vec![1e-5f32, 1.0], [2], Cpu);
+        assert_eq!(t.to_string(), "tensor([1.0000e-05, 1.0000e+00])");
+        let t = Tensor::<Cpu>::zeros([2, 1, 2], Cpu);
+        assert_eq!(t.to_string(), "tensor([[[0., 0.]],\n\n        [[0., 0.]]])");
+        let t = Tensor::<Cpu>::zeros([0, 3], Cpu);
+        assert_eq!(t.to_string(), "tensor([], size=(0, 3))");
+        let t = Tensor::<Cpu>::arange(2000, Cpu);
+        assert_eq!(t.to_string(), "tensor([0.0000e+00, 1.0000e+00, 2.0000e+00,  ..., 1.9970e+03, 1.9980e+03,\n        1.9990e+03])");
+    }
+}

@@ -1,0 +1,218 @@
+//! Element types: the `E` in `Tensor<D, E>`.
+
+use crate::cpu::storage::CpuStorage;
+use std::fmt;
+
+/// The element type of a tensor, as a run-time value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DType {
+    /// 32-bit float (`torch.float32`), the default.
+    F32,
+    /// 64-bit float (`torch.float64`).
+    F64,
+    /// 64-bit signed integer (`torch.int64`), used for class indices.
+    I64,
+    /// Booleans (`torch.bool`), the result of comparisons.
+    Bool,
+}
+
+impl DType {
+    /// PyTorch's `ScalarType` name, as in `expected scalar type Float but found Double`.
+    pub const fn scalar_type_name(self) -> &'static str {
+        match self {
+            DType::F32 => "Float",
+            DType::F64 => "Double",
+            DType::I64 => "Long",
+            DType::Bool => "Bool",
+        }
+    }
+
+    /// PyTorch's `TypeMeta` name, as in `expected m1 and m2 to have the same dtype, but got: float != double`.
+    pub const fn type_meta_name(self) -> &'static str {
+        match self {
+            DType::F32 => "float",
+            DType::F64 => "double",
+            DType::I64 => "long int",
+            DType::Bool => "bool",
+        }
+    }
+
+    /// Size of one element in bytes.
+    pub const fn size_in_bytes(self) -> usize {
+        match self {
+            DType::F32 => 4,
+            DType::F64 | DType::I64 => 8,
+            DType::Bool => 1,
+        }
+    }
+
+    /// True for `F32` and `F64`.
+    pub const fn is_float(self) -> bool {
+        matches!(self, DType::F32 | DType::F64)
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.scalar_type_name())
+    }
+}
+
+pub(crate) mod sealed {
+    use crate::cpu::storage::CpuStorage;
+
+    /// Crate-private plumbing of [`Element`](super::Element): how a `Vec<Self>` sits in storage.
+    pub trait ElementStorage: Sized {
+        fn cpu_slice(storage: &CpuStorage) -> Option<&[Self]>;
+        fn cpu_vec_mut(storage: &mut CpuStorage) -> Option<&mut Vec<Self>>;
+        fn into_cpu_storage(data: Vec<Self>) -> CpuStorage;
+        fn pool() -> &'static crate::cpu::pool::Pool<Self>;
+    }
+}
+
+/// A type a tensor can hold: `f32`, `f64`, `i64` or `bool`.
+pub trait Element:
+    sealed::ElementStorage
+    + Copy
+    + Send
+    + Sync
+    + 'static
+    + fmt::Debug
+    + fmt::Display
+    + PartialEq
+    + PartialOrd
+    + Default
+{
+    /// The run-time tag.
+    const DTYPE: DType;
+    /// Zero (or `false`).
+    const ZERO: Self;
+    /// One (or `true`).
+    const ONE: Self;
+    /// Converts from `f64` (rounding toward zero for integers, `!= 0` for booleans).
+    fn from_f64(value: f64) -> Self;
+    /// Converts to `f64`.
+    fn to_f64(self) -> f64;
+}
+
+/// Floating-point elements: the ones with `exp`, `log`, `softmax`, `matmul` and gradients.
+pub trait Float:
+    Element
+    + crate::tensor::Numeric
+    + std::ops::Add<Output = Self>
+    + std::ops::Sub<Output = Self>
+    + std::ops::Mul<Output = Self>
+    + std::ops::Div<Output = Self>
+    + std::ops::Neg<Output = Self>
+    + std::ops::AddAssign
+    + std::iter::Sum
+{
+    /// Negative infinity, the identity of `max`.
+    const NEG_INFINITY: Self;
+    /// `e^self`.
+    fn exp(self) -> Self;
+    /// Natural logarithm.
+    fn ln(self) -> Self;
+    /// Square root.
+    fn sqrt(self) -> Self;
+    /// Hyperbolic tangent.
+    fn tanh(self) -> Self;
+    /// Absolute value.
+    fn abs(self) -> Self;
+    /// `self^exponent`.
+    fn powf(self, exponent: Self) -> Self;
+    /// The larger of two values (NaN propagates, as in PyTorch).
+    fn max_nan(self, other: Self) -> Self;
+}
+
+macro_rules! element {
+    ($t:ty, $variant:ident, $zero:expr, $one:expr, |$v:ident| $from:expr, |$s:ident| $to:expr) => {
+        impl sealed::ElementStorage for $t {
+            #[inline]
+            fn cpu_slice(storage: &CpuStorage) -> Option<&[Self]> {
+                match storage {
+                    CpuStorage::$variant(b) => Some(b.as_slice()),
+                    _ => None,
+                }
+            }
+            #[inline]
+            fn cpu_vec_mut(storage: &mut CpuStorage) -> Option<&mut Vec<Self>> {
+                match storage {
+                    CpuStorage::$variant(b) => Some(b.vec_mut()),
+                    _ => None,
+                }
+            }
+            #[inline]
+            fn into_cpu_storage(data: Vec<Self>) -> CpuStorage {
+                CpuStorage::$variant(crate::cpu::pool::PooledVec::new(data))
+            }
+            fn pool() -> &'static crate::cpu::pool::Pool<Self> {
+                static POOL: crate::cpu::pool::Pool<$t> = crate::cpu::pool::Pool::new();
+                &POOL
+            }
+        }
+        impl Element for $t {
+            const DTYPE: DType = DType::$variant;
+            const ZERO: Self = $zero;
+            const ONE: Self = $one;
+            #[inline]
+            fn from_f64($v: f64) -> Self {
+                $from
+            }
+            #[inline]
+            fn to_f64(self) -> f64 {
+                let $s = self;
+                $to
+            }
+        }
+    };
+}
+
+element!(f32, F32, 0.0, 1.0, |v| v as f32, |s| s as f64);
+element!(f64, F64, 0.0, 1.0, |v| v, |s| s);
+element!(i64, I64, 0, 1, |v| v as i64, |s| s as f64);
+element!(bool, Bool, false, true, |v| v != 0.0, |s| if s { 1.0 } else { 0.0 });
+
+macro_rules! float {
+    ($t:ty) => {
+        impl Float for $t {
+            const NEG_INFINITY: Self = <$t>::NEG_INFINITY;
+            #[inline]
+            fn exp(self) -> Self {
+                <$t>::exp(self)
+            }
+            #[inline]
+            fn ln(self) -> Self {
+                <$t>::ln(self)
+            }
+            #[inline]
+            fn sqrt(self) -> Self {
+                <$t>::sqrt(self)
+            }
+            #[inline]
+            fn tanh(self) -> Self {
+                <$t>::tanh(self)
+            }
+            #[inline]
+            fn abs(self) -> Self {
+                <$t>::abs(self)
+            }
+            #[inline]
+            fn powf(self, exponent: Self) -> Self {
+                <$t>::powf(self, exponent)
+            }
+            #[inline]
+            fn max_nan(self, other: Self) -> Self {
+                if self.is_nan() || self > other {
+                    self
+                } else if other.is_nan() {
+                    other
+                } else {
+                    other
+                }
+            }
+        }
+    };
+}
+float!(f32);
+float!(f64);

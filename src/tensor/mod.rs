@@ -1,0 +1,387 @@
+//! `Tensor<D, E>`: a tensor whose device `D` is part of its type.
+
+pub(crate) mod display;
+pub(crate) mod dtype;
+pub(crate) mod layout;
+pub(crate) mod operand;
+mod ops;
+pub(crate) mod raw;
+
+pub use dtype::{DType, Element, Float};
+pub use layout::MAX_DIMS;
+pub use operand::{HasDevice, ModuleInput, OperandOn};
+pub use ops::Numeric;
+
+use crate::device::Device;
+use crate::error::Result;
+use crate::ops::creation::{create, Fill};
+use layout::Dims;
+use raw::RawTensor;
+use std::marker::PhantomData;
+
+/// A shape given as `[4, 2]`, `&[4, 2]`, `vec![4, 2]` or `&v`.
+pub trait IntoShape {
+    /// The sizes.
+    fn as_dims(&self) -> &[usize];
+}
+
+impl<const N: usize> IntoShape for [usize; N] {
+    fn as_dims(&self) -> &[usize] {
+        self
+    }
+}
+impl<const N: usize> IntoShape for &[usize; N] {
+    fn as_dims(&self) -> &[usize] {
+        *self
+    }
+}
+impl IntoShape for &[usize] {
+    fn as_dims(&self) -> &[usize] {
+        self
+    }
+}
+impl IntoShape for Vec<usize> {
+    fn as_dims(&self) -> &[usize] {
+        self
+    }
+}
+impl IntoShape for &Vec<usize> {
+    fn as_dims(&self) -> &[usize] {
+        self
+    }
+}
+
+/// A tensor of `E` (default `f32`) on device `D`.
+///
+/// Create it directly on its device, move it with [`to`](Tensor::to) (which returns a new
+/// tensor: rebind it), and combine it only with tensors on the same device; anything else does
+/// not compile.
+///
+/// ```
+/// use devtype::prelude::*;
+///
+/// let dev = Cpu; // or Cuda::<0>::open()?
+/// let x = Tensor::<Cpu>::randn([4, 10], Cpu);
+/// let x = x.to(dev);                           // tensors return a copy: rebind!
+/// let ones = Tensor::ones([4, 10], dev);       // created directly on the device
+/// assert_eq!((&x + &ones).shape(), &[4, 10]);
+/// ```
+pub struct Tensor<D: Device, E: Element = f32> {
+    pub(crate) raw: RawTensor,
+    device: D,
+    _element: PhantomData<E>,
+}
+
+impl<D: Device, E: Element> Clone for Tensor<D, E> {
+    /// A new handle to the same storage (no copy), as PyTorch's tensor assignment.
+    fn clone(&self) -> Self {
+        Tensor {
+            raw: self.raw.clone(),
+            device: self.device,
+            _element: PhantomData,
+        }
+    }
+}
+
+/// Generates `name(args) -> T` that panics with the error text of `try_name(args) -> Result<T>`.
+macro_rules! infallible {
+    ($(#[$doc:meta])* $vis:vis fn $name:ident $([$($generics:tt)*])? (&self $(, $arg:ident : $ty:ty)*) -> $out:ty) => {
+        paste::paste! {
+            $(#[$doc])*
+            #[doc = concat!("\n\nPanics with the error's text where [`try_", stringify!($name), "`](Self::try_", stringify!($name), ") returns it.")]
+            #[track_caller]
+            $vis fn $name $(<$($generics)*>)? (&self $(, $arg : $ty)*) -> $out {
+                match self.[<try_ $name>]($($arg),*) {
+                    Ok(v) => v,
+                    Err(e) => panic!("{e}"),
+                }
+            }
+        }
+    };
+    ($(#[$doc:meta])* $vis:vis fn $name:ident $([$($generics:tt)*])? ($($arg:ident : $ty:ty),*) -> $out:ty) => {
+        paste::paste! {
+            $(#[$doc])*
+            #[doc = concat!("\n\nPanics with the error's text where [`try_", stringify!($name), "`](Self::try_", stringify!($name), ") returns it.")]
+            #[track_caller]
+            $vis fn $name $(<$($generics)*>)? ($($arg : $ty),*) -> $out {
+                match Self::[<try_ $name>]($($arg),*) {
+                    Ok(v) => v,
+                    Err(e) => panic!("{e}"),
+                }
+            }
+        }
+    };
+}
+pub(crate) use infallible;
+
+impl<D: Device, E: Element> Tensor<D, E> {
+    /// Wraps an untyped tensor known to be on `device` with elements `E`.
+    #[inline]
+    pub(crate) fn from_raw(raw: RawTensor, device: D) -> Self {
+        debug_assert_eq!(raw.dtype, E::DTYPE);
+        debug_assert_eq!(raw.device, device.dyn_device());
+        Tensor {
+            raw,
+            device,
+            _element: PhantomData,
+        }
+    }
+
+    /// Wraps an op's result, which is on the same device as `self`.
+    #[inline]
+    pub(crate) fn wrap<E2: Element>(&self, raw: RawTensor) -> Tensor<D, E2> {
+        Tensor::from_raw(raw, self.device)
+    }
+
+    fn create(shape: impl IntoShape, dev: D, fill: Fill) -> Result<Self> {
+        let dims = Dims::from_slice(shape.as_dims())?;
+        Ok(Tensor::from_raw(create(dims, E::DTYPE, dev.dyn_device(), fill)?, dev))
+    }
+
+    /// A tensor of zeros, created directly on `dev` (PyTorch's `torch.zeros(4, 2, device=dev)`).
+    pub fn try_zeros(shape: impl IntoShape, dev: D) -> Result<Self> {
+        Self::create(shape, dev, Fill::Constant(0.0))
+    }
+    infallible!(
+        /// A tensor of zeros, created directly on `dev` (PyTorch's `torch.zeros(4, 2, device=dev)`).
+        pub fn zeros(shape: impl IntoShape, dev: D) -> Self
+    );
+
+    /// A tensor of ones, created directly on `dev`.
+    pub fn try_ones(shape: impl IntoShape, dev: D) -> Result<Self> {
+        Self::create(shape, dev, Fill::Constant(1.0))
+    }
+    infallible!(
+        /// A tensor of ones, created directly on `dev`.
+        pub fn ones(shape: impl IntoShape, dev: D) -> Self
+    );
+
+    /// A tensor with every element `value`, created directly on `dev`.
+    pub fn try_full(shape: impl IntoShape, value: E, dev: D) -> Result<Self> {
+        Self::create(shape, dev, Fill::Constant(value.to_f64()))
+    }
+    infallible!(
+        /// A tensor with every element `value`, created directly on `dev`.
+        pub fn full(shape: impl IntoShape, value: E, dev: D) -> Self
+    );
+
+    /// A 0-dimensional tensor holding `value`.
+    pub fn try_scalar(value: E, dev: D) -> Result<Self> {
+        Self::try_full([], value, dev)
+    }
+    infallible!(
+        /// A 0-dimensional tensor holding `value`.
+        pub fn scalar(value: E, dev: D) -> Self
+    );
+
+    /// `0, 1, ..., end - 1` (PyTorch's `torch.arange(end)`).
+    pub fn try_arange(end: usize, dev: D) -> Result<Self> {
+        Self::create([end], dev, Fill::Range { start: 0.0, step: 1.0 })
+    }
+    infallible!(
+        /// `0, 1, ..., end - 1` (PyTorch's `torch.arange(end)`).
+        pub fn arange(end: usize, dev: D) -> Self
+    );
+
+    /// `start, start + step, ...` up to but excluding `end` (PyTorch's `torch.arange(start, end, step)`).
+    pub fn try_arange_step(start: f64, end: f64, step: f64, dev: D) -> Result<Self> {
+        if step == 0.0 || !((end - start) / step).is_finite() {
+            return Err(crate::Error::Shape("step must be nonzero".into()));
+        }
+        let n = ((end - start) / step).ceil().max(0.0) as usize;
+        Self::create([n], dev, Fill::Range { start, step })
+    }
+    infallible!(
+        /// `start, start + step, ...` up to but excluding `end`.
+        pub fn arange_step(start: f64, end: f64, step: f64, dev: D) -> Self
+    );
+
+    /// A tensor from host values in row-major order; the length must match the shape.
+    pub fn try_from_vec(data: Vec<E>, shape: impl IntoShape, dev: D) -> Result<Self> {
+        Ok(Tensor::from_raw(RawTensor::from_vec(data, shape.as_dims(), dev.dyn_device())?, dev))
+    }
+    infallible!(
+        /// A tensor from host values in row-major order; the length must match the shape.
+        ///
+        /// ```
+        /// use devtype::prelude::*;
+        /// let t = Tensor::from_vec(vec![1.0, 2.0, 3.0, 4.0], [2, 2], Cpu);
+        /// assert_eq!(t.to_string(), "tensor([[1., 2.],\n        [3., 4.]])");
+        /// ```
+        pub fn from_vec(data: Vec<E>, shape: impl IntoShape, dev: D) -> Self
+    );
+
+    /// Zeros with the shape and device of `other`.
+    pub fn try_zeros_like<E2: Element>(other: &Tensor<D, E2>) -> Result<Self> {
+        Self::try_zeros(other.shape(), other.device)
+    }
+    infallible!(
+        /// Zeros with the shape and device of `other`.
+        pub fn zeros_like[E2: Element](other: &Tensor<D, E2>) -> Self
+    );
+
+    /// Ones with the shape and device of `other`.
+    pub fn try_ones_like<E2: Element>(other: &Tensor<D, E2>) -> Result<Self> {
+        Self::try_ones(other.shape(), other.device)
+    }
+    infallible!(
+        /// Ones with the shape and device of `other`.
+        pub fn ones_like[E2: Element](other: &Tensor<D, E2>) -> Self
+    );
+
+    /// The device this tensor is on, to create others next to it: `Tensor::zeros(s, x.device())`.
+    #[inline]
+    pub fn device(&self) -> D {
+        self.device
+    }
+
+    /// The sizes of the dimensions (PyTorch's `x.shape`).
+    #[inline]
+    pub fn shape(&self) -> &[usize] {
+        self.raw.shape()
+    }
+
+    /// The number of dimensions (PyTorch's `x.dim()`).
+    #[inline]
+    pub fn dims(&self) -> usize {
+        self.raw.rank()
+    }
+
+    /// The number of elements.
+    #[inline]
+    pub fn numel(&self) -> usize {
+        self.raw.numel()
+    }
+
+    /// The element type as a value.
+    #[inline]
+    pub fn dtype(&self) -> DType {
+        E::DTYPE
+    }
+
+    /// Strides in elements, per dimension.
+    pub fn strides(&self) -> &[usize] {
+        &self.raw.layout.strides
+    }
+
+    /// True when the elements sit in row-major order without gaps.
+    pub fn is_contiguous(&self) -> bool {
+        self.raw.layout.is_contiguous()
+    }
+
+    /// The values in row-major order. On a GPU this copies to the host and waits for it.
+    pub fn try_to_vec(&self) -> Result<Vec<E>> {
+        self.raw.to_vec()
+    }
+    infallible!(
+        /// The values in row-major order. On a GPU this copies to the host and waits for it.
+        pub fn to_vec(&self) -> Vec<E>
+    );
+
+    /// The value of a one-element tensor (PyTorch's `.item()`); on a GPU this waits for it.
+    pub fn try_item(&self) -> Result<E> {
+        self.raw.item()
+    }
+    infallible!(
+        /// The value of a one-element tensor (PyTorch's `.item()`); on a GPU this waits for it.
+        pub fn item(&self) -> E
+    );
+
+    /// A copy on `dev`, or a new handle to the same storage when already there.
+    pub fn try_to<D2: Device>(&self, dev: D2) -> Result<Tensor<D2, E>> {
+        Ok(Tensor::from_raw(self.raw.to_device(dev.dyn_device())?, dev))
+    }
+
+    /// Returns this tensor on `dev`, as PyTorch's `tensor.to(device)`: a **new** tensor, or a
+    /// new handle to the same storage when it is already there. The original stays where it
+    /// was, so rebind: `let x = x.to(dev);`.
+    ///
+    /// Panics with the error's text where [`try_to`](Self::try_to) returns it (out of memory).
+    #[must_use = "`.to(device)` returns a new tensor and leaves this one where it was: rebind it with `let x = x.to(dev);`"]
+    #[track_caller]
+    pub fn to<D2: Device>(&self, dev: D2) -> Tensor<D2, E> {
+        match self.try_to(dev) {
+            Ok(t) => t,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// The values converted to another element type (PyTorch's `x.to(torch.float64)`).
+    pub fn try_to_dtype<E2: Element>(&self) -> Result<Tensor<D, E2>> {
+        Ok(self.wrap(crate::ops::copy::cast(&self.raw, E2::DTYPE)?))
+    }
+
+    /// The values converted to another element type (PyTorch's `x.to(torch.float64)`).
+    #[must_use = "`to_dtype` returns a new tensor"]
+    #[track_caller]
+    pub fn to_dtype<E2: Element>(&self) -> Tensor<D, E2> {
+        match self.try_to_dtype() {
+            Ok(t) => t,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// The same tensor with its device as a run-time value (free: no copy, no check).
+    pub fn into_dyn(self) -> crate::DynTensor {
+        crate::DynTensor::from_raw(self.raw)
+    }
+
+    /// A dynamic handle to the same storage.
+    pub fn to_dyn(&self) -> crate::DynTensor {
+        crate::DynTensor::from_raw(self.raw.clone())
+    }
+
+    /// True when both tensors share one storage (as after `to` onto the same device).
+    pub fn shares_storage_with<E2: Element>(&self, other: &Tensor<D, E2>) -> bool {
+        std::sync::Arc::ptr_eq(&self.raw.storage, &other.raw.storage)
+    }
+}
+
+impl<D: Device, E: Float> Tensor<D, E> {
+    /// Uniform random values in `[0, 1)`, created directly on `dev` (seeded by [`manual_seed`](crate::manual_seed)).
+    pub fn try_rand(shape: impl IntoShape, dev: D) -> Result<Self> {
+        let numel = shape.as_dims().iter().product();
+        Self::create(shape, dev, Fill::uniform(numel))
+    }
+    infallible!(
+        /// Uniform random values in `[0, 1)`, created directly on `dev`.
+        pub fn rand(shape: impl IntoShape, dev: D) -> Self
+    );
+
+    /// Standard normal random values, created directly on `dev` (PyTorch's `torch.randn`).
+    pub fn try_randn(shape: impl IntoShape, dev: D) -> Result<Self> {
+        let numel = shape.as_dims().iter().product();
+        Self::create(shape, dev, Fill::normal(numel))
+    }
+    infallible!(
+        /// Standard normal random values, created directly on `dev` (PyTorch's `torch.randn`).
+        pub fn randn(shape: impl IntoShape, dev: D) -> Self
+    );
+}
+
+impl<D: Device, E: Element> std::fmt::Debug for Tensor<D, E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        display::format(&self.raw, f)
+    }
+}
+
+impl<D: Device, E: Element> std::fmt::Display for Tensor<D, E> {
+    /// Prints like PyTorch: `tensor([[1., 2.]], device='cuda:0')`. On a GPU this waits for it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        display::format(&self.raw, f)
+    }
+}
+
+impl<D: Device, E: Element> TryFrom<crate::DynTensor> for Tensor<D, E> {
+    type Error = crate::Error;
+    fn try_from(t: crate::DynTensor) -> Result<Self> {
+        t.try_into_tensor()
+    }
+}
+
+impl<D: Device, E: Element> From<Tensor<D, E>> for crate::DynTensor {
+    fn from(t: Tensor<D, E>) -> Self {
+        t.into_dyn()
+    }
+}
+

@@ -1,0 +1,112 @@
+//! The traits that turn a device mix-up into a compile error with PyTorch's words.
+//!
+//! An op that takes a second tensor asks for `R: OperandOn<D>`, implemented only for tensors on
+//! `D`. The trait's second parameter defaults to the operand's own device, so when it is
+//! missing rustc prints our message with both devices filled in:
+//!
+//! ```text
+//! error[E0277]: Expected all tensors to be on the same device, but found at least two devices, `Cuda<0>` and `Cpu`
+//! ```
+//!
+//! Modules and losses ask for [`ModuleInput<D>`] instead, whose label says that the input is on
+//! one device and the module's parameters or buffers on another.
+
+use super::raw::{Operand, RawTensor};
+use super::{Element, Tensor};
+use crate::device::Device;
+
+pub(crate) mod sealed {
+    use super::{Operand, RawTensor};
+
+    /// Crate-private access to the untyped tensor behind a typed one.
+    pub trait AsRaw {
+        /// The untyped tensor.
+        fn raw(&self) -> &RawTensor;
+        /// The untyped tensor, owned when `self` is owned (so its buffer can be reused).
+        fn into_operand<'a>(self) -> Operand<'a>
+        where
+            Self: 'a;
+    }
+}
+
+/// Anything that is a tensor on a known device: `Tensor<D, E>` and `&Tensor<D, E>`.
+pub trait HasDevice: sealed::AsRaw {
+    /// The device the tensor is on.
+    type Device: Device;
+    /// Its element type.
+    type Element: Element;
+}
+
+impl<D: Device, E: Element> sealed::AsRaw for Tensor<D, E> {
+    #[inline]
+    fn raw(&self) -> &RawTensor {
+        &self.raw
+    }
+    #[inline]
+    fn into_operand<'a>(self) -> Operand<'a>
+    where
+        Self: 'a,
+    {
+        Operand::Owned(self.raw)
+    }
+}
+
+impl<D: Device, E: Element> sealed::AsRaw for &Tensor<D, E> {
+    #[inline]
+    fn raw(&self) -> &RawTensor {
+        &self.raw
+    }
+    #[inline]
+    fn into_operand<'a>(self) -> Operand<'a>
+    where
+        Self: 'a,
+    {
+        Operand::Borrowed(&self.raw)
+    }
+}
+
+impl<D: Device, E: Element> HasDevice for Tensor<D, E> {
+    type Device = D;
+    type Element = E;
+}
+
+impl<D: Device, E: Element> HasDevice for &Tensor<D, E> {
+    type Device = D;
+    type Element = E;
+}
+
+/// A tensor operand that lives on device `D`: `Tensor<D, E>` or `&Tensor<D, E>`.
+///
+/// Ops that take several tensors (`+`, `matmul`, `cat`, `where_cond`, `gather`, ...) require
+/// their other operands to implement `OperandOn<D>` for the device `D` of `self`. A tensor on
+/// another device does not, and the compiler says so in PyTorch's words.
+#[diagnostic::on_unimplemented(
+    message = "Expected all tensors to be on the same device, but found at least two devices, `{D}` and `{Found}`",
+    label = "this operand is on `{Found}`, expected `{D}`",
+    note = "`.to(device)` returns a new tensor and leaves the original where it was: `let x = x.to(dev);`",
+    note = "when possible, create tensors directly on the device: `Tensor::zeros(shape, dev)`"
+)]
+pub trait OperandOn<D: Device, Found: Device = <Self as HasDevice>::Device>: HasDevice {}
+
+#[diagnostic::do_not_recommend]
+impl<D: Device, E: Element> OperandOn<D> for Tensor<D, E> {}
+
+#[diagnostic::do_not_recommend]
+impl<D: Device, E: Element> OperandOn<D> for &Tensor<D, E> {}
+
+/// An input of a module or loss whose parameters and buffers live on device `D`.
+///
+/// `model.forward(&x)` with `x` on the CPU and the model on `Cuda<0>` does not compile; the
+/// message names both fixes: move the batch, or move the model once.
+#[diagnostic::on_unimplemented(
+    message = "Expected all tensors to be on the same device, but found at least two devices, `{D}` and `{Found}`",
+    label = "this input is on `{Found}`, but the module's parameters and buffers are on `{D}`",
+    note = "move the input with `let x = x.to(dev);` (every batch, inside the loop), or the module once with `let model = model.to(dev);`"
+)]
+pub trait ModuleInput<D: Device, Found: Device = <Self as HasDevice>::Device>: HasDevice {}
+
+#[diagnostic::do_not_recommend]
+impl<D: Device, E: Element> ModuleInput<D> for Tensor<D, E> {}
+
+#[diagnostic::do_not_recommend]
+impl<D: Device, E: Element> ModuleInput<D> for &Tensor<D, E> {}

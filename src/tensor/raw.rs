@@ -1,0 +1,180 @@
+//! The untyped core every front sits on: storage, layout, element type and device.
+//!
+//! `Tensor<D, E>` is a phantom-typed wrapper of [`RawTensor`] that skips the device check the
+//! compiler already made; `DynTensor` wraps the same thing and checks at run time. Every kernel
+//! is written once, against `RawTensor`.
+
+use super::layout::{Dims, Layout};
+use super::{DType, Element};
+use crate::cpu::storage::CpuStorage;
+use crate::device::DynDevice;
+use crate::error::{Error, Result};
+use crate::storage::Storage;
+use std::borrow::Cow;
+use std::sync::Arc;
+
+/// A tensor without a static device or element type.
+#[derive(Clone)]
+pub struct RawTensor {
+    pub(crate) storage: Arc<Storage>,
+    pub(crate) layout: Layout,
+    pub(crate) dtype: DType,
+    pub(crate) device: DynDevice,
+}
+
+/// An operand that may be owned (its buffer can then be reused for the result).
+pub type Operand<'a> = Cow<'a, RawTensor>;
+
+impl std::fmt::Debug for RawTensor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RawTensor({:?}, {:?}, {})", self.layout, self.dtype, self.device)
+    }
+}
+
+impl RawTensor {
+    /// A contiguous CPU tensor owning `data`.
+    #[inline]
+    pub(crate) fn from_cpu_vec<E: Element>(data: Vec<E>, shape: Dims) -> Self {
+        debug_assert_eq!(data.len(), shape.iter().product::<usize>());
+        RawTensor {
+            storage: Arc::new(Storage::Cpu(E::into_cpu_storage(data))),
+            layout: Layout::contiguous(shape),
+            dtype: E::DTYPE,
+            device: DynDevice::cpu(),
+        }
+    }
+
+    /// A contiguous tensor on `device` made from host values (the length is checked).
+    pub(crate) fn from_vec<E: Element>(data: Vec<E>, shape: &[usize], device: DynDevice) -> Result<Self> {
+        let dims = Dims::from_slice(shape)?;
+        let numel: usize = dims.iter().product();
+        if data.len() != numel {
+            return Err(Error::LengthMismatch {
+                len: data.len(),
+                shape: shape.to_vec(),
+                numel,
+            });
+        }
+        let t = RawTensor::from_cpu_vec(data, dims);
+        if device.is_cpu() {
+            Ok(t)
+        } else {
+            t.to_device(device)
+        }
+    }
+
+    #[inline]
+    pub(crate) fn shape(&self) -> &[usize] {
+        &self.layout.shape
+    }
+
+    #[inline]
+    pub(crate) fn rank(&self) -> usize {
+        self.layout.rank()
+    }
+
+    #[inline]
+    pub(crate) fn numel(&self) -> usize {
+        self.layout.numel()
+    }
+
+    /// The whole CPU storage as a slice of `E`, if this is a CPU tensor of `E`.
+    #[inline]
+    pub(crate) fn cpu_storage(&self) -> Option<&CpuStorage> {
+        match &*self.storage {
+            Storage::Cpu(s) => Some(s),
+            Storage::Cuda(_) => None,
+        }
+    }
+
+    /// The whole CPU storage as a slice of `E`.
+    #[inline]
+    pub(crate) fn cpu_slice<E: Element>(&self) -> Option<&[E]> {
+        self.cpu_storage().and_then(E::cpu_slice)
+    }
+
+    /// The storage as a mutable `Vec<E>`, when this tensor is its only user and covers it whole
+    /// and in order: then an op can write its result in place.
+    pub(crate) fn unique_cpu_vec<E: Element>(&mut self) -> Option<&mut Vec<E>> {
+        if self.layout.offset != 0 || !self.layout.is_contiguous() || self.dtype != E::DTYPE {
+            return None;
+        }
+        let numel = self.numel();
+        match Arc::get_mut(&mut self.storage)? {
+            Storage::Cpu(s) => E::cpu_vec_mut(s).filter(|v| v.len() == numel),
+            Storage::Cuda(_) => None,
+        }
+    }
+
+    /// The same storage seen through another layout.
+    #[inline]
+    pub(crate) fn with_layout(&self, layout: Layout) -> Self {
+        RawTensor {
+            storage: self.storage.clone(),
+            layout,
+            dtype: self.dtype,
+            device: self.device,
+        }
+    }
+
+    /// Checks the element type.
+    #[inline]
+    pub(crate) fn expect_dtype(&self, dtype: DType) -> Result<()> {
+        if self.dtype == dtype {
+            Ok(())
+        } else {
+            Err(Error::DTypeMismatch {
+                expected: dtype,
+                found: self.dtype,
+            })
+        }
+    }
+
+    /// The values in row-major order, copied to the host. On a GPU this waits for it.
+    pub(crate) fn to_vec<E: Element>(&self) -> Result<Vec<E>> {
+        self.expect_dtype(E::DTYPE)?;
+        match &*self.storage {
+            Storage::Cpu(s) => {
+                let data = E::cpu_slice(s).ok_or(Error::DTypeMismatch {
+                    expected: E::DTYPE,
+                    found: s.dtype(),
+                })?;
+                if let Some(r) = self.layout.contiguous_range() {
+                    return Ok(data[r].to_vec());
+                }
+                let mut out = vec![E::ZERO; self.numel()];
+                crate::cpu::strided::map1(data, &self.layout, &mut out, |x| x);
+                Ok(out)
+            }
+            Storage::Cuda(_) => {
+                let host = self.to_device(DynDevice::cpu())?;
+                host.to_vec()
+            }
+        }
+    }
+
+    /// The one value of a one-element tensor (PyTorch's `.item()`).
+    pub(crate) fn item<E: Element>(&self) -> Result<E> {
+        if self.numel() != 1 {
+            return Err(Error::ItemNotScalar(self.numel()));
+        }
+        Ok(self.to_vec::<E>()?[0])
+    }
+
+    /// A contiguous copy (or `self` when already contiguous).
+    pub(crate) fn contiguous(&self) -> Result<Self> {
+        if self.layout.is_contiguous() {
+            return Ok(self.clone());
+        }
+        crate::ops::copy::contiguous(self)
+    }
+
+    /// Moves to `device`: the same storage when already there, else a copy.
+    pub(crate) fn to_device(&self, device: DynDevice) -> Result<Self> {
+        let device = device.resolved();
+        if device == self.device {
+            return Ok(self.clone());
+        }
+        crate::ops::copy::to_device(self, device)
+    }
+}
