@@ -1,1 +1,239 @@
-fn main(){}
+//! CPU benchmarks on the peer workloads of `../shared/bench/peers` (same shapes, same data,
+//! same timing method: warm-up, calibrated iterations, median of samples), printed as the same
+//! JSON lines so `aggregate.py` can put devtype beside PyTorch and candle.
+//!
+//! ```sh
+//! cargo bench --bench cpu              # everything
+//! cargo bench --bench cpu -- A C E     # a subset
+//! ```
+
+use devtype::prelude::*;
+use devtype::nn::Linear;
+use std::hint::black_box;
+use std::time::Instant;
+
+const GEMM_SIZES: [usize; 3] = [256, 1024, 2048];
+const ELEM_N: usize = 16 * 1024 * 1024;
+const TINY_REPS: usize = 100_000;
+
+/// Deterministic values bit-identical to the peers' `det_uniform`, mapped to `[-scale, scale)`.
+fn det_sym(n: usize, seed: u64, scale: f32) -> Vec<f32> {
+    (0..n as u64)
+        .map(|i| {
+            let h = (i.wrapping_add(seed)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40;
+            (2.0 * (h as f32 / 16_777_216.0) - 1.0) * scale
+        })
+        .collect()
+}
+
+#[derive(Clone, Copy)]
+struct Cfg {
+    min_sample_s: f64,
+    samples: usize,
+}
+
+fn cfg() -> Cfg {
+    if std::env::var("BENCH_QUICK").is_ok_and(|v| v == "1") {
+        Cfg { min_sample_s: 0.02, samples: 3 }
+    } else {
+        Cfg { min_sample_s: 0.15, samples: 9 }
+    }
+}
+
+/// Seconds per call: warm-up, calibrate to `min_sample_s` per sample, `samples` samples.
+fn time_per_call(cfg: Cfg, mut f: impl FnMut()) -> Vec<f64> {
+    let t0 = Instant::now();
+    let mut warm = 0;
+    while warm < 3 || t0.elapsed().as_secs_f64() < cfg.min_sample_s * 0.5 {
+        f();
+        warm += 1;
+    }
+    let t = Instant::now();
+    f();
+    let one = t.elapsed().as_secs_f64().max(1e-9);
+    let mut iters = ((cfg.min_sample_s / one).ceil() as usize).max(1);
+    if iters > 10 {
+        let probe = (iters / 10).max(1);
+        let t = Instant::now();
+        for _ in 0..probe {
+            f();
+        }
+        iters = ((cfg.min_sample_s / (t.elapsed().as_secs_f64().max(1e-9) / probe as f64)).ceil() as usize).max(1);
+    }
+    (0..cfg.samples)
+        .map(|_| {
+            let t = Instant::now();
+            for _ in 0..iters {
+                f();
+            }
+            t.elapsed().as_secs_f64() / iters as f64
+        })
+        .collect()
+}
+
+/// Seconds per call with a fixed count per sample (the peers' tiny workloads).
+fn time_fixed(samples: usize, warmup: usize, iters: usize, mut f: impl FnMut()) -> Vec<f64> {
+    for _ in 0..warmup {
+        f();
+    }
+    (0..samples)
+        .map(|_| {
+            let t = Instant::now();
+            for _ in 0..iters {
+                f();
+            }
+            t.elapsed().as_secs_f64() / iters as f64
+        })
+        .collect()
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(|a, b| a.total_cmp(b));
+    let n = s.len();
+    if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        0.5 * (s[n / 2 - 1] + s[n / 2])
+    }
+}
+
+/// One JSON line as the peers print it; `scale` turns seconds into the unit.
+fn report(peer: &str, workload: &str, case: &str, unit: &str, secs: &[f64], scale: impl Fn(f64) -> f64) {
+    let vals: Vec<f64> = secs.iter().map(|&s| scale(s)).collect();
+    let min = vals.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = vals.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    println!(
+        "{{\"peer\":\"{peer}\",\"workload\":\"{workload}\",\"case\":\"{case}\",\"value\":{:.6},\"unit\":\"{unit}\",\"min\":{min:.6},\"max\":{max:.6},\"samples\":{}}}",
+        median(&vals),
+        vals.len()
+    );
+}
+
+fn gflops(flops: f64) -> impl Fn(f64) -> f64 {
+    move |s| flops / s / 1e9
+}
+fn gbps(bytes: f64) -> impl Fn(f64) -> f64 {
+    move |s| bytes / s / 1e9
+}
+fn ns(s: f64) -> f64 {
+    s * 1e9
+}
+fn ms(s: f64) -> f64 {
+    s * 1e3
+}
+
+fn sgemm(cfg: Cfg) {
+    let id = if rayon::current_num_threads() == 1 { "A1" } else { "A" };
+    for n in GEMM_SIZES {
+        let a = Tensor::<Cpu>::randn([n, n], Cpu);
+        let b = Tensor::<Cpu>::randn([n, n], Cpu);
+        let flops = 2.0 * (n as f64).powi(3);
+        let t = time_per_call(cfg, || {
+            black_box(a.matmul(&b));
+        });
+        report("devtype", id, &format!("sgemm n={n}"), "GFLOP/s", &t, gflops(flops));
+        let (da, db) = (a.to_dyn(), b.to_dyn());
+        let t = time_per_call(cfg, || {
+            black_box(da.matmul(&db).unwrap());
+        });
+        report("devtype-dyn", id, &format!("sgemm n={n}"), "GFLOP/s", &t, gflops(flops));
+    }
+}
+
+fn elementwise(cfg: Cfg) {
+    let x = Tensor::<Cpu>::randn([ELEM_N], Cpu);
+    let y = Tensor::<Cpu>::randn([ELEM_N], Cpu);
+    let bytes = 4.0 * ELEM_N as f64;
+    let t = time_per_call(cfg, || {
+        black_box(&x + &y);
+    });
+    report("devtype", "B", "add x+y (alloc out)", "GB/s", &t, gbps(3.0 * bytes));
+    let z = &x + &y;
+    let t = time_per_call(cfg, || {
+        black_box(z.relu());
+    });
+    report("devtype", "B", "relu(z) (alloc out)", "GB/s", &t, gbps(2.0 * bytes));
+    let t = time_per_call(cfg, || {
+        black_box((&x + &y).relu());
+    });
+    report("devtype", "B", "relu(x+y) 2 ops", "GB/s", &t, gbps(5.0 * bytes));
+    report("devtype", "B", "relu(x+y) 2 ops time", "ms", &t, ms);
+    let t = time_per_call(cfg, || {
+        black_box((&x + &y).relu_owned());
+    });
+    report("devtype", "B", "relu(x+y) 2 ops, relu in place (relu_owned)", "GB/s", &t, gbps(5.0 * bytes));
+    report("devtype", "B", "relu(x+y) 2 ops, relu in place (relu_owned) time", "ms", &t, ms);
+    let (dx, dy) = (x.to_dyn(), y.to_dyn());
+    let t = time_per_call(cfg, || {
+        black_box(dx.add(&dy).unwrap().relu().unwrap());
+    });
+    report("devtype-dyn", "B", "relu(x+y) 2 ops", "GB/s", &t, gbps(5.0 * bytes));
+    report("devtype-dyn", "B", "relu(x+y) 2 ops time", "ms", &t, ms);
+    // Correctness spot check against a plain loop.
+    let got = (&x + &y).relu().to_vec();
+    let (xv, yv) = (x.to_vec(), y.to_vec());
+    let bad = (0..ELEM_N).step_by(4099).filter(|&i| got[i] != (xv[i] + yv[i]).max(0.0)).count();
+    println!("{{\"peer\":\"devtype\",\"info\":\"B check\",\"text\":\"{}\"}}", if bad == 0 { "ok" } else { "MISMATCH" });
+}
+
+fn tiny() {
+    let x = Tensor::from_vec(det_sym(40, 11, 1.0), [4, 10], Cpu);
+    let w = Tensor::from_vec(det_sym(20, 12, 0.3), [2, 10], Cpu);
+    let b = Tensor::from_vec(det_sym(2, 13, 0.3), [2], Cpu);
+    let lin = Linear::from_parameters(w.clone(), Some(b.clone()));
+    let t = time_fixed(7, 2, TINY_REPS, || {
+        black_box(lin.forward(&x));
+    });
+    report("devtype", "C", "Linear(10,2) fwd, plain weights", "ns", &t, ns);
+    let (dx, dw, db) = (x.to_dyn(), w.to_dyn(), b.to_dyn());
+    let t = time_fixed(7, 2, TINY_REPS, || {
+        black_box(dx.linear(&dw, Some(&db)).unwrap());
+    });
+    report("devtype-dyn", "C", "Linear(10,2) fwd, plain weights", "ns", &t, ns);
+    let wt = w.t();
+    let t = time_fixed(7, 2, TINY_REPS, || {
+        black_box(x.matmul(&wt));
+    });
+    report("devtype", "C", "  of which matmul (4x10)@(10x2)", "ns", &t, ns);
+}
+
+fn dispatch() {
+    let a = Tensor::from_vec(vec![1.5f32], [1], Cpu);
+    let b = Tensor::from_vec(vec![2.5f32], [1], Cpu);
+    let t = time_fixed(7, 1000, TINY_REPS, || {
+        black_box(&a + &b);
+    });
+    report("devtype", "E", "a.add(&b), 1-elem f32", "ns", &t, ns);
+    let (da, db) = (a.to_dyn(), b.to_dyn());
+    let t = time_fixed(7, 1000, TINY_REPS, || {
+        black_box(da.add(&db).unwrap());
+    });
+    report("devtype-dyn", "E", "a.add(&b), 1-elem f32", "ns", &t, ns);
+    let t = time_fixed(7, 1000, TINY_REPS * 10, || {
+        black_box(black_box(&da).device() == black_box(&db).device());
+    });
+    report("devtype-dyn", "E", "  ref: device comparison", "ns", &t, ns);
+    let t = time_fixed(7, 1000, TINY_REPS, || {
+        black_box(a.clone());
+    });
+    report("devtype", "E", "  ref: Tensor::clone (Arc bump)", "ns", &t, ns);
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    let want = |w: &str| args.is_empty() || args.iter().any(|a| a == w);
+    let cfg = cfg();
+    if want("A") {
+        sgemm(cfg);
+    }
+    if want("B") {
+        elementwise(cfg);
+    }
+    if want("C") {
+        tiny();
+    }
+    if want("E") {
+        dispatch();
+    }
+}

@@ -91,6 +91,15 @@ pub enum Error {
         library: &'static str,
     },
 
+    /// The driver is older than the CUDA version devtype is built for (PyTorch's text).
+    #[error("The NVIDIA driver on your system is too old (found version {found}). Please update your GPU driver by downloading and installing a new version from the URL: http://www.nvidia.com/Download/index.aspx Alternatively, build devtype with the cudarc `cuda-*` feature of your driver's CUDA version (devtype needs {required} or newer).")]
+    DriverTooOld {
+        /// The CUDA version the driver supports (`12040` for CUDA 12.4).
+        found: i32,
+        /// The oldest version devtype works with.
+        required: i32,
+    },
+
     /// The driver is there but has no GPU with that index.
     #[error("CUDA error: invalid device ordinal (asked for cuda:{ordinal}, {count} device(s) visible)")]
     InvalidDeviceOrdinal {
@@ -122,7 +131,7 @@ pub enum Error {
     },
 
     /// The GPU has no room for an allocation. The text follows PyTorch's, then names the fix.
-    #[error("CUDA out of memory. Tried to allocate {}. GPU {device} has a total capacity of {} of which {} is free. Of the allocated memory {} is allocated by devtype. Reduce the batch size first; then free tensors you no longer need.", format_size(*.requested), format_size(*.total), format_size(*.free), format_size(*.allocated))]
+    #[error("CUDA out of memory. Tried to allocate {}. GPU {device} has a total capacity of {} of which {} is free. Of the allocated memory {} is allocated by devtype, and {} is reserved by devtype but unallocated. Reduce the batch size first; then drop tensors you no longer need.", format_size(*.requested), format_size(*.total), format_size(*.free), format_size(*.allocated), format_size(*.reserved))]
     OutOfMemory {
         /// The GPU index.
         device: usize,
@@ -134,6 +143,8 @@ pub enum Error {
         free: u64,
         /// Bytes held by live devtype tensors on that device.
         allocated: u64,
+        /// Bytes devtype's memory pool holds beyond `allocated` (freed, kept for reuse).
+        reserved: u64,
     },
 
     /// A host sync happened while the sync debug mode was `error`.
@@ -283,6 +294,38 @@ pub enum Error {
     /// Shapes that an op cannot combine (cat, stack, gather, losses ...), with PyTorch's text.
     #[error("{0}")]
     Shape(String),
+
+    /// A misuse of autograd (backward twice, backward of a non-scalar, a gradient check that
+    /// fails), with PyTorch's text where it has one.
+    #[error("{0}")]
+    Autograd(String),
+
+    /// A checkpoint lacks a tensor the module has (PyTorch's `load_state_dict` text).
+    #[error("Error(s) in loading state_dict: Missing key(s) in state_dict: \"{name}\".")]
+    MissingTensor {
+        /// The parameter's name, as in `named_parameters()`.
+        name: String,
+    },
+
+    /// A checkpoint tensor whose shape differs from the module's (PyTorch's text).
+    #[error("Error(s) in loading state_dict: size mismatch for {name}: copying a param with shape {found:?} from checkpoint, the shape in current model is {expected:?}.")]
+    TensorShapeMismatch {
+        /// The parameter's name.
+        name: String,
+        /// The shape the module has.
+        expected: Vec<usize>,
+        /// The shape in the file.
+        found: Vec<usize>,
+    },
+
+    /// A checkpoint that cannot be read or written (I/O, format, dtype, unexpected keys).
+    #[error("checkpoint {path}: {message}")]
+    Checkpoint {
+        /// The file.
+        path: String,
+        /// What went wrong.
+        message: String,
+    },
 }
 
 impl Error {

@@ -1,3 +1,126 @@
 //! The seed's pitfalls as compile errors. Each lesson is a file in `ui-tests/`, checked by
 //! trybuild against the compiler's real output; the text here is included from those files,
 //! so it cannot drift from what rustc says.
+//!
+//! Every lesson page shows the program (its opening comment says what PyTorch does at run
+//! time, what devtype says at compile time, and the fix) and then rustc 1.95's diagnostic,
+//! exactly as `cargo test --test ui` checks it. The programs are also doctests: each lesson must
+//! fail to compile, and each of [`done_right`] must compile.
+//!
+//! | Lesson | The PyTorch mistake | Caught by |
+//! |---|---|---|
+//! | [`cpu_plus_cuda`] | `out + bias` with `bias` still on the CPU | [`OperandOn`](crate::OperandOn) |
+//! | [`cuda0_with_cuda1`] | two GPUs are two devices | [`OperandOn`](crate::OperandOn) |
+//! | [`quick_check_1_result_dropped`] | the seed's quick check: `x.to("cuda")` not rebound | `#[must_use]` on [`Tensor::to`](crate::Tensor::to) |
+//! | [`quick_check_2_fed_to_cuda_model`] | ... and then `model(x)` with the model on the GPU | [`ModuleInput`](crate::ModuleInput) |
+//! | [`batch_not_moved`] | suspect one: a batch you forgot to move | [`ModuleInput`](crate::ModuleInput) |
+//! | [`tensor_created_in_forward`] | suspect two: a tensor created inside `forward` without `device=x.device` | the operand check of `+` on a [`Var`](crate::Var) |
+//! | [`loss_weight_on_cpu`] | suspect three: a `CrossEntropyLoss(weight=...)` left on the CPU | [`ModuleInput`](crate::ModuleInput) |
+//! | [`try_into_typed_then_mixed`] | a config-driven tensor, typed as `Cuda<0>`, mixed with a CPU one | [`OperandOn`](crate::OperandOn) |
+//! | [`try_into_typed_dyn_device`] | `DynDevice` used where a device type belongs | [`Device`](crate::Device) |
+//! | [`cat_cpu_cuda`] | `torch.cat` of a CPU and a GPU tensor | [`OperandOn`](crate::OperandOn) via `Tensor::cat`'s tuple |
+//! | [`matmul_across_devices`] | a matrix product across devices | [`OperandOn`](crate::OperandOn) |
+//!
+//! The fixed programs, which compile and run on any machine (on the CPU, and on GPU 0 too where
+//! one opens), are in [`done_right`].
+
+/// One compile-fail lesson: its source and its `.stderr` snapshot, both included verbatim.
+macro_rules! lesson {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        ///
+        /// # The program
+        ///
+        /// ```rust,compile_fail
+        #[doc = include_str!(concat!("../ui-tests/fail/", stringify!($name), ".rs"))]
+        /// ```
+        ///
+        /// # What rustc 1.95 says
+        ///
+        /// ```text
+        #[doc = include_str!(concat!("../ui-tests/fail/", stringify!($name), ".stderr"))]
+        /// ```
+        pub mod $name {}
+    };
+}
+
+lesson!(
+    /// `Cpu + Cuda<0>`: adding a CPU tensor to a GPU tensor.
+    cpu_plus_cuda
+);
+lesson!(
+    /// `Cuda<0>` with `Cuda<1>`: two GPUs are two devices.
+    cuda0_with_cuda1
+);
+lesson!(
+    /// The seed's quick check, part 1: `x.to(gpu);` without rebinding `x` is an error under
+    /// `#![deny(unused_must_use)]`.
+    quick_check_1_result_dropped
+);
+lesson!(
+    /// The seed's quick check, part 2: the `x` that was not rebound is fed to a model on the GPU.
+    quick_check_2_fed_to_cuda_model
+);
+lesson!(
+    /// Suspect one: a batch that was never moved to the model's device.
+    batch_not_moved
+);
+lesson!(
+    /// Suspect two: a tensor created inside a generic `forward` on a fixed device instead of the
+    /// input's (`x.device()`).
+    tensor_created_in_forward
+);
+lesson!(
+    /// Suspect three: a `CrossEntropyLoss` whose class weight stayed on the CPU.
+    loss_weight_on_cpu
+);
+lesson!(
+    /// `try_into_typed::<Cuda<0>>()`, then mixed with a `Tensor<Cpu>`: the type carries the
+    /// device from the run-time check on.
+    try_into_typed_then_mixed
+);
+lesson!(
+    /// `try_into_typed::<DynDevice>()`: a run-time device value is not a device type.
+    try_into_typed_dyn_device
+);
+lesson!(
+    /// `Tensor::cat((&cpu, &cuda), 0)`: joining tensors from two devices.
+    cat_cpu_cuda
+);
+lesson!(
+    /// `cuda.matmul(&cpu)`: a matrix product across devices.
+    matmul_across_devices
+);
+
+/// The same programs done right: each compiles and runs (trybuild runs them), on the CPU
+/// everywhere and on GPU 0 too where one opens.
+pub mod done_right {
+    /// One pass case, included verbatim.
+    macro_rules! fixed {
+        ($(#[$doc:meta])* $name:ident) => {
+            $(#[$doc])*
+            ///
+            /// ```rust,no_run
+            #[doc = include_str!(concat!("../ui-tests/pass/", stringify!($name), ".rs"))]
+            /// ```
+            pub mod $name {}
+        };
+    }
+
+    fixed!(
+        /// The seed's example end to end, generic over `D: Device`.
+        seed
+    );
+    fixed!(
+        /// A generic `forward<D: Device>` that creates its tensors on `x.device()`.
+        generic_forward
+    );
+    fixed!(
+        /// Inference through `&a + Tensor::zeros(..)`: nothing about the device is spelled out.
+        inference_zeros
+    );
+    fixed!(
+        /// `Tensor::cat((&a, &b), 0)` and `Tensor::stack` with every tensor on one device.
+        cat_on_one_device
+    );
+}

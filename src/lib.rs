@@ -46,6 +46,7 @@
 
 #![warn(missing_docs)]
 
+pub mod autograd;
 mod cpu;
 pub mod cuda;
 pub mod device;
@@ -54,10 +55,12 @@ mod error;
 pub mod lessons;
 pub mod nn;
 mod ops;
+pub mod optim;
 mod random;
 mod storage;
 mod tensor;
 
+pub use autograd::{no_grad, DynVar, Var};
 pub use cpu::empty_cache;
 pub use device::{Cpu, Cuda, Device, DynDevice};
 pub use dyn_tensor::DynTensor;
@@ -71,7 +74,9 @@ pub use tensor::{
 /// Everything the seed's code needs: `use devtype::prelude::*;`.
 pub mod prelude {
     pub use crate::device::{Cpu, Cuda, Device, DynDevice};
-    pub use crate::nn::Forward;
+    pub use crate::autograd::{no_grad, DynVar, Var};
+    pub use crate::nn::{Forward, Module};
+    pub use crate::optim::Optimizer;
     pub use crate::tensor::{DType, HasDevice, ModuleInput, OperandOn, Tensor};
     pub use crate::DynTensor;
 }

@@ -51,6 +51,10 @@ pub(crate) fn uniform(seed: u64, position: u64) -> f64 {
     (bits(seed, position) >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
 }
 
+/// The largest `f32` below 1: `uniform` rounded to `f32` is clamped to it, so `rand` in `f32`
+/// stays in `[0, 1)` (the GPU kernel clamps the same way).
+pub(crate) const F32_BELOW_ONE: f64 = 1.0 - f32::EPSILON as f64 / 2.0;
+
 /// Standard normal by Box-Muller over positions `2i` and `2i + 1`.
 #[inline]
 pub(crate) fn normal(seed: u64, i: u64) -> f64 {

@@ -2,7 +2,6 @@
 
 use crate::cpu::storage::CpuStorage;
 use crate::cuda::storage::CudaStorage;
-use crate::tensor::DType;
 
 /// Where a tensor's values are.
 pub(crate) enum Storage {
@@ -12,11 +11,3 @@ pub(crate) enum Storage {
     Cuda(CudaStorage),
 }
 
-impl Storage {
-    pub(crate) fn dtype(&self) -> DType {
-        match self {
-            Storage::Cpu(s) => s.dtype(),
-            Storage::Cuda(s) => s.dtype(),
-        }
-    }
-}

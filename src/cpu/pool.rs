@@ -50,7 +50,15 @@ impl<T: Copy + Default> Pool<T> {
                 }
             }
         }
-        vec![T::default(); len]
+        if Self::cacheable(len) {
+            // Large: `calloc` maps zero pages lazily.
+            vec![T::default(); len]
+        } else {
+            // Small: plain `malloc` (glibc's `calloc` bypasses its per-thread cache).
+            let mut v = Vec::with_capacity(len);
+            v.resize(len, T::default());
+            v
+        }
     }
 
     /// Returns a buffer to the pool, or frees it.
@@ -76,37 +84,77 @@ impl<T: Copy + Default> Pool<T> {
     }
 }
 
-/// A `Vec` that goes back to its element type's pool when dropped.
-pub struct PooledVec<T: crate::Element>(Vec<T>);
+/// Elements stored inside the tensor's own allocation (no second allocation for tiny tensors).
+pub(crate) const INLINE: usize = 8;
+
+/// The values of a CPU tensor: a few inline, or a `Vec` that goes back to its element type's
+/// pool when dropped.
+pub struct PooledVec<T: crate::Element> {
+    repr: Repr<T>,
+}
+
+enum Repr<T> {
+    Inline { len: u8, data: [T; INLINE] },
+    Heap(Vec<T>),
+}
 
 impl<T: crate::Element> PooledVec<T> {
+    /// Takes ownership of `v`.
     #[inline]
     pub(crate) fn new(v: Vec<T>) -> Self {
-        PooledVec(v)
+        PooledVec { repr: Repr::Heap(v) }
     }
+
+    /// `len` elements with unspecified (initialised) values, for a kernel to overwrite:
+    /// inline when tiny, from the pool when large.
+    #[inline]
+    pub(crate) fn with_len(len: usize) -> Self {
+        if len <= INLINE {
+            PooledVec {
+                repr: Repr::Inline {
+                    len: len as u8,
+                    data: [T::default(); INLINE],
+                },
+            }
+        } else {
+            PooledVec {
+                repr: Repr::Heap(T::pool().take(len)),
+            }
+        }
+    }
+
     #[inline]
     pub(crate) fn as_slice(&self) -> &[T] {
-        &self.0
+        match &self.repr {
+            Repr::Inline { len, data } => &data[..*len as usize],
+            Repr::Heap(v) => v,
+        }
     }
+
     #[inline]
-    pub(crate) fn vec_mut(&mut self) -> &mut Vec<T> {
-        &mut self.0
+    pub(crate) fn as_mut_slice(&mut self) -> &mut [T] {
+        match &mut self.repr {
+            Repr::Inline { len, data } => &mut data[..*len as usize],
+            Repr::Heap(v) => v,
+        }
     }
 }
 
 impl<T: crate::Element> Clone for PooledVec<T> {
     fn clone(&self) -> Self {
-        let mut v = T::pool().take(self.0.len());
-        v.copy_from_slice(&self.0);
-        PooledVec(v)
+        let mut out = PooledVec::with_len(self.as_slice().len());
+        out.as_mut_slice().copy_from_slice(self.as_slice());
+        out
     }
 }
 
 impl<T: crate::Element> Drop for PooledVec<T> {
     fn drop(&mut self) {
-        let v = std::mem::take(&mut self.0);
-        if v.capacity() > 0 {
-            T::pool().give_back(v);
+        if let Repr::Heap(v) = &mut self.repr {
+            let v = std::mem::take(v);
+            if v.capacity() > 0 {
+                T::pool().give_back(v);
+            }
         }
     }
 }

@@ -22,12 +22,4 @@ impl CpuStorage {
         }
     }
 
-    pub(crate) fn len(&self) -> usize {
-        match self {
-            CpuStorage::F32(b) => b.as_slice().len(),
-            CpuStorage::F64(b) => b.as_slice().len(),
-            CpuStorage::I64(b) => b.as_slice().len(),
-            CpuStorage::Bool(b) => b.as_slice().len(),
-        }
-    }
 }

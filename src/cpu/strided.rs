@@ -58,6 +58,9 @@ impl<const K: usize> Strided<K> {
         range: std::ops::Range<usize>,
         mut f: impl FnMut(usize, [usize; K], usize, [usize; K]),
     ) {
+        if range.is_empty() {
+            return;
+        }
         let rank = self.shape.len();
         if rank == 0 {
             if !range.is_empty() {
@@ -236,5 +239,27 @@ pub(crate) fn zip_in_place<A: Copy + Send + Sync, B: Copy + Sync>(
                 *x = f(*x, b[ob + i * sb]);
             }
         });
+    });
+}
+
+/// `out[i] = f(x[i], y[i])` for equally long contiguous slices.
+#[inline]
+pub(crate) fn zip_contiguous<T: Send, U: Copy + Sync, V: Copy + Sync>(x: &[U], y: &[V], out: &mut [T], f: impl Fn(U, V) -> T + Sync) {
+    for_each_chunk(out, |start, chunk| {
+        let end = start + chunk.len();
+        for ((o, &a), &b) in chunk.iter_mut().zip(&x[start..end]).zip(&y[start..end]) {
+            *o = f(a, b);
+        }
+    });
+}
+
+/// `x[i] = f(x[i], y[i])` for equally long contiguous slices.
+#[inline]
+pub(crate) fn zip_contiguous_in_place<T: Copy + Send + Sync, U: Copy + Sync>(x: &mut [T], y: &[U], f: impl Fn(T, U) -> T + Sync) {
+    for_each_chunk(x, |start, chunk| {
+        let end = start + chunk.len();
+        for (a, &b) in chunk.iter_mut().zip(&y[start..end]) {
+            *a = f(*a, b);
+        }
     });
 }

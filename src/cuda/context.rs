@@ -1,39 +1,85 @@
 //! Opening GPUs: driver probing, one context and stream per device, and error mapping.
+//!
+//! Each opened GPU gets the device's primary context and one non-blocking stream, created once
+//! per process and shared by every tensor on that device. All devtype work on a device is
+//! queued on that one stream, so its order is the program's order; that is why cudarc's
+//! per-buffer event tracking is switched off (it would record two events per kernel argument).
+//! Copies between two GPUs order the two streams explicitly (see `ops/copy/cuda.rs`).
 
+use super::blas::BlasCache;
+use super::kernels::KernelCache;
 use crate::error::{Error, Result};
+use cudarc::driver::sys::{self, CUresult};
 use cudarc::driver::{CudaContext, CudaStream, DriverError};
 use std::sync::{Arc, Mutex, OnceLock};
+
+/// The oldest driver API version the kernels and cudarc bindings are built for (CUDA 13.0).
+pub(crate) const REQUIRED_DRIVER_VERSION: i32 = 13000;
+
+/// The device's default memory pool (stream-ordered allocation).
+pub(crate) struct MemPool(pub(crate) sys::CUmemoryPool);
+
+// SAFETY: a `CUmemoryPool` is a driver handle that the driver lets any thread use; devtype
+// never destroys the default pool.
+unsafe impl Send for MemPool {}
+// SAFETY: as above; the driver synchronises its own pool state.
+unsafe impl Sync for MemPool {}
 
 /// Everything devtype holds for one opened GPU.
 pub(crate) struct GpuContext {
     pub(crate) ordinal: usize,
     pub(crate) context: Arc<CudaContext>,
     pub(crate) stream: Arc<CudaStream>,
+    /// Streaming multiprocessors, to size grids that fill the GPU.
+    pub(crate) sm_count: u32,
+    /// Compute capability `(major, minor)`: NVRTC compiles for `sm_{major}{minor}`.
+    pub(crate) compute_capability: (i32, i32),
+    /// The default memory pool, when the device supports stream-ordered allocation.
+    pub(crate) pool: Option<MemPool>,
+    /// Kernels compiled and loaded for this device, one module per kernel file.
+    pub(crate) kernels: KernelCache,
+    /// The cuBLAS handle on this device's stream, created on first use.
+    pub(crate) blas: BlasCache,
 }
 
 impl GpuContext {
+    /// Waits for all work queued on this GPU.
     pub(crate) fn synchronize(&self) -> Result<()> {
         self.stream
             .synchronize()
-            .map_err(|e| driver_error("cuStreamSynchronize", e))
+            .map_err(|e| self.error("cuStreamSynchronize", e))
+    }
+
+    /// Maps a driver error of an operation on this GPU; out-of-memory becomes
+    /// [`Error::OutOfMemory`] with the device's numbers.
+    pub(crate) fn error(&self, context: &'static str, e: DriverError) -> Error {
+        if e.0 == CUresult::CUDA_ERROR_OUT_OF_MEMORY {
+            return super::memory::out_of_memory(self, 0);
+        }
+        driver_error(context, e)
+    }
+
+    /// Makes this GPU's context current on the calling thread (needed before raw driver calls).
+    pub(crate) fn bind(&self) -> Result<()> {
+        self.context
+            .bind_to_thread()
+            .map_err(|e| self.error("cuCtxSetCurrent", e))
     }
 }
 
 /// Opened devices, by ordinal. Entries are never removed, so references stay valid.
 static DEVICES: Mutex<Vec<Option<&'static GpuContext>>> = Mutex::new(Vec::new());
 
-/// Maps a cudarc driver error without formatting it through the driver.
+/// Maps a cudarc driver error without formatting it through the driver: cudarc's `Display`
+/// calls `cuGetErrorString`, which needs a loaded driver, so only the code's name is kept.
 pub(crate) fn driver_error(context: &'static str, e: DriverError) -> Error {
-    use cudarc::driver::sys::CUresult;
     match e.0 {
-        CUresult::CUDA_ERROR_INVALID_DEVICE => Error::InvalidDeviceOrdinal {
-            ordinal: usize::MAX,
-            count: 0,
-        },
-        CUresult::CUDA_ERROR_NO_DEVICE => Error::InvalidDeviceOrdinal {
-            ordinal: usize::MAX,
-            count: 0,
-        },
+        CUresult::CUDA_ERROR_INVALID_DEVICE | CUresult::CUDA_ERROR_NO_DEVICE => {
+            Error::InvalidDeviceOrdinal {
+                ordinal: usize::MAX,
+                count: 0,
+            }
+        }
         code => Error::Cuda {
             context,
             name: format!("{code:?}"),
@@ -46,7 +92,20 @@ pub(crate) fn driver_error(context: &'static str, e: DriverError) -> Error {
 fn driver_present() -> bool {
     static PRESENT: OnceLock<bool> = OnceLock::new();
     // SAFETY: `is_culib_present` only tries to dlopen the driver library by its known names.
-    *PRESENT.get_or_init(|| unsafe { cudarc::driver::sys::is_culib_present() })
+    // Miri cannot load shared libraries: there, no driver.
+    *PRESENT.get_or_init(|| !cfg!(miri) && unsafe { cudarc::driver::sys::is_culib_present() })
+}
+
+/// The CUDA version the driver supports (`13000` for CUDA 13.0), or `None` without a driver.
+pub(crate) fn driver_version() -> Option<i32> {
+    if !driver_present() {
+        return None;
+    }
+    let mut version = 0i32;
+    // SAFETY: the driver library is loaded (checked above); `cuDriverGetVersion` only writes
+    // the version into the pointed-to integer and needs no `cuInit`.
+    let status = unsafe { sys::cuDriverGetVersion(&mut version) };
+    (status == CUresult::CUDA_SUCCESS).then_some(version)
 }
 
 /// How many GPUs the driver sees: 0 without a driver. Never panics.
@@ -86,26 +145,89 @@ pub(crate) fn open(ordinal: usize) -> Result<&'static GpuContext> {
     if !driver_present() {
         return Err(Error::NoDriver);
     }
+    match driver_version() {
+        Some(found) if found < REQUIRED_DRIVER_VERSION => {
+            return Err(Error::DriverTooOld {
+                found,
+                required: REQUIRED_DRIVER_VERSION,
+            })
+        }
+        _ => {}
+    }
     let count = CudaContext::device_count().map_err(|e| match e.0 {
-        cudarc::driver::sys::CUresult::CUDA_ERROR_NO_DEVICE => Error::InvalidDeviceOrdinal { ordinal, count: 0 },
+        CUresult::CUDA_ERROR_NO_DEVICE => Error::InvalidDeviceOrdinal { ordinal, count: 0 },
         _ => driver_error("cuInit", e),
     })?;
     let count = count.max(0) as usize;
     if ordinal >= count {
         return Err(Error::InvalidDeviceOrdinal { ordinal, count });
     }
-    let context = CudaContext::new(ordinal).map_err(|e| driver_error("cuCtxCreate", e))?;
+    let context =
+        CudaContext::new(ordinal).map_err(|e| driver_error("cuDevicePrimaryCtxRetain", e))?;
+    // SAFETY: every devtype operation on this device runs on the one stream created below, so
+    // stream order already orders every use of every buffer, and buffers are freed in stream
+    // order (`cuMemFreeAsync` on the same stream). Cross-device copies wait on explicit events.
+    // No buffer exists yet on this context, so none was created with tracking on.
+    unsafe { context.disable_event_tracking() };
     let stream = context
         .new_stream()
         .map_err(|e| driver_error("cuStreamCreate", e))?;
+    let attribute = |a| {
+        context
+            .attribute(a)
+            .map_err(|e| driver_error("cuDeviceGetAttribute", e))
+    };
+    use sys::CUdevice_attribute::*;
+    let sm_count = attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?.max(1) as u32;
+    let compute_capability = (
+        attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
+        attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
+    );
+    let pool = if context.has_async_alloc() {
+        Some(default_pool(&context)?)
+    } else {
+        None
+    };
     let ctx: &'static GpuContext = Box::leak(Box::new(GpuContext {
         ordinal,
         context,
         stream,
+        sm_count,
+        compute_capability,
+        pool,
+        kernels: KernelCache::new(),
+        blas: BlasCache::new(),
     }));
     if devices.len() <= ordinal {
         devices.resize(ordinal + 1, None);
     }
     devices[ordinal] = Some(ctx);
     Ok(ctx)
+}
+
+/// The device's default memory pool, told to keep freed memory for reuse (as PyTorch's caching
+/// allocator does) instead of returning it to the driver at every synchronisation.
+fn default_pool(context: &Arc<CudaContext>) -> Result<MemPool> {
+    context
+        .bind_to_thread()
+        .map_err(|e| driver_error("cuCtxSetCurrent", e))?;
+    let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
+    // SAFETY: the context is current and `cu_device` is its valid device handle; the call only
+    // writes the pool handle.
+    unsafe { sys::cuDeviceGetDefaultMemPool(&mut pool, context.cu_device()) }
+        .result()
+        .map_err(|e| driver_error("cuDeviceGetDefaultMemPool", e))?;
+    let mut threshold: u64 = u64::MAX;
+    // SAFETY: `pool` is the valid default pool; the release threshold attribute is a u64 read
+    // from the pointer during the call.
+    unsafe {
+        sys::cuMemPoolSetAttribute(
+            pool,
+            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+            (&mut threshold as *mut u64).cast(),
+        )
+    }
+    .result()
+    .map_err(|e| driver_error("cuMemPoolSetAttribute", e))?;
+    Ok(MemPool(pool))
 }

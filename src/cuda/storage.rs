@@ -1,9 +1,13 @@
 //! Device memory of a tensor, one variant per element type.
 
-use crate::tensor::DType;
-use cudarc::driver::CudaSlice;
+use crate::tensor::{DType, Element};
+use cudarc::driver::{CudaSlice, DevicePtr, DeviceRepr, ValidAsZeroBits};
 
 /// The values of a CUDA tensor, in the device's memory.
+///
+/// Dropping it frees the memory in stream order (`cuMemFreeAsync` on the device's stream, so
+/// after every kernel already queued that reads it) and updates the device's
+/// [`memory_allocated`](super::memory_allocated).
 pub(crate) enum CudaStorage {
     F32(CudaSlice<f32>),
     F64(CudaSlice<f64>),
@@ -20,4 +24,179 @@ impl CudaStorage {
             CudaStorage::Bool(_) => DType::Bool,
         }
     }
+
+    /// The GPU this memory is on.
+    pub(crate) fn ordinal(&self) -> usize {
+        match self {
+            CudaStorage::F32(s) => s.ordinal(),
+            CudaStorage::F64(s) => s.ordinal(),
+            CudaStorage::I64(s) => s.ordinal(),
+            CudaStorage::Bool(s) => s.ordinal(),
+        }
+    }
+
+    /// Bytes held.
+    pub(crate) fn num_bytes(&self) -> usize {
+        match self {
+            CudaStorage::F32(s) => s.num_bytes(),
+            CudaStorage::F64(s) => s.num_bytes(),
+            CudaStorage::I64(s) => s.num_bytes(),
+            CudaStorage::Bool(s) => s.num_bytes(),
+        }
+    }
+
+    /// The device address of the first element.
+    pub(crate) fn device_ptr(&self) -> u64 {
+        match self {
+            CudaStorage::F32(s) => slice_ptr(s),
+            CudaStorage::F64(s) => slice_ptr(s),
+            CudaStorage::I64(s) => slice_ptr(s),
+            CudaStorage::Bool(s) => slice_ptr(s),
+        }
+    }
 }
+
+/// The device address of a buffer's first element.
+pub(crate) fn slice_ptr<T>(s: &CudaSlice<T>) -> u64 {
+    // Event tracking is off on every devtype context (see `context.rs`), so the guard records
+    // nothing and can be dropped at once.
+    let (p, _guard) = s.device_ptr(s.stream());
+    p
+}
+
+impl CudaStorage {
+    fn context(&self) -> &std::sync::Arc<cudarc::driver::CudaContext> {
+        match self {
+            CudaStorage::F32(s) => s.context(),
+            CudaStorage::F64(s) => s.context(),
+            CudaStorage::I64(s) => s.context(),
+            CudaStorage::Bool(s) => s.context(),
+        }
+    }
+}
+
+impl Drop for CudaStorage {
+    fn drop(&mut self) {
+        super::memory::on_free(self.ordinal(), self.num_bytes());
+        // The buffer is freed (`cuMemFreeAsync`) when the field drops right after this; the last
+        // handle may go away on a thread that never ran a CUDA op, so make the buffer's context
+        // current there first. Setting it directly (not `bind_to_thread`) keeps any error cudarc
+        // recorded for the next op to report.
+        let ctx = self.context().cu_ctx();
+        if cudarc::driver::result::ctx::get_current().ok().flatten() != Some(ctx) {
+            // SAFETY: `ctx` is the live context that owns this buffer (its `Arc` is held by the
+            // buffer's stream); making it current only changes this thread's current context.
+            let _ = unsafe { cudarc::driver::result::ctx::set_current(ctx) };
+        }
+    }
+}
+
+/// An element type that lives in CUDA memory: the link between `E` and its storage variant
+/// and kernel name suffix.
+pub(crate) trait CudaElement: Element + DeviceRepr + ValidAsZeroBits {
+    /// The kernel name suffix: `f32`, `f64`, `i64`, `bool`.
+    const SUFFIX: &'static str;
+    /// The storage variant of this type.
+    fn variant(slice: CudaSlice<Self>) -> CudaStorage;
+
+    /// Wraps device memory of this type as tensor storage, counting its bytes in
+    /// [`memory_allocated`](super::memory_allocated) until the storage is dropped.
+    fn wrap(slice: CudaSlice<Self>) -> CudaStorage {
+        super::memory::on_alloc(slice.ordinal(), slice.num_bytes());
+        Self::variant(slice)
+    }
+}
+
+impl CudaElement for f32 {
+    const SUFFIX: &'static str = "f32";
+    fn variant(slice: CudaSlice<Self>) -> CudaStorage {
+        CudaStorage::F32(slice)
+    }
+}
+impl CudaElement for f64 {
+    const SUFFIX: &'static str = "f64";
+    fn variant(slice: CudaSlice<Self>) -> CudaStorage {
+        CudaStorage::F64(slice)
+    }
+}
+impl CudaElement for i64 {
+    const SUFFIX: &'static str = "i64";
+    fn variant(slice: CudaSlice<Self>) -> CudaStorage {
+        CudaStorage::I64(slice)
+    }
+}
+impl CudaElement for bool {
+    const SUFFIX: &'static str = "bool";
+    fn variant(slice: CudaSlice<Self>) -> CudaStorage {
+        CudaStorage::Bool(slice)
+    }
+}
+
+/// The kernel name suffix of a dtype.
+pub(crate) fn suffix(dtype: DType) -> &'static str {
+    match dtype {
+        DType::F32 => "f32",
+        DType::F64 => "f64",
+        DType::I64 => "i64",
+        DType::Bool => "bool",
+    }
+}
+
+/// Runs `$body` with `$T` bound to the Rust type of a [`DType`](crate::tensor::DType).
+macro_rules! with_dtype {
+    ($dtype:expr, |$T:ident| $body:expr) => {
+        match $dtype {
+            $crate::tensor::DType::F32 => {
+                #[allow(dead_code)]
+                type $T = f32;
+                $body
+            }
+            $crate::tensor::DType::F64 => {
+                #[allow(dead_code)]
+                type $T = f64;
+                $body
+            }
+            $crate::tensor::DType::I64 => {
+                #[allow(dead_code)]
+                type $T = i64;
+                $body
+            }
+            $crate::tensor::DType::Bool => {
+                #[allow(dead_code)]
+                type $T = bool;
+                $body
+            }
+        }
+    };
+}
+pub(crate) use with_dtype;
+
+/// Runs `$body` with `$slice` bound to the typed `CudaSlice` of a [`CudaStorage`] and `$T` to
+/// its element type.
+macro_rules! with_cuda_slice {
+    ($storage:expr, |$slice:ident : $T:ident| $body:expr) => {
+        match $storage {
+            $crate::cuda::storage::CudaStorage::F32($slice) => {
+                #[allow(dead_code)]
+                type $T = f32;
+                $body
+            }
+            $crate::cuda::storage::CudaStorage::F64($slice) => {
+                #[allow(dead_code)]
+                type $T = f64;
+                $body
+            }
+            $crate::cuda::storage::CudaStorage::I64($slice) => {
+                #[allow(dead_code)]
+                type $T = i64;
+                $body
+            }
+            $crate::cuda::storage::CudaStorage::Bool($slice) => {
+                #[allow(dead_code)]
+                type $T = bool;
+                $body
+            }
+        }
+    };
+}
+pub(crate) use with_cuda_slice;

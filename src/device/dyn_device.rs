@@ -50,15 +50,18 @@ enum Kind {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct DynDevice {
     kind: Kind,
-    index: Option<usize>,
+    /// The index written in the string; `NO_INDEX` when there is none.
+    index: u32,
 }
+
+const NO_INDEX: u32 = u32::MAX;
 
 impl DynDevice {
     /// The CPU.
     pub const fn cpu() -> Self {
         DynDevice {
             kind: Kind::Host,
-            index: None,
+            index: NO_INDEX,
         }
     }
 
@@ -66,7 +69,7 @@ impl DynDevice {
     pub const fn cuda(index: usize) -> Self {
         DynDevice {
             kind: Kind::Gpu,
-            index: Some(index),
+            index: if index >= NO_INDEX as usize { NO_INDEX - 1 } else { index as u32 },
         }
     }
 
@@ -83,15 +86,19 @@ impl DynDevice {
     /// The GPU index of a CUDA device (`cuda` without an index counts as 0), `None` on the CPU.
     pub const fn cuda_index(&self) -> Option<usize> {
         match (self.kind, self.index) {
-            (Kind::Gpu, Some(i)) => Some(i),
-            (Kind::Gpu, None) => Some(0),
+            (Kind::Gpu, NO_INDEX) => Some(0),
+            (Kind::Gpu, i) => Some(i as usize),
             (Kind::Host, _) => None,
         }
     }
 
     /// The index written in the string, if any (`cuda` and `cpu` have none).
     pub const fn index(&self) -> Option<usize> {
-        self.index
+        if self.index == NO_INDEX {
+            None
+        } else {
+            Some(self.index as usize)
+        }
     }
 
     /// The device a tensor created on `self` lives on: `cuda` becomes `cuda:0`, `cpu:0` becomes
@@ -100,8 +107,8 @@ impl DynDevice {
         match self.kind {
             Kind::Host => DynDevice::cpu(),
             Kind::Gpu => match self.index {
-                Some(i) => DynDevice::cuda(i),
-                None => DynDevice::cuda(0),
+                NO_INDEX => DynDevice::cuda(0),
+                i => DynDevice::cuda(i as usize),
             },
         }
     }
@@ -135,7 +142,7 @@ impl fmt::Display for DynDevice {
             Kind::Host => "cpu",
             Kind::Gpu => "cuda",
         })?;
-        match self.index {
+        match self.index() {
             Some(i) => write!(f, ":{i}"),
             None => Ok(()),
         }
@@ -160,7 +167,7 @@ impl FromStr for DynDevice {
             return Err(invalid());
         }
         let index = match index_part {
-            None => None,
+            None => NO_INDEX,
             Some(digits) => {
                 let well_formed = !digits.is_empty()
                     && digits.bytes().all(|b| b.is_ascii_digit())
@@ -170,7 +177,7 @@ impl FromStr for DynDevice {
                 }
                 // PyTorch parses with std::stoi: anything beyond an int cannot be parsed.
                 match digits.parse::<i32>() {
-                    Ok(i) => Some(i as usize),
+                    Ok(i) => i as u32,
                     Err(_) => {
                         return Err(Error::DeviceIndexParse {
                             index: digits.to_string(),

@@ -20,6 +20,11 @@ mod sealed {
 
 /// A device a tensor can live on: [`Cpu`] or [`Cuda<N>`]. Sealed: devtype knows how to run
 /// every op on each of them.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a device type: use `Cpu` or `Cuda<N>` (or a generic `D: Device`)",
+    label = "not a device type",
+    note = "`DynDevice` is a run-time value: keep a `DynTensor`, or convert with `.try_into_typed::<Cuda<0>>()`"
+)]
 pub trait Device:
     sealed::Sealed + Copy + Send + Sync + 'static + fmt::Debug + fmt::Display + PartialEq + Eq
 {

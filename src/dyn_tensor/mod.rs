@@ -12,6 +12,7 @@ use crate::device::{Device, DynDevice};
 use crate::error::{Error, Result};
 use crate::ops::creation::{create, Fill};
 use crate::tensor::layout::Dims;
+use crate::tensor::layout::checked_numel;
 use crate::tensor::raw::RawTensor;
 use crate::tensor::{DType, Element, IntoShape, Tensor};
 
@@ -41,6 +42,7 @@ impl DynTensor {
 
     fn create(shape: impl IntoShape, dtype: DType, dev: DynDevice, fill: Fill) -> Result<Self> {
         let dims = Dims::from_slice(shape.as_dims())?;
+        checked_numel(shape.as_dims(), dtype)?;
         let dev = dev.open()?;
         Ok(DynTensor::from_raw(create(dims, dtype, dev, fill)?))
     }
@@ -77,18 +79,19 @@ impl DynTensor {
 
     /// `f32` uniform random values in `[0, 1)` on `dev`.
     pub fn rand(shape: impl IntoShape, dev: DynDevice) -> Result<Self> {
-        let n = shape.as_dims().iter().product();
+        let n = checked_numel(shape.as_dims(), DType::F32)?;
         Self::create(shape, DType::F32, dev, Fill::uniform(n))
     }
 
     /// `f32` standard normal random values on `dev`.
     pub fn randn(shape: impl IntoShape, dev: DynDevice) -> Result<Self> {
-        let n = shape.as_dims().iter().product();
+        let n = checked_numel(shape.as_dims(), DType::F32)?;
         Self::create(shape, DType::F32, dev, Fill::normal(n))
     }
 
     /// A tensor from host values in row-major order; the length must match the shape.
     pub fn from_vec<E: Element>(data: Vec<E>, shape: impl IntoShape, dev: DynDevice) -> Result<Self> {
+        checked_numel(shape.as_dims(), E::DTYPE)?;
         let dev = dev.open()?;
         Ok(DynTensor::from_raw(RawTensor::from_vec(data, shape.as_dims(), dev)?))
     }

@@ -103,6 +103,18 @@ unary_methods!(
     reciprocal => Reciprocal,
 );
 
+/// The comparison with its operands swapped: `a < b` is `b > a`.
+fn mirrored(op: CompareOp) -> CompareOp {
+    match op {
+        CompareOp::Eq => CompareOp::Eq,
+        CompareOp::Ne => CompareOp::Ne,
+        CompareOp::Lt => CompareOp::Gt,
+        CompareOp::Le => CompareOp::Ge,
+        CompareOp::Gt => CompareOp::Lt,
+        CompareOp::Ge => CompareOp::Le,
+    }
+}
+
 macro_rules! compare_methods {
     ($($(#[$doc:meta])* $name:ident => $op:ident),* $(,)?) => {
         impl DynTensor {
@@ -112,7 +124,10 @@ macro_rules! compare_methods {
                     same_device_elementwise(&[&self.raw, &other.raw], true)?;
                     let out = match cpu_scalar_operand(&self.raw, &other.raw)? {
                         Some((v, false)) => ops::binary::compare_scalar(&self.raw, v, CompareOp::$op)?,
-                        _ => ops::binary::compare(&self.raw, &other.raw, CompareOp::$op)?,
+                        // `scalar op t` is `t op' scalar` with the comparison mirrored, so the
+                        // kernel only ever sees the GPU tensor.
+                        Some((v, true)) => ops::binary::compare_scalar(&other.raw, v, mirrored(CompareOp::$op))?,
+                        None => ops::binary::compare(&self.raw, &other.raw, CompareOp::$op)?,
                     };
                     Ok(DynTensor::from_raw(out))
                 }

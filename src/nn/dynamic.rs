@@ -1,25 +1,86 @@
 //! Modules whose device is a run-time value; they move in place, as PyTorch's `Module.to`.
 
+use super::{join_name, Dropout, MSELoss, ReLU};
+use crate::autograd::{DynOperand, DynVar};
 use crate::device::DynDevice;
 use crate::error::Result;
 use crate::ops::loss::Reduction;
 use crate::DynTensor;
 
+/// A module with a run-time device: it moves **in place** and returns `&mut Self`, as
+/// PyTorch's `model.to(device)`, and checks devices at run time with PyTorch's messages.
+pub trait DynModule {
+    /// Runs the module on `input`.
+    fn forward(&self, input: &DynVar) -> Result<DynVar>;
+
+    /// Moves every parameter and buffer to `dev`, in place. On failure nothing has moved.
+    fn move_to(&mut self, dev: DynDevice) -> Result<()>;
+
+    /// Calls `f` with the full name and value of every parameter.
+    fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &DynVar));
+
+    /// Calls `f` with the full name of every parameter and the parameter, mutably.
+    fn visit_parameters_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut DynVar));
+
+    /// Switches training behaviour (dropout) on or off.
+    fn set_training(&mut self, _training: bool) {}
+
+    /// Moves every parameter to `dev` in place and returns `&mut self`: both
+    /// `model.to(dev)?;` and chaining work.
+    fn to(&mut self, dev: DynDevice) -> Result<&mut Self>
+    where
+        Self: Sized,
+    {
+        self.move_to(dev)?;
+        Ok(self)
+    }
+
+    /// The parameters with their names.
+    fn named_parameters(&self) -> Vec<(String, DynVar)> {
+        let mut out = Vec::new();
+        self.visit_parameters("", &mut |name, p| out.push((name.to_string(), p.clone())));
+        out
+    }
+
+    /// Clears every parameter's gradient.
+    fn zero_grad(&self) {
+        self.visit_parameters("", &mut |_, p| p.zero_grad());
+    }
+
+    /// Training mode.
+    fn train(&mut self) {
+        self.set_training(true);
+    }
+
+    /// Evaluation mode.
+    fn eval(&mut self) {
+        self.set_training(false);
+    }
+}
+
 /// `nn.Linear` with a run-time device.
 #[derive(Clone, Debug)]
 pub struct DynLinear {
-    /// `[out_features, in_features]`.
-    pub weight: DynTensor,
-    /// `[out_features]`, if any.
-    pub bias: Option<DynTensor>,
+    /// `[out_features, in_features]`, a parameter.
+    pub weight: DynVar,
+    /// `[out_features]`, a parameter, if any.
+    pub bias: Option<DynVar>,
 }
 
 impl DynLinear {
     /// PyTorch's default initialisation, created on `dev`.
     pub fn new(in_features: usize, out_features: usize, dev: DynDevice) -> Result<Self> {
-        let bound = if in_features > 0 { 1.0 / (in_features as f64).sqrt() } else { 0.0 };
-        let uniform = |shape: &[usize]| -> Result<DynTensor> {
-            DynTensor::rand(shape, dev)?.mul_scalar(2.0 * bound)?.add_scalar(-bound)
+        let bound = if in_features > 0 {
+            1.0 / (in_features as f64).sqrt()
+        } else {
+            0.0
+        };
+        let uniform = |shape: &[usize]| -> Result<DynVar> {
+            Ok(DynVar::parameter(
+                DynTensor::rand(shape, dev)?
+                    .mul_scalar(2.0 * bound)?
+                    .add_scalar(-bound)?,
+            ))
         };
         Ok(DynLinear {
             weight: uniform(&[out_features, in_features])?,
@@ -30,11 +91,7 @@ impl DynLinear {
     /// Moves every parameter to `dev` **in place** and returns `&mut self`, as PyTorch's
     /// `model.to(device)`: both `model.to(dev)?;` and chaining work.
     pub fn to(&mut self, dev: DynDevice) -> Result<&mut Self> {
-        // Copy everything first, then swap in: a failure leaves the module where it was.
-        let weight = self.weight.to(dev)?;
-        let bias = self.bias.as_ref().map(|b| b.to(dev)).transpose()?;
-        self.weight = weight;
-        self.bias = bias;
+        self.move_to(dev)?;
         Ok(self)
     }
 
@@ -44,15 +101,174 @@ impl DynLinear {
     }
 
     /// `input @ weight.T + bias`, with PyTorch's device check (`wrapper_CUDA_addmm`).
-    pub fn forward(&self, input: &DynTensor) -> Result<DynTensor> {
+    pub fn forward<I: DynOperand>(&self, input: I) -> Result<DynVar> {
+        let input = DynVar {
+            value: DynTensor::from_raw(input.parts().value.clone()),
+            node: input.parts().node.cloned(),
+        };
         input.linear(&self.weight, self.bias.as_ref())
+    }
+}
+
+impl DynModule for DynLinear {
+    fn forward(&self, input: &DynVar) -> Result<DynVar> {
+        input.linear(&self.weight, self.bias.as_ref())
+    }
+
+    fn move_to(&mut self, dev: DynDevice) -> Result<()> {
+        // Copy everything first, then swap in: a failure leaves the module where it was.
+        let mut weight = self.weight.clone();
+        let mut bias = self.bias.clone();
+        weight.move_to(dev)?;
+        if let Some(b) = &mut bias {
+            b.move_to(dev)?;
+        }
+        self.weight = weight;
+        self.bias = bias;
+        Ok(())
+    }
+
+    fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &DynVar)) {
+        f(&join_name(prefix, "weight"), &self.weight);
+        if let Some(b) = &self.bias {
+            f(&join_name(prefix, "bias"), b);
+        }
+    }
+
+    fn visit_parameters_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut DynVar)) {
+        f(&join_name(prefix, "weight"), &mut self.weight);
+        if let Some(b) = &mut self.bias {
+            f(&join_name(prefix, "bias"), b);
+        }
+    }
+}
+
+impl DynModule for ReLU {
+    fn forward(&self, input: &DynVar) -> Result<DynVar> {
+        input.relu()
+    }
+    fn move_to(&mut self, _dev: DynDevice) -> Result<()> {
+        Ok(())
+    }
+    fn visit_parameters(&self, _prefix: &str, _f: &mut dyn FnMut(&str, &DynVar)) {}
+    fn visit_parameters_mut(&mut self, _prefix: &str, _f: &mut dyn FnMut(&str, &mut DynVar)) {}
+}
+
+impl DynModule for Dropout {
+    fn forward(&self, input: &DynVar) -> Result<DynVar> {
+        if !self.training || self.p == 0.0 {
+            return Ok(input.clone());
+        }
+        let keep = DynTensor::rand(input.shape(), input.device())?.ge(&DynTensor::full(
+            [],
+            self.p,
+            crate::DType::F32,
+            input.device(),
+        )?)?;
+        let scale = if self.p < 1.0 {
+            1.0 / (1.0 - self.p)
+        } else {
+            0.0
+        };
+        let mask = keep.to_dtype(input.dtype())?.mul_scalar(scale)?;
+        input.mul(&mask)
+    }
+    fn move_to(&mut self, _dev: DynDevice) -> Result<()> {
+        Ok(())
+    }
+    fn visit_parameters(&self, _prefix: &str, _f: &mut dyn FnMut(&str, &DynVar)) {}
+    fn visit_parameters_mut(&mut self, _prefix: &str, _f: &mut dyn FnMut(&str, &mut DynVar)) {}
+    fn set_training(&mut self, training: bool) {
+        self.training = training;
+    }
+}
+
+/// Layers applied in order, with a run-time device (`nn.Sequential`); parameters are named by
+/// position (`0.weight`).
+///
+/// ```
+/// use devtype::prelude::*;
+/// use devtype::nn::{DynLinear, DynModule, DynSequential, ReLU};
+/// # fn main() -> Result<(), devtype::Error> {
+/// let dev: DynDevice = "cpu".parse()?;
+/// let mut model = DynSequential::new()
+///     .append(DynLinear::new(4, 8, DynDevice::cpu())?)
+///     .append(ReLU)
+///     .append(DynLinear::new(8, 2, DynDevice::cpu())?);
+/// model.to(dev)?;                                   // in place, as PyTorch's model.to(device)
+/// let y = DynModule::forward(&model, &DynTensor::randn([3, 4], dev)?.into())?;
+/// assert_eq!(y.shape(), &[3, 2]);
+/// # Ok(()) }
+/// ```
+#[derive(Default)]
+pub struct DynSequential {
+    layers: Vec<Box<dyn DynModule>>,
+}
+
+impl DynSequential {
+    /// No layers yet.
+    pub fn new() -> Self {
+        DynSequential { layers: Vec::new() }
+    }
+
+    /// With `layer` appended.
+    pub fn append<M: DynModule + 'static>(mut self, layer: M) -> Self {
+        self.layers.push(Box::new(layer));
+        self
+    }
+
+    /// The number of layers.
+    pub fn len(&self) -> usize {
+        self.layers.len()
+    }
+
+    /// True when there is no layer.
+    pub fn is_empty(&self) -> bool {
+        self.layers.is_empty()
+    }
+}
+
+impl DynModule for DynSequential {
+    fn forward(&self, input: &DynVar) -> Result<DynVar> {
+        let mut x = input.clone();
+        for layer in &self.layers {
+            x = layer.forward(&x)?;
+        }
+        Ok(x)
+    }
+
+    fn move_to(&mut self, dev: DynDevice) -> Result<()> {
+        // Check the device first so that a bad one moves nothing.
+        dev.open()?;
+        for layer in &mut self.layers {
+            layer.move_to(dev)?;
+        }
+        Ok(())
+    }
+
+    fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &DynVar)) {
+        for (i, layer) in self.layers.iter().enumerate() {
+            layer.visit_parameters(&join_name(prefix, &i.to_string()), f);
+        }
+    }
+
+    fn visit_parameters_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut DynVar)) {
+        for (i, layer) in self.layers.iter_mut().enumerate() {
+            layer.visit_parameters_mut(&join_name(prefix, &i.to_string()), f);
+        }
+    }
+
+    fn set_training(&mut self, training: bool) {
+        for layer in &mut self.layers {
+            layer.set_training(training);
+        }
     }
 }
 
 /// `nn.CrossEntropyLoss` with a run-time device.
 #[derive(Clone, Debug)]
 pub struct DynCrossEntropyLoss {
-    /// Per-class weights.
+    /// Per-class weights (a buffer).
     pub weight: Option<DynTensor>,
     /// How per-sample losses are combined.
     pub reduction: Reduction,
@@ -88,7 +304,27 @@ impl DynCrossEntropyLoss {
     }
 
     /// The loss, with PyTorch's device check (`wrapper_CUDA_nll_loss_forward`).
-    pub fn forward(&self, logits: &DynTensor, targets: &DynTensor) -> Result<DynTensor> {
-        logits.cross_entropy(targets, self.weight.as_ref(), self.reduction, self.ignore_index)
+    pub fn forward<L: DynOperand>(&self, logits: L, targets: &DynTensor) -> Result<DynVar> {
+        let p = logits.parts();
+        let logits = DynVar {
+            value: DynTensor::from_raw(p.value.clone()),
+            node: p.node.cloned(),
+        };
+        logits.cross_entropy(
+            targets,
+            self.weight.as_ref(),
+            self.reduction,
+            self.ignore_index,
+        )
+    }
+}
+
+impl MSELoss {
+    /// The loss of `input` against `target` on the dynamic front (devices checked as
+    /// PyTorch's element-wise ops).
+    pub fn forward_dyn<L: DynOperand, T: DynOperand>(&self, input: L, target: T) -> Result<DynVar> {
+        let (a, b) = (input.parts(), target.parts());
+        crate::dyn_tensor::check::same_device_elementwise(&[a.value, b.value], false)?;
+        Ok(DynVar::from_out(self.apply(a, b)?))
     }
 }

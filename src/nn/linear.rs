@@ -1,6 +1,7 @@
 //! `Linear`: `y = x @ weight.T + bias`, with PyTorch's default initialisation.
 
-use super::Forward;
+use super::{Forward, Module};
+use crate::autograd::{rules, In, Var};
 use crate::device::{Cpu, Device};
 use crate::error::Result;
 use crate::tensor::{Float, HasDevice, ModuleInput, Tensor};
@@ -20,26 +21,31 @@ use crate::tensor::{Float, HasDevice, ModuleInput, Tensor};
 /// ```
 #[derive(Clone, Debug)]
 pub struct Linear<D: Device, E: Float = f32> {
-    /// `[out_features, in_features]`.
-    pub weight: Tensor<D, E>,
-    /// `[out_features]`, if any.
-    pub bias: Option<Tensor<D, E>>,
+    /// `[out_features, in_features]`, a parameter.
+    pub weight: Var<D, E>,
+    /// `[out_features]`, a parameter, if any.
+    pub bias: Option<Var<D, E>>,
 }
 
 impl<D: Device, E: Float> Linear<D, E> {
     /// A layer with PyTorch's default initialisation: weight and bias uniform in
     /// `[-1/√in, 1/√in]` (Kaiming-uniform with `a = √5`), created directly on `dev`.
     pub fn try_new(in_features: usize, out_features: usize, dev: D) -> Result<Self> {
-        let bound = if in_features > 0 { 1.0 / (in_features as f64).sqrt() } else { 0.0 };
+        let bound = if in_features > 0 {
+            1.0 / (in_features as f64).sqrt()
+        } else {
+            0.0
+        };
         let uniform = |shape: &[usize]| -> Result<Tensor<D, E>> {
             // u in [0, 1) -> (2u - 1) * bound
             let u = Tensor::<D, E>::try_rand(shape, dev)?;
-            u.try_mul_scalar(E::from_f64(2.0 * bound))?.try_add_scalar(E::from_f64(-bound))
+            u.try_mul_scalar(E::from_f64(2.0 * bound))?
+                .try_add_scalar(E::from_f64(-bound))
         };
-        Ok(Linear {
-            weight: uniform(&[out_features, in_features])?,
-            bias: Some(uniform(&[out_features])?),
-        })
+        Ok(Linear::from_parameters(
+            uniform(&[out_features, in_features])?,
+            Some(uniform(&[out_features])?),
+        ))
     }
 
     /// A layer with PyTorch's default initialisation, created directly on `dev`.
@@ -53,9 +59,12 @@ impl<D: Device, E: Float> Linear<D, E> {
         }
     }
 
-    /// A layer from given parameters (`weight` is `[out, in]`).
+    /// A layer from given values (`weight` is `[out, in]`); they become parameters.
     pub fn from_parameters(weight: Tensor<D, E>, bias: Option<Tensor<D, E>>) -> Self {
-        Linear { weight, bias }
+        Linear {
+            weight: Var::parameter(weight),
+            bias: bias.map(Var::parameter),
+        }
     }
 
     /// Input features.
@@ -71,8 +80,12 @@ impl<D: Device, E: Float> Linear<D, E> {
     /// The layer with every parameter on `dev`, typed on it.
     pub fn try_to<D2: Device>(&self, dev: D2) -> Result<Linear<D2, E>> {
         Ok(Linear {
-            weight: self.weight.try_to(dev)?,
-            bias: self.bias.as_ref().map(|b| b.try_to(dev)).transpose()?,
+            weight: Module::<D, E>::try_to(&self.weight, dev)?,
+            bias: self
+                .bias
+                .as_ref()
+                .map(|b| Module::<D, E>::try_to(b, dev))
+                .transpose()?,
         })
     }
 
@@ -88,17 +101,24 @@ impl<D: Device, E: Float> Linear<D, E> {
         }
     }
 
-    /// `input @ weight.T + bias`.
-    pub fn try_forward<I: ModuleInput<D> + HasDevice<Element = E>>(&self, input: I) -> Result<Tensor<D, E>> {
-        let raw = crate::ops::linear::linear(input.raw(), &self.weight.raw, self.bias.as_ref().map(|b| &b.raw))?;
-        Ok(Tensor::from_raw(raw, self.weight.device()))
+    /// `input @ weight.T + bias`, recorded for `backward`.
+    pub fn try_forward<I: ModuleInput<D> + HasDevice<Element = E>>(
+        &self,
+        input: I,
+    ) -> Result<Var<D, E>> {
+        let out = rules::linear(
+            In::of(&input),
+            self.weight.input(),
+            self.bias.as_ref().map(|b| b.input()),
+        )?;
+        Ok(self.weight.wrap(out))
     }
 
     /// `input @ weight.T + bias`; the input must be on the layer's device.
     ///
     /// Panics with the error's text where [`try_forward`](Self::try_forward) returns it (a shape mismatch).
     #[track_caller]
-    pub fn forward<I: ModuleInput<D> + HasDevice<Element = E>>(&self, input: I) -> Tensor<D, E> {
+    pub fn forward<I: ModuleInput<D> + HasDevice<Element = E>>(&self, input: I) -> Var<D, E> {
         match self.try_forward(input) {
             Ok(t) => t,
             Err(e) => panic!("{e}"),
@@ -108,8 +128,30 @@ impl<D: Device, E: Float> Linear<D, E> {
 
 impl<D: Device, E: Float> Forward<D, E> for Linear<D, E> {
     #[track_caller]
-    fn forward<I: ModuleInput<D> + HasDevice<Element = E>>(&self, input: I) -> Tensor<D, E> {
+    fn forward<I: ModuleInput<D> + HasDevice<Element = E>>(&self, input: I) -> Var<D, E> {
         Linear::forward(self, input)
+    }
+}
+
+impl<D: Device, E: Float> Module<D, E> for Linear<D, E> {
+    type On<D2: Device> = Linear<D2, E>;
+
+    fn try_to<D2: Device>(&self, dev: D2) -> Result<Linear<D2, E>> {
+        Linear::try_to(self, dev)
+    }
+
+    fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &Var<D, E>)) {
+        f(&super::join_name(prefix, "weight"), &self.weight);
+        if let Some(b) = &self.bias {
+            f(&super::join_name(prefix, "bias"), b);
+        }
+    }
+
+    fn visit_parameters_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut Var<D, E>)) {
+        f(&super::join_name(prefix, "weight"), &mut self.weight);
+        if let Some(b) = &mut self.bias {
+            f(&super::join_name(prefix, "bias"), b);
+        }
     }
 }
 

@@ -1,8 +1,12 @@
-//! `CrossEntropyLoss`, whose class weights are a buffer typed on the module's device.
+//! Losses: `CrossEntropyLoss`, whose class weights are a buffer typed on the module's device,
+//! and `MSELoss`.
 
+use super::Module;
+use crate::autograd::{rules, In, Var};
 use crate::device::Device;
 use crate::error::Result;
 use crate::ops::loss::{CrossEntropyOptions, Reduction};
+use crate::ops::{BinaryOp, UnaryOp};
 use crate::tensor::{Float, HasDevice, ModuleInput, Tensor};
 
 /// Cross-entropy over class indices (`nn.CrossEntropyLoss`), with optional per-class weights
@@ -23,7 +27,7 @@ use crate::tensor::{Float, HasDevice, ModuleInput, Tensor};
 /// ```
 #[derive(Clone, Debug)]
 pub struct CrossEntropyLoss<D: Device, E: Float = f32> {
-    /// Per-class weights, `[classes]`.
+    /// Per-class weights, `[classes]` (a buffer: it moves with the module, gets no gradient).
     pub weight: Option<Tensor<D, E>>,
     /// How per-sample losses are combined.
     pub reduction: Reduction,
@@ -84,30 +88,32 @@ impl<D: Device, E: Float> CrossEntropyLoss<D, E> {
         }
     }
 
-    /// The loss of `logits` (`[batch, classes]`) against class indices `targets` (`[batch]`).
-    pub fn try_forward<L, T>(&self, logits: L, targets: T) -> Result<Tensor<D, E>>
+    /// The loss of `logits` (`[batch, classes]`, a `Var` or a `Tensor`) against class
+    /// indices `targets` (`[batch]`), recorded for `backward`.
+    pub fn try_forward<L, T>(&self, logits: L, targets: T) -> Result<Var<D, E>>
     where
         L: ModuleInput<D> + HasDevice<Element = E>,
         T: ModuleInput<D> + HasDevice<Element = i64>,
     {
         let device = D::from_dyn(logits.raw().device).expect("typed tensors are on their device");
-        let raw = crate::ops::loss::cross_entropy(
-            logits.raw(),
+        let options = CrossEntropyOptions {
+            reduction: self.reduction,
+            ignore_index: self.ignore_index,
+        };
+        let out = rules::cross_entropy(
+            In::of(&logits),
             targets.raw(),
             self.weight.as_ref().map(|w| &w.raw),
-            CrossEntropyOptions {
-                reduction: self.reduction,
-                ignore_index: self.ignore_index,
-            },
+            options,
         )?;
-        Ok(Tensor::from_raw(raw, device))
+        Ok(Var::from_out(out, device))
     }
 
     /// The loss of `logits` against `targets`; both must be on the loss's device.
     ///
     /// Panics with the error's text where [`try_forward`](Self::try_forward) returns it.
     #[track_caller]
-    pub fn forward<L, T>(&self, logits: L, targets: T) -> Tensor<D, E>
+    pub fn forward<L, T>(&self, logits: L, targets: T) -> Var<D, E>
     where
         L: ModuleInput<D> + HasDevice<Element = E>,
         T: ModuleInput<D> + HasDevice<Element = i64>,
@@ -117,4 +123,98 @@ impl<D: Device, E: Float> CrossEntropyLoss<D, E> {
             Err(e) => panic!("{e}"),
         }
     }
+}
+
+impl<D: Device, E: Float> Module<D, E> for CrossEntropyLoss<D, E> {
+    type On<D2: Device> = CrossEntropyLoss<D2, E>;
+    fn try_to<D2: Device>(&self, dev: D2) -> Result<CrossEntropyLoss<D2, E>> {
+        CrossEntropyLoss::try_to(self, dev)
+    }
+    fn visit_parameters(&self, _prefix: &str, _f: &mut dyn FnMut(&str, &Var<D, E>)) {}
+    fn visit_parameters_mut(&mut self, _prefix: &str, _f: &mut dyn FnMut(&str, &mut Var<D, E>)) {}
+}
+
+/// Mean squared error (`nn.MSELoss`): `mean((input - target)^2)`, or the sum, or one loss per
+/// element. It has no buffers, so it runs on the device of its inputs, which must agree.
+///
+/// ```
+/// use devtype::prelude::*;
+/// use devtype::nn::MSELoss;
+/// let pred = Var::parameter(Tensor::from_vec(vec![1.0f32, 2.0], [2], Cpu));
+/// let target = Tensor::from_vec(vec![0.0f32, 4.0], [2], Cpu);
+/// let loss = MSELoss::new().forward(&pred, &target);
+/// assert_eq!(loss.item(), 2.5);
+/// loss.backward();
+/// assert_eq!(pred.grad().unwrap().to_vec(), vec![1.0, -2.0]);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MSELoss {
+    /// How per-element losses are combined (mean by default).
+    pub reduction: Reduction,
+}
+
+impl MSELoss {
+    /// The mean squared error.
+    pub fn new() -> Self {
+        MSELoss {
+            reduction: Reduction::Mean,
+        }
+    }
+
+    /// With another reduction.
+    pub fn with_reduction(mut self, reduction: Reduction) -> Self {
+        self.reduction = reduction;
+        self
+    }
+
+    pub(crate) fn apply(&self, input: In<'_>, target: In<'_>) -> Result<crate::autograd::Out> {
+        let diff = rules::binary(input, target, BinaryOp::Sub)?;
+        let sq = rules::unary(diff.input(), UnaryOp::Square)?;
+        match self.reduction {
+            Reduction::None => Ok(sq),
+            Reduction::Sum => rules::sum_mean(sq.input(), &[], false, false),
+            Reduction::Mean => rules::sum_mean(sq.input(), &[], false, true),
+        }
+    }
+
+    /// The loss of `input` against `target` (same shape, or broadcastable), recorded.
+    pub fn try_forward<D, E, L, T>(&self, input: L, target: T) -> Result<Var<D, E>>
+    where
+        D: Device,
+        E: Float,
+        L: ModuleInput<D> + HasDevice<Element = E, Device = D>,
+        T: ModuleInput<D> + HasDevice<Element = E>,
+    {
+        let device = D::from_dyn(input.raw().device).expect("typed tensors are on their device");
+        Ok(Var::from_out(
+            self.apply(In::of(&input), In::of(&target))?,
+            device,
+        ))
+    }
+
+    /// The loss of `input` against `target`; both on one device.
+    ///
+    /// Panics with the error's text where [`try_forward`](Self::try_forward) returns it.
+    #[track_caller]
+    pub fn forward<D, E, L, T>(&self, input: L, target: T) -> Var<D, E>
+    where
+        D: Device,
+        E: Float,
+        L: ModuleInput<D> + HasDevice<Element = E, Device = D>,
+        T: ModuleInput<D> + HasDevice<Element = E>,
+    {
+        match self.try_forward(input, target) {
+            Ok(v) => v,
+            Err(e) => panic!("{e}"),
+        }
+    }
+}
+
+impl<D: Device, E: Float> Module<D, E> for MSELoss {
+    type On<D2: Device> = MSELoss;
+    fn try_to<D2: Device>(&self, _dev: D2) -> Result<MSELoss> {
+        Ok(*self)
+    }
+    fn visit_parameters(&self, _prefix: &str, _f: &mut dyn FnMut(&str, &Var<D, E>)) {}
+    fn visit_parameters_mut(&mut self, _prefix: &str, _f: &mut dyn FnMut(&str, &mut Var<D, E>)) {}
 }

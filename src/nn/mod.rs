@@ -1,26 +1,282 @@
-//! Layers and losses, typed on the device of their parameters and buffers.
+//! Modules (layers and losses), typed on the device of their parameters and buffers.
 //!
 //! A module's inputs go through [`ModuleInput<D>`](crate::ModuleInput): feeding a batch that is
 //! still on the CPU to a model on `Cuda<0>` is a compile error whose label says the input is on
-//! one device and the module's parameters on another. `to(dev)` returns the module typed on the
-//! new device; the dynamic counterparts move in place, as PyTorch's `Module.to`.
+//! one device and the module's parameters on another. [`Module::to`] returns the module typed
+//! on the new device, moving every parameter and buffer; a model of several layers moves with
+//! one call. Its parameters are [`Var`]s, so `forward` records the graph that
+//! `loss.backward()` walks.
+//!
+//! A model is a struct of layers plus one line, [`module!`](crate::module), which writes its
+//! `Module` impl (moving, naming and visiting the fields); `forward` is the model's own code:
+//!
+//! ```
+//! use devtype::prelude::*;
+//! use devtype::nn::{Linear, ReLU};
+//!
+//! struct Mlp<D: Device> {
+//!     fc1: Linear<D>,
+//!     act: ReLU,
+//!     fc2: Linear<D>,
+//! }
+//! devtype::module!(Mlp<D> { fc1, act, fc2 });
+//!
+//! impl<D: Device> Forward<D> for Mlp<D> {
+//!     fn forward<I: ModuleInput<D> + HasDevice<Element = f32>>(&self, x: I) -> Var<D> {
+//!         self.fc2.forward(self.act.forward(self.fc1.forward(x)))
+//!     }
+//! }
+//!
+//! let dev = Cpu;                                   // or Cuda::<0>::open()?
+//! let model = Mlp { fc1: Linear::new(4, 8, Cpu), act: ReLU, fc2: Linear::new(8, 2, Cpu) };
+//! let model = model.to(dev);                       // every parameter moves, typed on dev
+//! let names: Vec<String> = model.named_parameters().into_iter().map(|(n, _)| n).collect();
+//! assert_eq!(names, ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"]);
+//! let y = model.forward(&Tensor::<Cpu>::randn([3, 4], Cpu).to(dev));
+//! assert_eq!(y.shape(), &[3, 2]);
+//! ```
+//!
+//! The dynamic modules ([`DynLinear`], [`DynSequential`], ...) move in place and return
+//! `&mut Self`, as PyTorch's `Module.to` does.
 
 mod activation;
+mod checkpoint;
 mod dynamic;
 mod linear;
 mod loss;
+mod sequential;
 
 pub use crate::ops::loss::Reduction;
-pub use activation::ReLU;
-pub use dynamic::{DynCrossEntropyLoss, DynLinear};
+pub use activation::{Dropout, ReLU};
+pub use checkpoint::{load, load_tensors, save};
+pub(crate) use checkpoint::{read as checkpoint_read, write as checkpoint_write};
+pub use dynamic::{DynCrossEntropyLoss, DynLinear, DynModule, DynSequential};
 pub use linear::Linear;
-pub use loss::CrossEntropyLoss;
+pub use loss::{CrossEntropyLoss, MSELoss};
+pub use sequential::Sequential;
 
+use crate::autograd::Var;
 use crate::device::Device;
-use crate::tensor::{Element, ModuleInput, Tensor};
+use crate::error::Result;
+use crate::tensor::{Float, HasDevice, ModuleInput};
 
-/// Something with a `forward` from tensors on `D` to tensors on `D`.
-pub trait Forward<D: Device, E: Element = f32> {
+/// Something with a `forward` from tensors on `D` to a tracked tensor on `D`.
+///
+/// The input may be a [`Tensor`](crate::Tensor) or a [`Var`] (or a reference to either), on
+/// the module's device `D`: anything else does not compile.
+pub trait Forward<D: Device, E: Float = f32> {
     /// Runs the module on `input`, which must be on the module's device.
-    fn forward<I: ModuleInput<D> + crate::HasDevice<Element = E>>(&self, input: I) -> Tensor<D, E>;
+    fn forward<I: ModuleInput<D> + HasDevice<Element = E>>(&self, input: I) -> Var<D, E>;
+}
+
+/// `prefix.name`, or `name` when `prefix` is empty: the names of `named_parameters()`.
+#[doc(hidden)]
+pub fn join_name(prefix: &str, name: &str) -> String {
+    if prefix.is_empty() {
+        name.to_string()
+    } else if name.is_empty() {
+        prefix.to_string()
+    } else {
+        format!("{prefix}.{name}")
+    }
+}
+
+/// A module whose parameters and buffers live on `D`: it can move to another device (typed
+/// on it), and enumerate its parameters by name (for optimizers and checkpoints).
+///
+/// Layers implement it; a user's model implements it with one line, [`module!`](crate::module).
+#[diagnostic::on_unimplemented(
+    message = "Expected all tensors to be on the same device, but `{Self}` is not a module on `{D}`",
+    label = "the parameters and buffers of this module are not on `{D}`",
+    note = "move the module once with `let model = model.to(dev);`, or an optimizer's state with `let opt = opt.to(dev);`"
+)]
+pub trait Module<D: Device, E: Float = f32> {
+    /// The same module on device `D2`.
+    type On<D2: Device>: Module<D2, E>;
+
+    /// The module with every parameter and buffer on `dev`, typed on it.
+    fn try_to<D2: Device>(&self, dev: D2) -> Result<Self::On<D2>>;
+
+    /// The module with every parameter and buffer on `dev`, typed on it: rebind it,
+    /// `let model = model.to(dev);` (the original stays where it was).
+    ///
+    /// Panics with the error's text where [`try_to`](Self::try_to) returns it (out of memory).
+    #[must_use = "`to` returns the module typed on the new device: `let model = model.to(dev);`"]
+    #[track_caller]
+    fn to<D2: Device>(&self, dev: D2) -> Self::On<D2>
+    where
+        Self: Sized,
+    {
+        match self.try_to(dev) {
+            Ok(m) => m,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// Calls `f` with the full name and value of every parameter, in a fixed order.
+    fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &Var<D, E>));
+
+    /// Calls `f` with the full name of every parameter and the parameter itself, mutably
+    /// (optimizers update them; checkpoints load them).
+    fn visit_parameters_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut Var<D, E>));
+
+    /// Switches training behaviour (dropout) on or off; layers without any ignore it.
+    fn set_training(&mut self, _training: bool) {}
+
+    /// The parameters with their names (`fc1.weight`, `0.bias`, ...), as PyTorch's
+    /// `named_parameters()`. Each is a handle to the same parameter (gradients are shared).
+    fn named_parameters(&self) -> Vec<(String, Var<D, E>)> {
+        let mut out = Vec::new();
+        self.visit_parameters("", &mut |name, p| out.push((name.to_string(), p.clone())));
+        out
+    }
+
+    /// The parameters, in the order of [`named_parameters`](Self::named_parameters).
+    fn parameters(&self) -> Vec<Var<D, E>> {
+        self.named_parameters()
+            .into_iter()
+            .map(|(_, p)| p)
+            .collect()
+    }
+
+    /// The number of scalar parameters.
+    fn num_parameters(&self) -> usize {
+        let mut n = 0;
+        self.visit_parameters("", &mut |_, p| n += p.numel());
+        n
+    }
+
+    /// Clears every parameter's gradient (PyTorch's `zero_grad(set_to_none=True)`).
+    fn zero_grad(&self) {
+        self.visit_parameters("", &mut |_, p| p.zero_grad());
+    }
+
+    /// Training mode (dropout active), as PyTorch's `model.train()`.
+    fn train(&mut self) {
+        self.set_training(true);
+    }
+
+    /// Evaluation mode (dropout off), as PyTorch's `model.eval()`.
+    fn eval(&mut self) {
+        self.set_training(false);
+    }
+
+    /// Saves the parameters to a safetensors file, under their `named_parameters()` names.
+    fn save(&self, path: impl AsRef<std::path::Path>) -> Result<()>
+    where
+        Self: Sized,
+    {
+        save(self, path)
+    }
+
+    /// Loads every parameter from a safetensors file onto the module's device `D` (the file
+    /// may have been written from any device). A missing or mis-shaped tensor is an error
+    /// naming it, and the module is left unchanged.
+    fn load(&mut self, path: impl AsRef<std::path::Path>) -> Result<()>
+    where
+        Self: Sized,
+    {
+        load(self, path)
+    }
+}
+
+impl<D: Device, E: Float> Module<D, E> for Var<D, E> {
+    type On<D2: Device> = Var<D2, E>;
+
+    /// The parameter on `dev`: still a parameter (a leaf), with its gradient moved along.
+    fn try_to<D2: Device>(&self, dev: D2) -> Result<Var<D2, E>> {
+        let value = self.value.try_to(dev)?;
+        Ok(match self.node() {
+            None => Var::new(value),
+            Some(node) => {
+                let moved = Var::parameter(value);
+                if let Some(g) = node.grad() {
+                    moved.try_set_grad(Some(
+                        crate::Tensor::<D, E>::from_raw(g, self.value.device()).try_to(dev)?,
+                    ))?;
+                }
+                moved
+            }
+        })
+    }
+
+    fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &Var<D, E>)) {
+        if self.requires_grad() {
+            f(prefix, self);
+        }
+    }
+
+    fn visit_parameters_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut Var<D, E>)) {
+        if self.requires_grad() {
+            f(prefix, self);
+        }
+    }
+}
+
+impl<D: Device, E: Float, M: Module<D, E>> Module<D, E> for Vec<M> {
+    type On<D2: Device> = Vec<M::On<D2>>;
+
+    fn try_to<D2: Device>(&self, dev: D2) -> Result<Self::On<D2>> {
+        self.iter().map(|m| m.try_to(dev)).collect()
+    }
+
+    fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &Var<D, E>)) {
+        for (i, m) in self.iter().enumerate() {
+            m.visit_parameters(&join_name(prefix, &i.to_string()), f);
+        }
+    }
+
+    fn visit_parameters_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut Var<D, E>)) {
+        for (i, m) in self.iter_mut().enumerate() {
+            m.visit_parameters_mut(&join_name(prefix, &i.to_string()), f);
+        }
+    }
+
+    fn set_training(&mut self, training: bool) {
+        for m in self {
+            m.set_training(training);
+        }
+    }
+}
+
+/// Implements [`Module`](crate::nn::Module) for a struct of modules, in one line: moving it
+/// moves every field, and its parameters are named `field.weight`, ... as in PyTorch.
+///
+/// `module!(Name<D> { field, ... })` for a struct generic over its device `D` (elements
+/// `f32`), or `module!(Name<D, E> { ... })` when it is generic over the element type too.
+/// Fields that are not modules (sizes, flags) are copied along when listed after `keep`:
+/// `module!(Name<D> { fc1, fc2 } keep { hidden })`.
+#[macro_export]
+macro_rules! module {
+    ($name:ident < $d:ident > { $($field:ident),* $(,)? } $(keep { $($plain:ident),* $(,)? })?) => {
+        $crate::module!(@impl $name [$d: $crate::Device] [$d] [$name < $d >] [f32] [D2] [$name<D2>] { $($field),* } { $($($plain),*)? });
+    };
+    ($name:ident < $d:ident, $e:ident > { $($field:ident),* $(,)? } $(keep { $($plain:ident),* $(,)? })?) => {
+        $crate::module!(@impl $name [$d: $crate::Device, $e: $crate::Float] [$d] [$name < $d, $e >] [$e] [D2] [$name<D2, $e>] { $($field),* } { $($($plain),*)? });
+    };
+    (@impl $sname:ident [$($gen:tt)*] [$d:ident] [$ty:ty] [$e:ty] [$d2:ident] [$on:ty] { $($field:ident),* } { $($plain:ident),* }) => {
+        impl<$($gen)*> $crate::nn::Module<$d, $e> for $ty {
+            type On<$d2: $crate::Device> = $on;
+
+            fn try_to<$d2: $crate::Device>(&self, dev: $d2) -> $crate::Result<$on> {
+                ::core::result::Result::Ok($sname {
+                    $($field: <_ as $crate::nn::Module<$d, $e>>::try_to(&self.$field, dev)?,)*
+                    $($plain: ::core::clone::Clone::clone(&self.$plain),)*
+                })
+            }
+
+            fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &$crate::Var<$d, $e>)) {
+                $(<_ as $crate::nn::Module<$d, $e>>::visit_parameters(&self.$field, &$crate::nn::join_name(prefix, stringify!($field)), f);)*
+            }
+
+            fn visit_parameters_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut $crate::Var<$d, $e>)) {
+                $(<_ as $crate::nn::Module<$d, $e>>::visit_parameters_mut(&mut self.$field, &$crate::nn::join_name(prefix, stringify!($field)), f);)*
+            }
+
+            fn set_training(&mut self, training: bool) {
+                $(<_ as $crate::nn::Module<$d, $e>>::set_training(&mut self.$field, training);)*
+                let _ = training;
+            }
+        }
+    };
 }

@@ -37,15 +37,20 @@ macro_rules! cpu_dispatch {
     };
 }
 
+pub(crate) mod bias_grad;
 pub(crate) mod binary;
 pub(crate) mod cat;
 pub(crate) mod copy;
 pub(crate) mod creation;
+pub(crate) mod cross_entropy_backward;
 pub(crate) mod index;
 pub(crate) mod linear;
 pub(crate) mod loss;
 pub(crate) mod matmul;
+pub(crate) mod optim;
 pub(crate) mod reduce;
+pub(crate) mod relu_backward;
+pub(crate) mod scatter;
 pub(crate) mod shape;
 pub(crate) mod softmax;
 pub(crate) mod unary;

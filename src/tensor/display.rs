@@ -156,7 +156,13 @@ pub(crate) fn format(t: &RawTensor, f: &mut fmt::Formatter<'_>) -> fmt::Result {
     let mut shown = Vec::new();
     collect_shown(&values, shape, &strides, 0, 0, summarize, &mut shown);
     let style = style_for(&shown, t.dtype);
-    let width = shown.iter().map(|&v| write_value(v, &style).len()).max().unwrap_or(0);
+    // As PyTorch's `_Formatter`: the width comes from the finite values only.
+    let width = shown
+        .iter()
+        .filter(|v| v.is_finite())
+        .map(|&v| write_value(v, &style).len())
+        .max()
+        .unwrap_or(0);
     let mut body = String::new();
     if values.is_empty() {
         body.push_str("[]");

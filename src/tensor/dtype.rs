@@ -64,8 +64,11 @@ pub(crate) mod sealed {
     /// Crate-private plumbing of [`Element`](super::Element): how a `Vec<Self>` sits in storage.
     pub trait ElementStorage: Sized {
         fn cpu_slice(storage: &CpuStorage) -> Option<&[Self]>;
-        fn cpu_vec_mut(storage: &mut CpuStorage) -> Option<&mut Vec<Self>>;
+        fn cpu_slice_mut(storage: &mut CpuStorage) -> Option<&mut [Self]>;
         fn into_cpu_storage(data: Vec<Self>) -> CpuStorage;
+        fn buffer_into_cpu_storage(data: crate::cpu::pool::PooledVec<Self>) -> CpuStorage
+        where
+            Self: super::Element;
         fn pool() -> &'static crate::cpu::pool::Pool<Self>;
     }
 }
@@ -136,15 +139,19 @@ macro_rules! element {
                 }
             }
             #[inline]
-            fn cpu_vec_mut(storage: &mut CpuStorage) -> Option<&mut Vec<Self>> {
+            fn cpu_slice_mut(storage: &mut CpuStorage) -> Option<&mut [Self]> {
                 match storage {
-                    CpuStorage::$variant(b) => Some(b.vec_mut()),
+                    CpuStorage::$variant(b) => Some(b.as_mut_slice()),
                     _ => None,
                 }
             }
             #[inline]
             fn into_cpu_storage(data: Vec<Self>) -> CpuStorage {
                 CpuStorage::$variant(crate::cpu::pool::PooledVec::new(data))
+            }
+            #[inline]
+            fn buffer_into_cpu_storage(data: crate::cpu::pool::PooledVec<Self>) -> CpuStorage {
+                CpuStorage::$variant(data)
             }
             fn pool() -> &'static crate::cpu::pool::Pool<Self> {
                 static POOL: crate::cpu::pool::Pool<$t> = crate::cpu::pool::Pool::new();

@@ -93,14 +93,28 @@ impl fmt::Debug for Dims {
 }
 
 /// Row-major strides of a contiguous tensor of `shape`.
+#[inline]
 pub(crate) fn contiguous_strides(shape: &[usize]) -> Dims {
-    let mut strides = Dims::filled(shape.len(), 1);
+    let mut strides = Dims::EMPTY;
+    strides.len = shape.len() as u8;
     let mut acc = 1usize;
-    for i in (0..shape.len()).rev() {
-        strides[i] = acc;
-        acc *= shape[i].max(1);
+    for (s, &size) in strides.values[..shape.len()].iter_mut().zip(shape).rev() {
+        *s = acc;
+        acc *= size.max(1);
     }
     strides
+}
+
+/// The number of elements of `shape`, or PyTorch's error when it (or its size in bytes, or the
+/// strides of an empty tensor of that shape) overflows: no such tensor can exist, and nothing is
+/// allocated for it.
+pub(crate) fn checked_numel(shape: &[usize], dtype: crate::tensor::DType) -> Result<usize> {
+    let strides_fit = shape.iter().try_fold(1usize, |acc, &s| acc.checked_mul(s.max(1))).is_some();
+    shape
+        .iter()
+        .try_fold(1usize, |acc, &s| acc.checked_mul(s))
+        .filter(|n| strides_fit && n.checked_mul(dtype.size_in_bytes()).is_some_and(|b| b <= isize::MAX as usize))
+        .ok_or_else(|| Error::Shape(format!("Storage size calculation overflowed with sizes={shape:?}")))
 }
 
 /// Normalises a possibly negative dimension index (`-1` is the last), as PyTorch's `maybe_wrap_dim`.
@@ -150,6 +164,7 @@ impl fmt::Debug for Layout {
 
 impl Layout {
     /// A contiguous row-major layout.
+    #[inline]
     pub(crate) fn contiguous(shape: Dims) -> Self {
         Layout {
             strides: contiguous_strides(&shape),
@@ -158,6 +173,7 @@ impl Layout {
         }
     }
 
+    #[cfg(test)]
     pub(crate) fn from_shape(shape: &[usize]) -> Result<Self> {
         Ok(Layout::contiguous(Dims::from_slice(shape)?))
     }
@@ -172,8 +188,12 @@ impl Layout {
         self.shape.len()
     }
 
-    /// True when the elements are in row-major order with no gaps (size-1 dims ignored).
+    /// True when the elements are in row-major order with no gaps (size-1 dims ignored; an
+    /// empty tensor is contiguous, as in PyTorch).
     pub(crate) fn is_contiguous(&self) -> bool {
+        if self.shape.contains(&0) {
+            return true;
+        }
         let mut expected = 1usize;
         for i in (0..self.rank()).rev() {
             if self.shape[i] != 1 {

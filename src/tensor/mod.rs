@@ -134,6 +134,7 @@ impl<D: Device, E: Element> Tensor<D, E> {
     }
 
     fn create(shape: impl IntoShape, dev: D, fill: Fill) -> Result<Self> {
+        layout::checked_numel(shape.as_dims(), E::DTYPE)?;
         let dims = Dims::from_slice(shape.as_dims())?;
         Ok(Tensor::from_raw(create(dims, E::DTYPE, dev.dyn_device(), fill)?, dev))
     }
@@ -205,7 +206,7 @@ impl<D: Device, E: Element> Tensor<D, E> {
         ///
         /// ```
         /// use devtype::prelude::*;
-        /// let t = Tensor::from_vec(vec![1.0, 2.0, 3.0, 4.0], [2, 2], Cpu);
+        /// let t = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], [2, 2], Cpu);
         /// assert_eq!(t.to_string(), "tensor([[1., 2.],\n        [3., 4.]])");
         /// ```
         pub fn from_vec(data: Vec<E>, shape: impl IntoShape, dev: D) -> Self
@@ -340,7 +341,7 @@ impl<D: Device, E: Element> Tensor<D, E> {
 impl<D: Device, E: Float> Tensor<D, E> {
     /// Uniform random values in `[0, 1)`, created directly on `dev` (seeded by [`manual_seed`](crate::manual_seed)).
     pub fn try_rand(shape: impl IntoShape, dev: D) -> Result<Self> {
-        let numel = shape.as_dims().iter().product();
+        let numel = layout::checked_numel(shape.as_dims(), E::DTYPE)?;
         Self::create(shape, dev, Fill::uniform(numel))
     }
     infallible!(
@@ -350,7 +351,7 @@ impl<D: Device, E: Float> Tensor<D, E> {
 
     /// Standard normal random values, created directly on `dev` (PyTorch's `torch.randn`).
     pub fn try_randn(shape: impl IntoShape, dev: D) -> Result<Self> {
-        let numel = shape.as_dims().iter().product();
+        let numel = layout::checked_numel(shape.as_dims(), E::DTYPE)?;
         Self::create(shape, dev, Fill::normal(numel))
     }
     infallible!(

@@ -26,6 +26,10 @@ pub(crate) mod sealed {
         fn into_operand<'a>(self) -> Operand<'a>
         where
             Self: 'a;
+        /// The autograd node when this is a tracked tensor (`Var`); plain tensors have none.
+        fn grad_node(&self) -> Option<&std::sync::Arc<crate::autograd::Node>> {
+            None
+        }
     }
 }
 
@@ -101,7 +105,7 @@ impl<D: Device, E: Element> OperandOn<D> for &Tensor<D, E> {}
 #[diagnostic::on_unimplemented(
     message = "Expected all tensors to be on the same device, but found at least two devices, `{D}` and `{Found}`",
     label = "this input is on `{Found}`, but the module's parameters and buffers are on `{D}`",
-    note = "move the input with `let x = x.to(dev);` (every batch, inside the loop), or the module once with `let model = model.to(dev);`"
+    note = "move the input with `let x = x.to(dev);` (every batch, inside the loop), or the module once with `let model = model.to(dev);` (a loss with class weights too: `let loss_fn = loss_fn.to(dev);`)"
 )]
 pub trait ModuleInput<D: Device, Found: Device = <Self as HasDevice>::Device>: HasDevice {}
 

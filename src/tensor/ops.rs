@@ -57,7 +57,6 @@ impl<D: Device, E: Element, T: TensorList<D, E> + ?Sized> TensorList<D, E> for &
 
 macro_rules! tuple_list {
     ($first:ident $(, $rest:ident)*) => {
-        #[diagnostic::do_not_recommend]
         impl<$first: HasDevice $(, $rest: OperandOn<$first::Device> + HasDevice<Element = $first::Element>)*>
             TensorList<$first::Device, $first::Element> for ($first, $($rest,)*)
         {
@@ -138,6 +137,7 @@ impl<D: Device, E: Numeric> Tensor<D, E> {
         }
     }
 
+    #[inline]
     fn binary<R: OperandOn<D> + HasDevice<Element = E>>(lhs: Operand<'_>, rhs: R, op: BinaryOp, device: D) -> Result<Self> {
         Ok(Tensor::from_raw(ops::binary::binary(lhs, rhs.into_operand(), op)?, device))
     }
@@ -437,7 +437,7 @@ impl<D: Device, E: Element> Tensor<D, E> {
     );
 
     /// Joins tensors along `dim`: `Tensor::cat((&a, &b), 0)` or `Tensor::cat(&v, 0)`.
-    pub fn try_cat<L: TensorList<D, E> + ?Sized>(tensors: &L, dim: isize) -> Result<Self> {
+    pub fn try_cat<L: TensorList<D, E>>(tensors: L, dim: isize) -> Result<Self> {
         let raws = tensors.collect_raw();
         let device = raws
             .first()
@@ -449,14 +449,14 @@ impl<D: Device, E: Element> Tensor<D, E> {
     ///
     /// Panics with the error's text where [`try_cat`](Self::try_cat) returns it.
     #[track_caller]
-    pub fn cat<L: TensorList<D, E> + ?Sized>(tensors: &L, dim: isize) -> Self {
+    pub fn cat<L: TensorList<D, E>>(tensors: L, dim: isize) -> Self {
         match Self::try_cat(tensors, dim) {
             Ok(t) => t,
             Err(e) => panic!("{e}"),
         }
     }
     /// Stacks equally shaped tensors along a new dimension `dim`.
-    pub fn try_stack<L: TensorList<D, E> + ?Sized>(tensors: &L, dim: isize) -> Result<Self> {
+    pub fn try_stack<L: TensorList<D, E>>(tensors: L, dim: isize) -> Result<Self> {
         let raws = tensors.collect_raw();
         let device = raws
             .first()
@@ -468,7 +468,7 @@ impl<D: Device, E: Element> Tensor<D, E> {
     ///
     /// Panics with the error's text where [`try_stack`](Self::try_stack) returns it.
     #[track_caller]
-    pub fn stack<L: TensorList<D, E> + ?Sized>(tensors: &L, dim: isize) -> Self {
+    pub fn stack<L: TensorList<D, E>>(tensors: L, dim: isize) -> Self {
         match Self::try_stack(tensors, dim) {
             Ok(t) => t,
             Err(e) => panic!("{e}"),

@@ -44,6 +44,18 @@ impl RawTensor {
         }
     }
 
+    /// A contiguous CPU tensor owning `data` (inline when tiny: one allocation in all).
+    #[inline]
+    pub(crate) fn from_cpu_buffer<E: Element>(data: crate::cpu::pool::PooledVec<E>, shape: Dims) -> Self {
+        debug_assert_eq!(data.as_slice().len(), shape.iter().product::<usize>());
+        RawTensor {
+            storage: Arc::new(Storage::Cpu(E::buffer_into_cpu_storage(data))),
+            layout: Layout::contiguous(shape),
+            dtype: E::DTYPE,
+            device: DynDevice::cpu(),
+        }
+    }
+
     /// A contiguous tensor on `device` made from host values (the length is checked).
     pub(crate) fn from_vec<E: Element>(data: Vec<E>, shape: &[usize], device: DynDevice) -> Result<Self> {
         let dims = Dims::from_slice(shape)?;
@@ -93,15 +105,16 @@ impl RawTensor {
         self.cpu_storage().and_then(E::cpu_slice)
     }
 
-    /// The storage as a mutable `Vec<E>`, when this tensor is its only user and covers it whole
-    /// and in order: then an op can write its result in place.
-    pub(crate) fn unique_cpu_vec<E: Element>(&mut self) -> Option<&mut Vec<E>> {
-        if self.layout.offset != 0 || !self.layout.is_contiguous() || self.dtype != E::DTYPE {
+    /// The values as a mutable slice, when this tensor is the only user of its storage and
+    /// covers it whole and in order: then an op can write its result in place.
+    #[inline]
+    pub(crate) fn unique_cpu_data<E: Element>(&mut self) -> Option<&mut [E]> {
+        if self.layout.offset != 0 || self.dtype != E::DTYPE || !self.layout.is_contiguous() {
             return None;
         }
         let numel = self.numel();
         match Arc::get_mut(&mut self.storage)? {
-            Storage::Cpu(s) => E::cpu_vec_mut(s).filter(|v| v.len() == numel),
+            Storage::Cpu(s) => E::cpu_slice_mut(s).filter(|v| v.len() == numel),
             Storage::Cuda(_) => None,
         }
     }

@@ -1,7 +1,8 @@
 //! CPU kernels for element-wise arithmetic and comparisons.
 
 use super::{BinaryOp, CompareOp};
-use crate::cpu::strided::{map1, map2, zip_in_place};
+use crate::cpu::strided::{map1, map2, zip_contiguous, zip_contiguous_in_place, zip_in_place};
+use crate::cpu::pool::PooledVec;
 use crate::error::Result;
 use crate::tensor::layout::{Dims, Layout};
 use crate::tensor::raw::{Operand, RawTensor};
@@ -85,13 +86,31 @@ macro_rules! with_op {
 }
 
 fn binary_typed<T: Arith>(mut a: Operand<'_>, mut b: Operand<'_>, shape: Dims, op: BinaryOp) -> RawTensor {
+    // Same shape, both contiguous: the common case, without any layout arithmetic.
+    let same = *a.shape() == *shape && *b.shape() == *shape;
+    if same {
+        if let (Some(ra), Some(rb)) = (a.layout.contiguous_range(), b.layout.contiguous_range()) {
+            if let Operand::Owned(owner) = &mut a {
+                let other = &b.cpu_slice::<T>().expect("dtype checked")[rb.clone()];
+                if let Some(dst) = owner.unique_cpu_data::<T>() {
+                    with_op!(op, |f| zip_contiguous_in_place(dst, other, f));
+                    return a.into_owned();
+                }
+            }
+            let x = &a.cpu_slice::<T>().expect("cpu")[ra];
+            let y = &b.cpu_slice::<T>().expect("cpu")[rb];
+            let mut out = PooledVec::<T>::with_len(x.len());
+            with_op!(op, |f| zip_contiguous(x, y, out.as_mut_slice(), f));
+            return RawTensor::from_cpu_buffer(out, shape);
+        }
+    }
     let la = a.layout.broadcast_to(&shape).expect("broadcast checked");
     let lb = b.layout.broadcast_to(&shape).expect("broadcast checked");
     // Write into an owned operand that nobody else uses and that already has the result's shape.
     if let Operand::Owned(owner) = &mut a {
         if *owner.shape() == *shape {
             let other = b.cpu_slice::<T>().expect("dtype checked");
-            if let Some(dst) = owner.unique_cpu_vec::<T>() {
+            if let Some(dst) = owner.unique_cpu_data::<T>() {
                 with_op!(op, |f| zip_in_place(dst, other, &lb, f));
                 return a.into_owned();
             }
@@ -100,7 +119,7 @@ fn binary_typed<T: Arith>(mut a: Operand<'_>, mut b: Operand<'_>, shape: Dims, o
     if let Operand::Owned(owner) = &mut b {
         if *owner.shape() == *shape {
             let other = a.cpu_slice::<T>().expect("dtype checked");
-            if let Some(dst) = owner.unique_cpu_vec::<T>() {
+            if let Some(dst) = owner.unique_cpu_data::<T>() {
                 with_op!(op, |f| zip_in_place(dst, other, &la, |y: T, x: T| f(x, y)));
                 return b.into_owned();
             }
@@ -112,6 +131,7 @@ fn binary_typed<T: Arith>(mut a: Operand<'_>, mut b: Operand<'_>, shape: Dims, o
     RawTensor::from_cpu_vec(out, shape)
 }
 
+#[inline]
 pub(crate) fn binary(a: Operand<'_>, b: Operand<'_>, shape: Dims, op: BinaryOp) -> Result<RawTensor> {
     Ok(match a.dtype {
         DType::F32 => binary_typed::<f32>(a, b, shape, op),
@@ -124,7 +144,7 @@ pub(crate) fn binary(a: Operand<'_>, b: Operand<'_>, shape: Dims, op: BinaryOp) 
 fn scalar_typed<T: Arith>(mut a: Operand<'_>, s: f64, op: BinaryOp, scalar_first: bool) -> RawTensor {
     let s = T::from_f64(s);
     if let Operand::Owned(owner) = &mut a {
-        if let Some(dst) = owner.unique_cpu_vec::<T>() {
+        if let Some(dst) = owner.unique_cpu_data::<T>() {
             with_op!(op, |f| {
                 if scalar_first {
                     crate::cpu::strided::for_each_chunk(dst, |_, c| c.iter_mut().for_each(|x| *x = f(s, *x)))
@@ -136,15 +156,15 @@ fn scalar_typed<T: Arith>(mut a: Operand<'_>, s: f64, op: BinaryOp, scalar_first
         }
     }
     let x = a.cpu_slice::<T>().expect("cpu");
-    let mut out = T::pool().take(a.numel());
+    let mut out = PooledVec::<T>::with_len(a.numel());
     with_op!(op, |f| {
         if scalar_first {
-            map1(x, &a.layout, &mut out, |v| f(s, v))
+            map1(x, &a.layout, out.as_mut_slice(), |v| f(s, v))
         } else {
-            map1(x, &a.layout, &mut out, |v| f(v, s))
+            map1(x, &a.layout, out.as_mut_slice(), |v| f(v, s))
         }
     });
-    RawTensor::from_cpu_vec(out, a.layout.shape)
+    RawTensor::from_cpu_buffer(out, a.layout.shape)
 }
 
 pub(crate) fn binary_scalar(a: Operand<'_>, s: f64, op: BinaryOp, scalar_first: bool) -> Result<RawTensor> {

@@ -76,9 +76,10 @@ fn check_dtypes(op: &'static str, float_only: bool, a: DType, b: DType) -> Resul
 }
 
 /// `a op b` with broadcasting. An owned operand's buffer is reused when nothing else uses it.
+#[inline]
 pub(crate) fn binary(a: Operand<'_>, b: Operand<'_>, op: BinaryOp) -> Result<RawTensor> {
     check_dtypes(op.name(), op.float_only(), a.dtype, b.dtype)?;
-    let shape = broadcast_shapes(a.shape(), b.shape())?;
+    let shape = if a.layout.shape == b.layout.shape { a.layout.shape } else { broadcast_shapes(a.shape(), b.shape())? };
     match (&*a.storage, &*b.storage) {
         (Storage::Cpu(_), Storage::Cpu(_)) => cpu::binary(a, b, shape, op),
         _ => cuda::binary(&a, &b, shape, op),

@@ -1,27 +1,149 @@
-//! CUDA side of copies: uploads, downloads, peer copies, strided gathers, casts.
+//! CUDA side of copies: uploads, downloads, peer copies, strided gathers, casts
+//! (`kernels/copy.cu`).
+//!
+//! Only downloads make the host wait (they are how values reach the host); uploads, copies
+//! between GPUs, strided copies and casts are queued on the device's stream.
 
+use crate::cuda::context::{self, driver_error};
+use crate::cuda::kernels::{self, Family};
+use crate::cuda::storage::{suffix, with_cuda_slice, with_dtype};
+use crate::cuda::{launch, memory, sync};
 use crate::error::Result;
 use crate::tensor::raw::RawTensor;
 use crate::tensor::DType;
+use cudarc::driver::PushKernelArg;
 
+/// A contiguous copy of a strided view, on its GPU.
 pub(crate) fn contiguous(t: &RawTensor) -> Result<RawTensor> {
-    Err(crate::cuda::unsupported("contiguous", t))
+    launch::contiguous(t)
 }
 
+/// Copies a contiguous CPU tensor to GPU `ordinal`. The host memory is staged by the driver
+/// before the call returns, so nothing waits for the GPU.
 pub(crate) fn upload(t: &RawTensor, ordinal: usize) -> Result<RawTensor> {
-    crate::cuda::context::get(ordinal)?;
-    Err(crate::cuda::unsupported("upload", t))
+    let gpu = context::get(ordinal)?;
+    let storage = t.cpu_storage().expect("upload takes a CPU tensor");
+    let range = t
+        .layout
+        .contiguous_range()
+        .expect("upload takes a contiguous tensor");
+    let n = range.len();
+    cpu_dispatch!(storage, |data: T| {
+        let mut slice = memory::alloc::<T>(gpu, n)?;
+        if n > 0 {
+            gpu.stream
+                .memcpy_htod(&data[range], &mut slice)
+                .map_err(|e| gpu.error("cuMemcpyHtoDAsync", e))?;
+        }
+        Ok(memory::tensor(slice, t.layout.shape, ordinal))
+    })
 }
 
+/// Copies a GPU tensor to the host: waits for the GPU (a counted host sync, subject to the
+/// sync debug mode).
 pub(crate) fn download(t: &RawTensor) -> Result<RawTensor> {
-    Err(crate::cuda::unsupported("download", t))
+    let (gpu, _) = memory::gpu_of("download", t)?;
+    let shape = t.layout.shape;
+    if t.numel() == 0 {
+        return Ok(with_dtype!(t.dtype, |T| RawTensor::from_cpu_vec(
+            Vec::<T>::new(),
+            shape
+        )));
+    }
+    sync::before_implicit_sync()?;
+    let src = launch::contiguous_or_self(t)?;
+    let (_, storage) = memory::gpu_of("download", &src)?;
+    let range = src.layout.contiguous_range().expect("contiguous");
+    let out = with_cuda_slice!(storage, |slice: T| {
+        let host: Vec<T> = gpu
+            .stream
+            .clone_dtoh(&slice.slice(range))
+            .map_err(|e| gpu.error("cuMemcpyDtoHAsync", e))?;
+        RawTensor::from_cpu_vec(host, shape)
+    });
+    // The copy into pageable memory is complete when the call returns; synchronising also
+    // reports any earlier asynchronous kernel error here, where the value is read.
+    gpu.synchronize()?;
+    sync::record_sync();
+    Ok(out)
 }
 
+/// Copies a GPU tensor to GPU `ordinal` (peer copy, queued on both streams, no host wait).
 pub(crate) fn device_to_device(t: &RawTensor, ordinal: usize) -> Result<RawTensor> {
-    crate::cuda::context::get(ordinal)?;
-    Err(crate::cuda::unsupported("device_to_device", t))
+    let (src_gpu, _) = memory::gpu_of("device_to_device", t)?;
+    let dst_gpu = context::get(ordinal)?;
+    let src = launch::contiguous_or_self(t)?;
+    if src_gpu.ordinal == ordinal {
+        return Ok(src);
+    }
+    let (_, storage) = memory::gpu_of("device_to_device", &src)?;
+    let n = src.numel();
+    let out = memory::alloc_dtype(dst_gpu, src.dtype, n)?;
+    if n > 0 {
+        // The destination stream waits for everything queued on the source so far (the source
+        // values are written), ...
+        let written = src_gpu
+            .stream
+            .record_event(None)
+            .map_err(|e| src_gpu.error("cuEventRecord", e))?;
+        dst_gpu
+            .stream
+            .wait(&written)
+            .map_err(|e| dst_gpu.error("cuStreamWaitEvent", e))?;
+        let bytes = n * src.dtype.size_in_bytes();
+        let src_ptr = memory::element_ptr(&src, storage);
+        let dst_ptr = out.device_ptr();
+        dst_gpu.bind()?;
+        // SAFETY: both addresses are live allocations of at least `bytes` bytes on their
+        // devices (the source range is inside `src`'s storage, the destination was just
+        // allocated with `n` elements), both contexts are valid, and the copy is queued on the
+        // destination's stream after the source's writes (event above).
+        unsafe {
+            cudarc::driver::result::memcpy_peer_async(
+                dst_gpu.context.cu_ctx(),
+                dst_ptr,
+                src_gpu.context.cu_ctx(),
+                src_ptr,
+                bytes,
+                dst_gpu.stream.cu_stream(),
+            )
+        }
+        .map_err(|e| dst_gpu.error("cuMemcpyPeerAsync", e))?;
+        // ... and the source stream waits for the copy, so the source buffer is not freed (in
+        // its stream's order) or overwritten before the copy has read it.
+        let copied = dst_gpu
+            .stream
+            .record_event(None)
+            .map_err(|e| dst_gpu.error("cuEventRecord", e))?;
+        src_gpu
+            .stream
+            .wait(&copied)
+            .map_err(|e| driver_error("cuStreamWaitEvent", e))?;
+    }
+    Ok(memory::tensor_from_storage(out, src.layout.shape, ordinal))
 }
 
-pub(crate) fn cast(t: &RawTensor, _dtype: DType) -> Result<RawTensor> {
-    Err(crate::cuda::unsupported("cast", t))
+/// The values converted to `dtype` (PyTorch's `x.to(torch.float64)`), as the CPU converts:
+/// through `f64`, saturating to integers, `!= 0` to booleans.
+pub(crate) fn cast(t: &RawTensor, dtype: DType) -> Result<RawTensor> {
+    let (gpu, storage) = memory::gpu_of("cast", t)?;
+    let n = t.numel();
+    let out = memory::alloc_dtype(gpu, dtype, n)?;
+    if n > 0 {
+        let name = format!("cast_{}_{}", suffix(t.dtype), suffix(dtype));
+        let f = kernels::function(gpu, Family::Copy, &name)?;
+        let layout = launch::strided::<1>(&t.layout.shape, [&t.layout.strides]);
+        let (dst, src, count) = (out.device_ptr(), memory::element_ptr(t, storage), n as u64);
+        let mut b = gpu.stream.launch_builder(f);
+        b.arg(&dst).arg(&src).arg(&layout).arg(&count);
+        // SAFETY: `cast_<from>_<to>(To* dst, const From* src, Strided<1>, u64)` matches these
+        // arguments; `src` is `t`'s view (inside its storage), `dst` holds `n` elements.
+        unsafe { b.launch(launch::elementwise(gpu, n)) }
+            .map_err(|e| gpu.error("cuLaunchKernel(cast)", e))?;
+    }
+    Ok(memory::tensor_from_storage(
+        out,
+        t.layout.shape,
+        gpu.ordinal,
+    ))
 }

@@ -5,16 +5,16 @@ use crate::tensor::layout::{Dims, Layout};
 use crate::tensor::raw::RawTensor;
 use crate::tensor::{DType, Element};
 
-/// The indices in order, each checked against `size` (negative ones count from the end).
+/// The indices in order, each checked against `size`. As in PyTorch, `gather` and
+/// `index_select` take no negative indices.
 fn checked_indices(index: &RawTensor, dim: usize, size: usize) -> Result<Vec<usize>> {
     let raw = index.to_vec::<i64>()?;
     raw.iter()
         .map(|&i| {
-            let j = if i < 0 { i + size as i64 } else { i };
-            if j < 0 || j >= size as i64 {
+            if i < 0 || i >= size as i64 {
                 Err(Error::IndexOutOfBounds { index: i, dim, size })
             } else {
-                Ok(j as usize)
+                Ok(i as usize)
             }
         })
         .collect()
@@ -66,9 +66,10 @@ fn gather_typed<T: Element>(a: &RawTensor, d: usize, idx: &[usize], shape: Dims)
             rest /= shape[j];
         }
         let mut off = a.layout.offset;
-        for j in 0..rank {
+        // A 0-dim input (with a 0- or 1-dim index) has no strides: every index is 0 there.
+        for (j, &stride) in a.layout.strides.iter().enumerate() {
             let p = if j == d { idx[n] } else { pos[j] };
-            off += p * a.layout.strides[j];
+            off += p * stride;
         }
         *o = src[off];
     }

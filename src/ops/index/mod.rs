@@ -24,6 +24,12 @@ pub(crate) fn index_select(a: &RawTensor, dim: isize, index: &RawTensor) -> Resu
         return Err(Error::Shape("index_select(): Index is supposed to be a vector".into()));
     }
     let d = if a.rank() == 0 { wrap_dim(dim, 0)? } else { wrap_dim(dim, a.rank())? };
+    if a.rank() == 0 && index.numel() != 1 {
+        return Err(Error::Shape(format!(
+            "index_select(): Index to scalar can have only 1 value, got {} value(s)",
+            index.numel()
+        )));
+    }
     let mut shape = a.layout.shape;
     if a.rank() > 0 {
         shape[d] = index.numel();

@@ -1,5 +1,6 @@
 //! CPU kernel for the fused linear layer.
 
+use crate::cpu::pool::PooledVec;
 use crate::error::Result;
 use crate::ops::matmul::{gemm_into, MatrixView};
 use crate::tensor::layout::Dims;
@@ -9,12 +10,20 @@ use crate::tensor::{DType, Float};
 fn typed<T: Float>(x: &RawTensor, w: &RawTensor, bias: Option<&RawTensor>, (rows, k, n, shape): (usize, usize, usize, Dims)) -> Result<RawTensor> {
     // x as a [rows, k] matrix: a view when the strides allow, else a copy.
     let x2 = if x.rank() == 2 { x.clone() } else { crate::ops::shape::reshape(x, &[rows as isize, k as isize])? };
-    let mut out = T::pool().take(rows * n);
+    let mut buffer = PooledVec::<T>::with_len(rows * n);
+    let out = buffer.as_mut_slice();
     let accumulate = match bias {
         Some(b) => {
-            let bias = b.to_vec::<T>()?;
+            let owned;
+            let bias = match b.layout.contiguous_range() {
+                Some(r) => &b.cpu_slice::<T>().expect("cpu")[r],
+                None => {
+                    owned = b.to_vec::<T>()?;
+                    &owned[..]
+                }
+            };
             for row in out.chunks_mut(n.max(1)) {
-                row.copy_from_slice(&bias);
+                row.copy_from_slice(bias);
             }
             true
         }
@@ -33,8 +42,8 @@ fn typed<T: Float>(x: &RawTensor, w: &RawTensor, bias: Option<&RawTensor>, (rows
         row_stride: w.layout.strides[1],
         col_stride: w.layout.strides[0],
     };
-    gemm_into(&mut out, (rows, k, n), a, b, accumulate);
-    Ok(RawTensor::from_cpu_vec(out, shape))
+    gemm_into(out, (rows, k, n), a, b, accumulate);
+    Ok(RawTensor::from_cpu_buffer(buffer, shape))
 }
 
 pub(crate) fn linear(x: &RawTensor, w: &RawTensor, bias: Option<&RawTensor>, plan: (usize, usize, usize, Dims)) -> Result<RawTensor> {

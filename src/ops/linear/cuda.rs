@@ -1,9 +1,83 @@
-//! CUDA side of the fused linear layer: cuBLAS GEMM accumulating onto broadcast bias rows.
+//! CUDA side of the fused linear layer: the bias is broadcast into the output rows, then one
+//! cuBLAS GEMM accumulates `x @ weight.T` onto them (`beta = 1`), reading the weight through
+//! its transposed strides (no copy).
 
+use crate::cuda::blas::{self, GemmOperand};
+use crate::cuda::{launch, memory};
 use crate::error::Result;
 use crate::tensor::layout::Dims;
 use crate::tensor::raw::RawTensor;
 
-pub(crate) fn linear(x: &RawTensor, _w: &RawTensor, _bias: Option<&RawTensor>, _plan: (usize, usize, usize, Dims)) -> Result<RawTensor> {
-    Err(crate::cuda::unsupported("linear", x))
+pub(crate) fn linear(
+    x: &RawTensor,
+    w: &RawTensor,
+    bias: Option<&RawTensor>,
+    (rows, k, n, shape): (usize, usize, usize, Dims),
+) -> Result<RawTensor> {
+    let (gpu, _) = memory::gpu_of("linear", x)?;
+    memory::same_gpu(gpu, &[w])?;
+    if let Some(b) = bias {
+        memory::same_gpu(gpu, &[b])?;
+    }
+    // x as a [rows, k] matrix (a view when the strides allow, else a copy), readable by cuBLAS.
+    let x2 = if x.rank() == 2 {
+        x.clone()
+    } else {
+        crate::ops::shape::reshape(x, &[rows as isize, k as isize])?
+    };
+    let x2 = match blas::matrix_layout(rows, k, x2.layout.strides[0], x2.layout.strides[1]) {
+        Some(_) => x2,
+        None => launch::contiguous(&x2)?,
+    };
+    // weight is [n, k]; weight.T is [k, n] with the strides swapped.
+    let wt = |t: &RawTensor| blas::matrix_layout(k, n, t.layout.strides[1], t.layout.strides[0]);
+    let w = match wt(w) {
+        Some(_) => w.clone(),
+        None => launch::contiguous(w)?,
+    };
+    let (la, lb) = (
+        blas::matrix_layout(rows, k, x2.layout.strides[0], x2.layout.strides[1])
+            .expect("checked above"),
+        wt(&w).expect("contiguous weights have a layout"),
+    );
+    let numel = rows * n;
+    let out = if bias.is_none() && k == 0 {
+        memory::alloc_zeros_dtype(gpu, x.dtype, numel)?
+    } else {
+        memory::alloc_dtype(gpu, x.dtype, numel)?
+    };
+    if numel > 0 {
+        let pc = out.device_ptr();
+        let beta = match bias {
+            Some(b) => {
+                // Every output row starts as the bias: a broadcast copy (row stride 0).
+                let (_, sb) = memory::gpu_of("linear", b)?;
+                launch::copy_strided(
+                    gpu,
+                    x.dtype,
+                    &[rows, n],
+                    (pc, &[n, 1][..]),
+                    (memory::element_ptr(b, sb), &[0, b.layout.strides[0]][..]),
+                )?;
+                1.0
+            }
+            None => 0.0,
+        };
+        let (_, sx) = memory::gpu_of("linear", &x2)?;
+        let (_, sw) = memory::gpu_of("linear", &w)?;
+        let a = GemmOperand {
+            ptr: memory::element_ptr(&x2, sx),
+            row_major: la.0,
+            ld: la.1,
+            batch_stride: 0,
+        };
+        let b = GemmOperand {
+            ptr: memory::element_ptr(&w, sw),
+            row_major: lb.0,
+            ld: lb.1,
+            batch_stride: 0,
+        };
+        blas::gemm_dtype(gpu, x.dtype, (rows, n, k), a, b, pc, 0, 1, beta)?;
+    }
+    Ok(memory::tensor_from_storage(out, shape, gpu.ordinal))
 }

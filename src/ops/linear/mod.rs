@@ -32,7 +32,9 @@ pub(crate) fn plan(x: &RawTensor, weight: &RawTensor, bias: Option<&RawTensor>) 
     let k = *x.shape().last().expect("rank >= 1");
     let rows: usize = x.shape()[..x.rank() - 1].iter().product();
     if k != in_features {
-        return Err(Error::MatmulShape { op: "addmm", m: rows, k1: k, k2: in_features, n: out_features });
+        // With a bias PyTorch runs the fused `addmm`, without one `matmul` (so `mm`).
+        let op = if bias.is_some() { "addmm" } else { "mm" };
+        return Err(Error::MatmulShape { op, m: rows, k1: k, k2: in_features, n: out_features });
     }
     if let Some(b) = bias {
         if b.shape() != [out_features] {

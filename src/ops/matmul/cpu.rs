@@ -27,6 +27,24 @@ impl<T> MatrixView<'_, T> {
     }
 }
 
+/// The dot product of two equally long slices, four lanes at a time.
+#[inline(always)]
+fn dot<T: Float>(x: &[T], y: &[T]) -> T {
+    let (xc, yc) = (x.chunks_exact(4), y.chunks_exact(4));
+    let (xr, yr) = (xc.remainder(), yc.remainder());
+    let mut lanes = [T::ZERO; 4];
+    for (a, b) in xc.zip(yc) {
+        for l in 0..4 {
+            lanes[l] += a[l] * b[l];
+        }
+    }
+    let mut s = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+    for (&a, &b) in xr.iter().zip(yr) {
+        s += a * b;
+    }
+    s
+}
+
 /// `dst[m x n] (row-major, contiguous) = (accumulate ? dst : 0) + a[m x k] @ b[k x n]`.
 pub(crate) fn gemm_into<T: Float>(
     dst: &mut [T],
@@ -49,6 +67,35 @@ pub(crate) fn gemm_into<T: Float>(
     assert!(a.last_index(m, k).is_some_and(|i| i < a.data.len()), "gemm lhs out of bounds");
     assert!(b.last_index(k, n).is_some_and(|i| i < b.data.len()), "gemm rhs out of bounds");
     if m * n * k <= SMALL_PRODUCT || cfg!(miri) {
+        if a.col_stride == 1 && b.row_stride == 1 {
+            // Rows of `a` and columns of `b` are contiguous (e.g. `x @ weight.T`): dot products.
+            for i in 0..m {
+                let row = &a.data[a.offset + i * a.row_stride..][..k];
+                for (j, d) in dst[i * n..(i + 1) * n].iter_mut().enumerate() {
+                    let col = &b.data[b.offset + j * b.col_stride..][..k];
+                    let dot = dot(row, col);
+                    *d = if accumulate { *d + dot } else { dot };
+                }
+            }
+            return;
+        }
+        if a.col_stride == 1 && b.col_stride == 1 {
+            // Row-major `b`: accumulate rows of `b` scaled by `a[i, p]`.
+            for i in 0..m {
+                let d = &mut dst[i * n..(i + 1) * n];
+                if !accumulate {
+                    d.fill(T::ZERO);
+                }
+                let row = &a.data[a.offset + i * a.row_stride..][..k];
+                for (p, &x) in row.iter().enumerate() {
+                    let brow = &b.data[b.offset + p * b.row_stride..][..n];
+                    for (o, &y) in d.iter_mut().zip(brow) {
+                        *o += x * y;
+                    }
+                }
+            }
+            return;
+        }
         for i in 0..m {
             for j in 0..n {
                 let mut s = if accumulate { dst[i * n + j] } else { T::ZERO };

@@ -51,14 +51,23 @@ pub(crate) fn plan(a: &RawTensor, b: &RawTensor) -> Result<MatmulPlan> {
     let (ra, rb) = (la.rank(), lb.rank());
     let (m, k1) = (la.shape[ra - 2], la.shape[ra - 1]);
     let (k2, n) = (lb.shape[rb - 2], lb.shape[rb - 1]);
-    if k1 != k2 {
-        if ra == 3 && rb == 3 {
-            return Err(Error::BatchMatmulShape { batch: la.shape[0], k: k1, got_batch: lb.shape[0], got_k: k2 });
-        }
+    if k1 != k2 && b.rank() <= 2 {
+        // `torch.matmul` folds the leading dims of `a` and calls dot, mv or mm.
         let rows: usize = la.shape[..ra - 1].iter().product();
-        return Err(Error::MatmulShape { op: "mm", m: if rb == 2 { rows } else { m }, k1, k2, n });
+        return Err(match (a.rank(), b.rank()) {
+            (1, 1) => Error::Shape(format!(
+                "inconsistent tensor size, expected tensor [{k1}] and src [{k2}] to have the same number of elements, but got {k1} and {k2} elements respectively"
+            )),
+            (_, 1) => Error::Shape(format!("size mismatch, got input ({rows}), mat ({rows}x{k1}), vec ({k2})")),
+            _ => Error::MatmulShape { op: "mm", m: rows, k1, k2, n },
+        });
     }
+    // Otherwise batch dims broadcast first, then `bmm` checks the inner sizes.
     let batch = broadcast_shapes(&la.shape[..ra - 2], &lb.shape[..rb - 2])?;
+    if k1 != k2 {
+        let count: usize = batch.iter().product();
+        return Err(Error::BatchMatmulShape { batch: count, k: k1, got_batch: count, got_k: k2 });
+    }
     let mut full_a = batch;
     full_a.push(m)?;
     full_a.push(k1)?;

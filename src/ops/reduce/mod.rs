@@ -65,19 +65,19 @@ pub(crate) fn plan(a: &RawTensor, dims: &[isize], keepdim: bool) -> Result<Reduc
     let mut order = Vec::with_capacity(rank);
     let mut out_shape = Dims::EMPTY;
     let (mut outputs, mut reduced) = (1usize, 1usize);
-    for d in 0..rank {
-        if !reduce_mask[d] {
+    for (d, (&reduce, &size)) in reduce_mask.iter().zip(a.shape()).enumerate() {
+        if !reduce {
             order.push(d);
-            out_shape.push(a.shape()[d])?;
-            outputs *= a.shape()[d];
+            out_shape.push(size)?;
+            outputs *= size;
         } else if keepdim {
             out_shape.push(1)?;
         }
     }
-    for d in 0..rank {
-        if reduce_mask[d] {
+    for (d, (&reduce, &size)) in reduce_mask.iter().zip(a.shape()).enumerate() {
+        if reduce {
             order.push(d);
-            reduced *= a.shape()[d];
+            reduced *= size;
         }
     }
     Ok(ReducePlan {
@@ -90,7 +90,13 @@ pub(crate) fn plan(a: &RawTensor, dims: &[isize], keepdim: bool) -> Result<Reduc
 
 /// `op` over `dims` (all dims when empty).
 pub(crate) fn reduce(a: &RawTensor, dims: &[isize], keepdim: bool, op: ReduceOp) -> Result<RawTensor> {
-    if a.dtype == DType::Bool || (op == ReduceOp::Mean && !a.dtype.is_float()) {
+    if op == ReduceOp::Mean && !a.dtype.is_float() {
+        return Err(Error::Shape(format!(
+            "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {}",
+            a.dtype
+        )));
+    }
+    if a.dtype == DType::Bool {
         return Err(Error::UnsupportedDType { op: op.name(), dtype: a.dtype });
     }
     let plan = plan(a, dims, keepdim)?;

@@ -5,8 +5,24 @@ use crate::error::{Error, Result};
 use crate::tensor::layout::{infer_shape, wrap_dim, Dims};
 use crate::tensor::raw::RawTensor;
 
+/// Refuses target shapes whose known sizes overflow when multiplied (no tensor has that many
+/// elements, and even an empty one could not have strides), with `reshape`'s text, before
+/// `infer_shape` multiplies them.
+fn check_target_size(shape: &[isize], numel: usize) -> Result<()> {
+    let overflows = shape
+        .iter()
+        .filter(|&&s| s >= 0)
+        .try_fold(1usize, |acc, &s| acc.checked_mul((s as usize).max(1)))
+        .is_none();
+    if overflows {
+        return Err(Error::Shape(format!("shape '{shape:?}' is invalid for input of size {numel}")));
+    }
+    Ok(())
+}
+
 /// `reshape`: a view when the strides allow one, otherwise a contiguous copy.
 pub(crate) fn reshape(a: &RawTensor, shape: &[isize]) -> Result<RawTensor> {
+    check_target_size(shape, a.numel())?;
     let shape = infer_shape(shape, a.numel())?;
     match a.layout.view(&shape)? {
         Some(l) => Ok(a.with_layout(l)),
@@ -20,6 +36,7 @@ pub(crate) fn reshape(a: &RawTensor, shape: &[isize]) -> Result<RawTensor> {
 
 /// `view`: never copies; fails like PyTorch when the strides do not allow it.
 pub(crate) fn view(a: &RawTensor, shape: &[isize]) -> Result<RawTensor> {
+    check_target_size(shape, a.numel())?;
     let shape = infer_shape(shape, a.numel())?;
     match a.layout.view(&shape)? {
         Some(l) => Ok(a.with_layout(l)),
@@ -75,10 +92,10 @@ pub(crate) fn squeeze(a: &RawTensor, dim: isize) -> Result<RawTensor> {
 
 /// Merges dims `start..=end` into one.
 pub(crate) fn flatten(a: &RawTensor, start: isize, end: isize) -> Result<RawTensor> {
+    let (s, e) = (wrap_dim(start, a.rank())?, wrap_dim(end, a.rank())?);
     if a.rank() == 0 {
         return reshape(a, &[1]);
     }
-    let (s, e) = (wrap_dim(start, a.rank())?, wrap_dim(end, a.rank())?);
     if s > e {
         return Err(Error::Shape("flatten() has invalid args: start_dim cannot come after end_dim".into()));
     }
@@ -90,16 +107,28 @@ pub(crate) fn flatten(a: &RawTensor, start: isize, end: isize) -> Result<RawTens
 
 /// Elements `start..start + len` of dimension `dim` (a view).
 pub(crate) fn narrow(a: &RawTensor, dim: isize, start: usize, len: usize) -> Result<RawTensor> {
+    if a.rank() == 0 {
+        return Err(Error::Shape("narrow() cannot be applied to a 0-dim tensor.".into()));
+    }
     let d = wrap_dim(dim, a.rank())?;
     let size = a.shape()[d];
-    if start > size || len > size - start {
+    if start > size {
+        return Err(Error::Shape(format!(
+            "start out of range (expected to be in range of [-{size}, {size}], but got {start})"
+        )));
+    }
+    if len > size - start {
         return Err(Error::Shape(format!(
             "start ({start}) + length ({len}) exceeds dimension size ({size})."
         )));
     }
     let mut l = a.layout;
-    l.offset += start * l.strides[d];
     l.shape[d] = len;
+    // An empty view keeps its offset: a tensor with a 0-size dim may have no storage at all,
+    // and an offset past its end would make even an empty read go out of bounds.
+    if l.numel() > 0 {
+        l.offset += start * l.strides[d];
+    }
     Ok(a.with_layout(l))
 }
 

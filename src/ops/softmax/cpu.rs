@@ -33,13 +33,14 @@ fn softmax_row<T: Float>(src: &[T], dst: &mut [T], log: bool) {
 fn typed<T: Float>(a: RawTensor, log: bool) -> RawTensor {
     let row = *a.shape().last().expect("rank >= 1");
     let numel = a.numel();
+    let mut out = T::pool().take(numel);
+    if numel == 0 {
+        // Nothing to compute (and an empty layout need not count as contiguous).
+        return RawTensor::from_cpu_vec(out, a.layout.shape);
+    }
     let src = a.cpu_slice::<T>().expect("cpu");
     let r = a.layout.contiguous_range().expect("contiguous");
     let src = &src[r];
-    let mut out = T::pool().take(numel);
-    if row == 0 {
-        return RawTensor::from_cpu_vec(out, a.layout.shape);
-    }
     if numel >= PARALLEL_THRESHOLD && !cfg!(miri) {
         out.par_chunks_mut(row)
             .zip(src.par_chunks(row))

@@ -1,6 +1,7 @@
 //! CPU kernels for element-wise math.
 
 use super::UnaryOp;
+use crate::cpu::pool::PooledVec;
 use crate::cpu::strided::{for_each_chunk, map1};
 use crate::tensor::raw::{Operand, RawTensor};
 use crate::tensor::{DType, Element, Float};
@@ -81,15 +82,15 @@ macro_rules! with_unary {
 
 fn typed<T: UnaryMath>(mut a: Operand<'_>, op: UnaryOp) -> RawTensor {
     if let Operand::Owned(owner) = &mut a {
-        if let Some(dst) = owner.unique_cpu_vec::<T>() {
+        if let Some(dst) = owner.unique_cpu_data::<T>() {
             with_unary!(op, |f| for_each_chunk(dst, |_, c| c.iter_mut().for_each(|x| *x = f(*x))));
             return a.into_owned();
         }
     }
     let x = a.cpu_slice::<T>().expect("cpu");
-    let mut out = T::pool().take(a.numel());
-    with_unary!(op, |f| map1(x, &a.layout, &mut out, f));
-    RawTensor::from_cpu_vec(out, a.layout.shape)
+    let mut out = PooledVec::<T>::with_len(a.numel());
+    with_unary!(op, |f| map1(x, &a.layout, out.as_mut_slice(), f));
+    RawTensor::from_cpu_buffer(out, a.layout.shape)
 }
 
 pub(crate) fn unary(a: Operand<'_>, op: UnaryOp) -> RawTensor {

@@ -1,0 +1,244 @@
+//! GPU benchmarks (issue 3, section 8), each next to its hardware or library baseline:
+//!
+//! - `relu(x + y)` on 256M f32: GB/s against a device-to-device copy of the same bytes;
+//! - matmul 8192^3 f32: TFLOP/s against cuBLAS called directly;
+//! - a chain of 1000 tiny element-wise ops: microseconds per op (launch overhead);
+//! - a host-to-device copy of 256 MiB: GB/s.
+//!
+//! GPU times come from CUDA events (devtype's `Timer`, cudarc events for the baselines); the
+//! launch-overhead and upload numbers are host wall-clock times that end in a synchronize.
+//! `scripts/gpu_torch_bench.py` times PyTorch on the same workloads and prints the ratios.
+//!
+//! ```sh
+//! cargo bench --bench gpu                         # prints a table
+//! cargo bench --bench gpu -- --json out.json      # also writes the numbers as JSON
+//! ```
+//! Without a GPU it prints `no GPU: skipped` and exits cleanly.
+
+use cudarc::cublas::{CudaBlas, Gemm, GemmConfig};
+use cudarc::driver::sys::CUevent_flags;
+use devtype::cuda::Timer;
+use devtype::prelude::*;
+use std::time::Instant;
+
+const ELEMS: usize = 256 << 20;
+const MM: usize = 8192;
+const CHAIN: usize = 1000;
+const TINY: usize = 64;
+const H2D_BYTES: usize = 256 << 20;
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let json_path = args
+        .iter()
+        .position(|a| a == "--json")
+        .and_then(|i| args.get(i + 1))
+        .cloned();
+    let gpu = match Cuda::<0>::open() {
+        Ok(gpu) => gpu,
+        Err(e) => {
+            println!("no GPU: skipped ({e})");
+            return;
+        }
+    };
+    let quick = std::env::var("BENCH_QUICK").is_ok_and(|v| v == "1");
+    let reps = if quick { 3 } else { 10 };
+    let mut results: Vec<(&str, f64)> = Vec::new();
+
+    // relu(x + y) on 256M f32, against cuMemcpyDtoD of the same 1 GiB.
+    let x = Tensor::<Cuda<0>>::randn([ELEMS], gpu);
+    let y = Tensor::<Cuda<0>>::randn([ELEMS], gpu);
+    let relu_add = |x: &Tensor<Cuda<0>>, y: &Tensor<Cuda<0>>| (x + y).relu_owned();
+    let ms = gpu_ms(reps, || drop(relu_add(&x, &y)));
+    let bytes = (ELEMS * 4) as f64;
+    // The bytes the result needs (read x and y, write the output), and those two ops move.
+    let effective = 3.0 * bytes / (ms * 1e-3) / 1e9;
+    let moved = 5.0 * bytes / (ms * 1e-3) / 1e9;
+    results.push(("relu_add_ms", ms));
+    results.push(("relu_add_gbs", effective));
+    results.push(("relu_add_moved_gbs", moved));
+    drop((x, y));
+    let copy_ms = cudarc_copy_ms(reps, ELEMS);
+    let copy_gbs = 2.0 * bytes / (copy_ms * 1e-3) / 1e9;
+    results.push(("copy_gbs", copy_gbs));
+
+    // matmul 8192^3 f32, against cublasSgemm on the same sizes.
+    let a = Tensor::<Cuda<0>>::randn([MM, MM], gpu);
+    let b = Tensor::<Cuda<0>>::randn([MM, MM], gpu);
+    let mm_ms = gpu_ms(reps.min(5), || drop(a.matmul(&b)));
+    let flops = 2.0 * (MM as f64).powi(3);
+    results.push(("matmul_ms", mm_ms));
+    results.push(("matmul_tflops", flops / (mm_ms * 1e-3) / 1e12));
+    drop((a, b));
+    let blas_ms = cublas_ms(reps.min(5), MM);
+    results.push(("cublas_tflops", flops / (blas_ms * 1e-3) / 1e12));
+
+    // 1000 tiny element-wise ops: host time to queue them and finish.
+    let t = Tensor::<Cuda<0>>::ones([TINY], gpu);
+    let chain = || {
+        let mut v = t.clone();
+        for i in 0..CHAIN {
+            v = if i % 2 == 0 {
+                v * 1.0001f32
+            } else {
+                v + 0.5f32
+            };
+        }
+        v
+    };
+    drop(chain());
+    gpu.synchronize().unwrap();
+    let mut samples = Vec::new();
+    for _ in 0..reps {
+        let start = Instant::now();
+        let v = chain();
+        gpu.synchronize().unwrap();
+        samples.push(start.elapsed().as_secs_f64() * 1e6 / CHAIN as f64);
+        drop(v);
+    }
+    results.push(("chain_us_per_op", median(&mut samples)));
+
+    // Host-to-device copy of 256 MiB from ordinary (pageable) host memory.
+    let host = Tensor::<Cpu>::ones([H2D_BYTES / 4], Cpu);
+    drop(host.to(gpu));
+    gpu.synchronize().unwrap();
+    let mut samples = Vec::new();
+    for _ in 0..reps {
+        let start = Instant::now();
+        let up = host.to(gpu);
+        gpu.synchronize().unwrap();
+        samples.push(H2D_BYTES as f64 / start.elapsed().as_secs_f64() / 1e9);
+        drop(up);
+    }
+    results.push(("h2d_gbs", median(&mut samples)));
+
+    let get = |k: &str| {
+        results
+            .iter()
+            .find(|(n, _)| *n == k)
+            .map_or(f64::NAN, |r| r.1)
+    };
+    println!("devtype on the GPU ({} reps, median):", reps);
+    println!(
+        "  relu(x + y), 256M f32   {:8.3} ms  {:7.1} GB/s effective ({:.1} GB/s moved)  copy {:7.1} GB/s  ({:.0}% of copy)",
+        get("relu_add_ms"),
+        get("relu_add_gbs"),
+        get("relu_add_moved_gbs"),
+        get("copy_gbs"),
+        100.0 * get("relu_add_gbs") / get("copy_gbs")
+    );
+    println!(
+        "  matmul 8192^3 f32       {:8.3} ms  {:7.1} TFLOP/s  cuBLAS {:.1} TFLOP/s  ({:.0}% of cuBLAS)",
+        get("matmul_ms"),
+        get("matmul_tflops"),
+        get("cublas_tflops"),
+        100.0 * get("matmul_tflops") / get("cublas_tflops")
+    );
+    println!(
+        "  1000 tiny ops            {:8.2} us/op",
+        get("chain_us_per_op")
+    );
+    println!("  host -> device 256 MiB  {:8.1} GB/s", get("h2d_gbs"));
+    if let Some(path) = json_path {
+        let body: Vec<String> = results
+            .iter()
+            .map(|(k, v)| format!("\"{k}\": {v}"))
+            .collect();
+        std::fs::write(&path, format!("{{{}}}\n", body.join(", ")))
+            .expect("write the JSON results");
+    }
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+/// Median GPU milliseconds of `f` (after one warm-up run), timed with CUDA events.
+fn gpu_ms(reps: usize, mut f: impl FnMut()) -> f64 {
+    f();
+    let mut samples = Vec::new();
+    for _ in 0..reps {
+        let timer = Timer::start(0).unwrap();
+        f();
+        samples.push(timer.elapsed_ms().unwrap() as f64);
+    }
+    median(&mut samples)
+}
+
+/// Milliseconds of a device-to-device copy of `n` f32 (cuMemcpyDtoDAsync), timed with events.
+fn cudarc_copy_ms(reps: usize, n: usize) -> f64 {
+    let ctx = cudarc::driver::CudaContext::new(0).unwrap();
+    let stream = ctx.default_stream();
+    let src = stream.alloc_zeros::<f32>(n).unwrap();
+    let mut dst = stream.alloc_zeros::<f32>(n).unwrap();
+    let mut samples = Vec::new();
+    for i in 0..=reps {
+        let start = ctx
+            .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+            .unwrap();
+        let end = ctx
+            .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+            .unwrap();
+        start.record(&stream).unwrap();
+        stream.memcpy_dtod(&src, &mut dst).unwrap();
+        end.record(&stream).unwrap();
+        let ms = start.elapsed_ms(&end).unwrap() as f64;
+        if i > 0 {
+            samples.push(ms);
+        }
+    }
+    median(&mut samples)
+}
+
+/// Milliseconds of one cublasSgemm of `n x n x n` f32, called directly through cudarc.
+fn cublas_ms(reps: usize, n: usize) -> f64 {
+    use cudarc::cublas::sys::cublasOperation_t::CUBLAS_OP_N;
+    let ctx = cudarc::driver::CudaContext::new(0).unwrap();
+    let stream = ctx.default_stream();
+    let blas = CudaBlas::new(stream.clone()).unwrap();
+    // Random operands, as devtype's side uses (a GPU's clocks depend a little on the data).
+    let mut state = 0x2545_F491_4F6C_DD1Du64;
+    let host: Vec<f32> = (0..n * n)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+        })
+        .collect();
+    let a = stream.clone_htod(&host).unwrap();
+    let b = stream.clone_htod(&host).unwrap();
+    let mut c = stream.alloc_zeros::<f32>(n * n).unwrap();
+    let cfg = GemmConfig {
+        transa: CUBLAS_OP_N,
+        transb: CUBLAS_OP_N,
+        m: n as i32,
+        n: n as i32,
+        k: n as i32,
+        alpha: 1.0f32,
+        lda: n as i32,
+        ldb: n as i32,
+        beta: 0.0f32,
+        ldc: n as i32,
+    };
+    let mut samples = Vec::new();
+    for i in 0..=reps {
+        let start = ctx
+            .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+            .unwrap();
+        let end = ctx
+            .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+            .unwrap();
+        start.record(&stream).unwrap();
+        // SAFETY: a, b and c each hold n * n f32 on this stream's device, matching the config
+        // (column-major n x n, leading dimension n); the events order the timing around it.
+        unsafe { blas.gemm(cfg, &a, &b, &mut c) }.unwrap();
+        end.record(&stream).unwrap();
+        let ms = start.elapsed_ms(&end).unwrap() as f64;
+        if i > 0 {
+            samples.push(ms);
+        }
+    }
+    median(&mut samples)
+}

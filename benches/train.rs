@@ -1,0 +1,178 @@
+//! One training step of a 784-512-10 MLP (ReLU), batch 256, class-weighted cross-entropy,
+//! SGD lr 0.01, on the CPU: the peers' workload D (`../shared/bench/peers`), with the same
+//! deterministic data and weights (`det_sym`) and the same timing method (warm-up, calibrated
+//! iterations per sample, median of samples), plus their per-step median of 50 steps.
+//!
+//! `cargo bench --bench train` prints the median ms per step and checks the loss against
+//! PyTorch's (2.468970 before training, 2.321380 after 55 steps).
+//! `BENCH_QUICK=1` shortens it; `BENCH_SAMPLES=n` sets the number of samples.
+
+use devtype::nn::{CrossEntropyLoss, Linear, ReLU, Sequential};
+use devtype::optim::Sgd;
+use devtype::prelude::*;
+use std::hint::black_box;
+use std::time::Instant;
+
+const B: usize = 256;
+const I: usize = 784;
+const H: usize = 512;
+const O: usize = 10;
+
+/// `((i + seed) * 0x9E3779B97F4A7C15 mod 2^64) >> 40` / 2^24, as the peers' harnesses.
+fn det_uniform(n: usize, seed: u64) -> Vec<f32> {
+    (0..n as u64)
+        .map(|i| {
+            (i.wrapping_add(seed).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) as f32 / 16_777_216.0
+        })
+        .collect()
+}
+
+fn det_sym(n: usize, seed: u64, scale: f32) -> Vec<f32> {
+    det_uniform(n, seed)
+        .into_iter()
+        .map(|u| (2.0 * u - 1.0) * scale)
+        .collect()
+}
+
+/// The peers' `time_per_call`: warm-up, calibration, then `samples` timed samples.
+fn time_per_call(min_sample_s: f64, samples: usize, mut f: impl FnMut()) -> Vec<f64> {
+    let t0 = Instant::now();
+    let mut warm = 0;
+    while warm < 3 || t0.elapsed().as_secs_f64() < min_sample_s * 0.5 {
+        f();
+        warm += 1;
+    }
+    let t = Instant::now();
+    f();
+    let one = t.elapsed().as_secs_f64().max(1e-9);
+    let mut iters = ((min_sample_s / one).ceil() as usize).max(1);
+    if iters > 10 {
+        let probe = (iters / 10).max(1);
+        let t = Instant::now();
+        for _ in 0..probe {
+            f();
+        }
+        iters = ((min_sample_s / (t.elapsed().as_secs_f64().max(1e-9) / probe as f64)).ceil()
+            as usize)
+            .max(1);
+    }
+    (0..samples)
+        .map(|_| {
+            let t = Instant::now();
+            for _ in 0..iters {
+                f();
+            }
+            t.elapsed().as_secs_f64() / iters as f64
+        })
+        .collect()
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(|a, b| a.total_cmp(b));
+    let n = s.len();
+    if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        0.5 * (s[n / 2 - 1] + s[n / 2])
+    }
+}
+
+fn main() {
+    let quick = std::env::var("BENCH_QUICK").is_ok_and(|v| v == "1");
+    let samples = std::env::var("BENCH_SAMPLES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(if quick { 3 } else { 9 });
+    let min_sample_s = if quick { 0.02 } else { 0.15 };
+    let dev = Cpu;
+    let (s1, s2) = (1.0 / (I as f32).sqrt(), 1.0 / (H as f32).sqrt());
+    let x = Tensor::from_vec(det_sym(B * I, 1, 1.0), [B, I], dev);
+    let y =
+        Tensor::<Cpu, i64>::from_vec((0..B).map(|k| ((7 * k + 3) % O) as i64).collect(), [B], dev);
+    let class_weights = Tensor::from_vec((0..O).map(|c| 0.5 + 0.1 * c as f32).collect(), [O], dev);
+    let mut model = Sequential::new((
+        Linear::from_parameters(
+            Tensor::from_vec(det_sym(H * I, 2, s1), [H, I], dev),
+            Some(Tensor::from_vec(det_sym(H, 3, s1), [H], dev)),
+        ),
+        ReLU,
+        Linear::from_parameters(
+            Tensor::from_vec(det_sym(O * H, 4, s2), [O, H], dev),
+            Some(Tensor::from_vec(det_sym(O, 5, s2), [O], dev)),
+        ),
+    ));
+    let criterion = CrossEntropyLoss::new().with_weight(class_weights);
+    let mut opt = Sgd::new(0.01);
+    let loss0 = no_grad(|| criterion.forward(&model.forward(&x), &y).item());
+
+    let mut step = || {
+        model.zero_grad();
+        let loss = criterion.forward(&model.forward(&x), &y);
+        loss.backward();
+        opt.step(&mut model);
+        black_box(&loss);
+    };
+    // The peers' per-step method: 5 warm-up steps, then the median of 50 timed steps.
+    for _ in 0..5 {
+        step();
+    }
+    let per_step: Vec<f64> = (0..50)
+        .map(|_| {
+            let t = Instant::now();
+            step();
+            t.elapsed().as_secs_f64()
+        })
+        .collect();
+    // The calibrated method of `rust/src/lib.rs`.
+    let calibrated = time_per_call(min_sample_s, samples, &mut step);
+
+    // Loss check against PyTorch: a fresh model trained 55 steps.
+    let mut fresh = Sequential::new((
+        Linear::from_parameters(
+            Tensor::from_vec(det_sym(H * I, 2, s1), [H, I], dev),
+            Some(Tensor::from_vec(det_sym(H, 3, s1), [H], dev)),
+        ),
+        ReLU,
+        Linear::from_parameters(
+            Tensor::from_vec(det_sym(O * H, 4, s2), [O, H], dev),
+            Some(Tensor::from_vec(det_sym(O, 5, s2), [O], dev)),
+        ),
+    ));
+    let mut opt = Sgd::new(0.01);
+    for _ in 0..55 {
+        fresh.zero_grad();
+        criterion.forward(&fresh.forward(&x), &y).backward();
+        opt.step(&mut fresh);
+    }
+    let loss55 = no_grad(|| criterion.forward(&fresh.forward(&x), &y).item());
+
+    let flops = 2.0 * (B * I * H) as f64 * 2.0 + 3.0 * 2.0 * (B * H * O) as f64;
+    let (m_cal, m_step) = (median(&calibrated), median(&per_step));
+    println!(
+        "devtype D MLP train step (784-512-10, b=256, weighted CE, SGD), CPU, {} rayon threads",
+        rayon_threads()
+    );
+    println!(
+        "  median {:.3} ms/step (calibrated samples: {samples}), {:.0} GFLOP/s",
+        m_cal * 1e3,
+        flops / m_cal / 1e9
+    );
+    println!(
+        "  median {:.3} ms/step (per-step, 50 steps after 5 warm-up, as the peers' D)",
+        m_step * 1e3
+    );
+    println!("  loss before training {loss0:.6} (PyTorch 2.468970), after 55 steps {loss55:.6} (PyTorch 2.321380)");
+    assert!(
+        (loss0 - 2.46897).abs() < 1e-4,
+        "loss before training differs from PyTorch's"
+    );
+    assert!(
+        (loss55 - 2.32138).abs() < 1e-3,
+        "loss after 55 steps differs from PyTorch's"
+    );
+}
+
+fn rayon_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}

@@ -1,0 +1,182 @@
+// Element-wise arithmetic and comparisons with broadcasting (src/ops/binary).
+//
+// binary_<op>_<dtype>(out, a, b, Strided<2> layout, n)         out[i] = a[i] op b[i]
+// binary_scalar_<op>_<dtype>(out, a, Strided<1>, n, s, first)  out[i] = a[i] op s (s op a[i] when first)
+// compare_<op>_<dtype>(out, a, b, Strided<2>, n)               out[i] = a[i] cmp b[i]  (bool)
+// compare_scalar_<op>_<dtype>(out, a, Strided<1>, n, s)        out[i] = (double)a[i] cmp s
+//
+// `out` is contiguous. When every operand is one contiguous run the loop loads four elements
+// at a time (16 bytes for f32) if the pointers allow it.
+#include "common.cuh"
+
+template <typename T> struct AddOp { __device__ __forceinline__ T operator()(T a, T b) const { return a + b; } };
+template <typename T> struct SubOp { __device__ __forceinline__ T operator()(T a, T b) const { return a - b; } };
+template <typename T> struct MulOp { __device__ __forceinline__ T operator()(T a, T b) const { return a * b; } };
+template <typename T> struct DivOp { __device__ __forceinline__ T operator()(T a, T b) const { return a / b; } };
+template <typename T> struct MaximumOp { __device__ __forceinline__ T operator()(T a, T b) const { return MaxNan<T>()(a, b); } };
+template <typename T> struct MinimumOp { __device__ __forceinline__ T operator()(T a, T b) const { return MinNan<T>()(a, b); } };
+template <typename T> struct PowOp;
+template <> struct PowOp<float> { __device__ __forceinline__ float operator()(float a, float b) const { return powf(a, b); } };
+template <> struct PowOp<double> { __device__ __forceinline__ double operator()(double a, double b) const { return pow(a, b); } };
+
+// Integers wrap instead of overflowing (signed overflow is undefined in C++).
+template <> struct AddOp<i64> { __device__ __forceinline__ i64 operator()(i64 a, i64 b) const { return (i64)((u64)a + (u64)b); } };
+template <> struct SubOp<i64> { __device__ __forceinline__ i64 operator()(i64 a, i64 b) const { return (i64)((u64)a - (u64)b); } };
+template <> struct MulOp<i64> { __device__ __forceinline__ i64 operator()(i64 a, i64 b) const { return (i64)((u64)a * (u64)b); } };
+
+template <typename T> struct EqOp { __device__ __forceinline__ bool operator()(T a, T b) const { return a == b; } };
+template <typename T> struct NeOp { __device__ __forceinline__ bool operator()(T a, T b) const { return a != b; } };
+template <typename T> struct LtOp { __device__ __forceinline__ bool operator()(T a, T b) const { return a < b; } };
+template <typename T> struct LeOp { __device__ __forceinline__ bool operator()(T a, T b) const { return a <= b; } };
+template <typename T> struct GtOp { __device__ __forceinline__ bool operator()(T a, T b) const { return a > b; } };
+template <typename T> struct GeOp { __device__ __forceinline__ bool operator()(T a, T b) const { return a >= b; } };
+
+// out[i] = f(a[i], b[i]) over a broadcast layout.
+template <typename O, typename T, typename F>
+__device__ __forceinline__ void map2(O* __restrict__ out, const T* __restrict__ a, const T* __restrict__ b,
+                                     const Strided<2>& L, u64 n, F f) {
+    const u64 start = global_thread();
+    const u64 step = global_threads();
+    if (is_contiguous_run(L)) {
+        u64 done = 0;
+        if (aligned_for_pack(out) && aligned_for_pack(a) && aligned_for_pack(b)) {
+            const u64 packs = n / 4;
+            const Pack4<T>* pa = reinterpret_cast<const Pack4<T>*>(a);
+            const Pack4<T>* pb = reinterpret_cast<const Pack4<T>*>(b);
+            Pack4<O>* po = reinterpret_cast<Pack4<O>*>(out);
+#pragma unroll 4
+            for (u64 j = start; j < packs; j += step) {
+                const Pack4<T> x = pa[j];
+                const Pack4<T> y = pb[j];
+                Pack4<O> r;
+#pragma unroll
+                for (int v = 0; v < 4; ++v) r.v[v] = f(x.v[v], y.v[v]);
+                po[j] = r;
+            }
+            done = packs * 4;
+        }
+        for (u64 i = done + start; i < n; i += step) out[i] = f(a[i], b[i]);
+        return;
+    }
+    for (u64 i = start; i < n; i += step) {
+        u64 off[2];
+        strided_offsets(L, i, off);
+        out[i] = f(a[off[0]], b[off[1]]);
+    }
+}
+
+// out[i] = f(a[i]) over a strided layout.
+template <typename O, typename T, typename F>
+__device__ __forceinline__ void map1(O* __restrict__ out, const T* __restrict__ a, const Strided<1>& L, u64 n, F f) {
+    const u64 start = global_thread();
+    const u64 step = global_threads();
+    if (is_contiguous_run(L)) {
+        u64 done = 0;
+        if (aligned_for_pack(out) && aligned_for_pack(a)) {
+            const u64 packs = n / 4;
+            const Pack4<T>* pa = reinterpret_cast<const Pack4<T>*>(a);
+            Pack4<O>* po = reinterpret_cast<Pack4<O>*>(out);
+#pragma unroll 4
+            for (u64 j = start; j < packs; j += step) {
+                const Pack4<T> x = pa[j];
+                Pack4<O> r;
+#pragma unroll
+                for (int v = 0; v < 4; ++v) r.v[v] = f(x.v[v]);
+                po[j] = r;
+            }
+            done = packs * 4;
+        }
+        for (u64 i = done + start; i < n; i += step) out[i] = f(a[i]);
+        return;
+    }
+    for (u64 i = start; i < n; i += step) {
+        u64 off[1];
+        strided_offsets(L, i, off);
+        out[i] = f(a[off[0]]);
+    }
+}
+
+template <typename T, typename F>
+struct ScalarRight {
+    T s;
+    __device__ __forceinline__ T operator()(T x) const { return F()(x, s); }
+};
+template <typename T, typename F>
+struct ScalarLeft {
+    T s;
+    __device__ __forceinline__ T operator()(T x) const { return F()(s, x); }
+};
+template <typename T, typename F>
+struct CompareScalar {
+    double s;
+    __device__ __forceinline__ bool operator()(T x) const { return F()(to_double(x), s); }
+};
+
+#define BINARY(NAME, OP, T, SUFFIX)                                                                  \
+    extern "C" __global__ void binary_##NAME##_##SUFFIX(T* out, const T* a, const T* b, Strided<2> L, \
+                                                       u64 n) {                                      \
+        map2(out, a, b, L, n, OP<T>());                                                              \
+    }                                                                                                \
+    extern "C" __global__ void binary_scalar_##NAME##_##SUFFIX(T* out, const T* a, Strided<1> L, u64 n, \
+                                                              T s, u32 scalar_first) {               \
+        if (scalar_first) {                                                                          \
+            map1(out, a, L, n, ScalarLeft<T, OP<T> >{s});                                            \
+        } else {                                                                                     \
+            map1(out, a, L, n, ScalarRight<T, OP<T> >{s});                                           \
+        }                                                                                            \
+    }
+
+#define BINARY_NUMERIC(NAME, OP) \
+    BINARY(NAME, OP, float, f32)  \
+    BINARY(NAME, OP, double, f64) \
+    BINARY(NAME, OP, i64, i64)
+
+#define BINARY_FLOAT(NAME, OP)   \
+    BINARY(NAME, OP, float, f32) \
+    BINARY(NAME, OP, double, f64)
+
+BINARY_NUMERIC(add, AddOp)
+BINARY_NUMERIC(sub, SubOp)
+BINARY_NUMERIC(mul, MulOp)
+BINARY_NUMERIC(maximum, MaximumOp)
+BINARY_NUMERIC(minimum, MinimumOp)
+BINARY_FLOAT(div, DivOp)
+BINARY_FLOAT(pow, PowOp)
+
+#define COMPARE(NAME, OP, T, SUFFIX)                                                                  \
+    extern "C" __global__ void compare_##NAME##_##SUFFIX(bool* out, const T* a, const T* b, Strided<2> L, \
+                                                        u64 n) {                                      \
+        map2(out, a, b, L, n, OP<T>());                                                               \
+    }                                                                                                 \
+    extern "C" __global__ void compare_scalar_##NAME##_##SUFFIX(bool* out, const T* a, Strided<1> L,  \
+                                                               u64 n, double s) {                     \
+        map1(out, a, L, n, CompareScalar<T, OP<double> >{s});                                         \
+    }
+
+#define COMPARE_ALL(NAME, OP)        \
+    COMPARE(NAME, OP, float, f32)    \
+    COMPARE(NAME, OP, double, f64)   \
+    COMPARE(NAME, OP, i64, i64)      \
+    COMPARE(NAME, OP, bool, bool)
+
+COMPARE_ALL(eq, EqOp)
+COMPARE_ALL(ne, NeOp)
+COMPARE_ALL(lt, LtOp)
+COMPARE_ALL(le, LeOp)
+COMPARE_ALL(gt, GtOp)
+COMPARE_ALL(ge, GeOp)
+
+// The gradient of relu (src/ops/relu_backward): out[i] = y[i] > 0 ? grad[i] : 0, where y is
+// the relu's output (NaN gives 0, as on the CPU).
+template <typename T> struct ReluBackwardOp {
+    __device__ __forceinline__ T operator()(T g, T y) const { return y > (T)0 ? g : (T)0; }
+};
+
+#define RELU_BACKWARD(T, SUFFIX)                                                                      \
+    extern "C" __global__ void relu_backward_##SUFFIX(T* out, const T* grad, const T* y, Strided<2> L, \
+                                                     u64 n) {                                         \
+        map2(out, grad, y, L, n, ReluBackwardOp<T>());                                                \
+    }
+
+RELU_BACKWARD(float, f32)
+RELU_BACKWARD(double, f64)

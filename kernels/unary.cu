@@ -1,0 +1,92 @@
+// Element-wise math on one tensor (src/ops/unary).
+//
+// unary_<op>_<dtype>(out, a, Strided<1> layout, n)   out[i] = op(a[i]), out contiguous
+//
+// Contiguous inputs are read four elements at a time when the pointers allow it.
+#include "common.cuh"
+
+template <typename T> struct NegOp { __device__ __forceinline__ T operator()(T x) const { return -x; } };
+template <typename T> struct ReluOp {
+    // NaN stays NaN, as `x > 0 || isnan(x) ? x : 0` on the CPU.
+    __device__ __forceinline__ T operator()(T x) const { return (x > (T)0 || Num<T>::is_nan(x)) ? x : (T)0; }
+};
+template <typename T> struct AbsOp { __device__ __forceinline__ T operator()(T x) const { return x < (T)0 ? -x : x; } };
+template <> struct AbsOp<float> { __device__ __forceinline__ float operator()(float x) const { return fabsf(x); } };
+template <> struct AbsOp<double> { __device__ __forceinline__ double operator()(double x) const { return fabs(x); } };
+template <typename T> struct SquareOp { __device__ __forceinline__ T operator()(T x) const { return x * x; } };
+
+// Integers wrap (i64::MIN stays i64::MIN under neg and abs), as on the CPU.
+template <> struct NegOp<i64> { __device__ __forceinline__ i64 operator()(i64 x) const { return (i64)(0ULL - (u64)x); } };
+template <> struct AbsOp<i64> { __device__ __forceinline__ i64 operator()(i64 x) const { return x < 0 ? (i64)(0ULL - (u64)x) : x; } };
+template <> struct SquareOp<i64> { __device__ __forceinline__ i64 operator()(i64 x) const { return (i64)((u64)x * (u64)x); } };
+
+template <typename T> struct ExpOp;
+template <typename T> struct LogOp;
+template <typename T> struct SqrtOp;
+template <typename T> struct TanhOp;
+template <> struct ExpOp<float> { __device__ __forceinline__ float operator()(float x) const { return expf(x); } };
+template <> struct ExpOp<double> { __device__ __forceinline__ double operator()(double x) const { return exp(x); } };
+template <> struct LogOp<float> { __device__ __forceinline__ float operator()(float x) const { return logf(x); } };
+template <> struct LogOp<double> { __device__ __forceinline__ double operator()(double x) const { return log(x); } };
+template <> struct SqrtOp<float> { __device__ __forceinline__ float operator()(float x) const { return sqrtf(x); } };
+template <> struct SqrtOp<double> { __device__ __forceinline__ double operator()(double x) const { return sqrt(x); } };
+template <> struct TanhOp<float> { __device__ __forceinline__ float operator()(float x) const { return tanhf(x); } };
+template <> struct TanhOp<double> { __device__ __forceinline__ double operator()(double x) const { return tanh(x); } };
+template <typename T> struct SigmoidOp {
+    __device__ __forceinline__ T operator()(T x) const { return (T)1 / ((T)1 + ExpOp<T>()(-x)); }
+};
+template <typename T> struct ReciprocalOp { __device__ __forceinline__ T operator()(T x) const { return (T)1 / x; } };
+
+template <typename T, typename F>
+__device__ __forceinline__ void unary_map(T* __restrict__ out, const T* __restrict__ a, const Strided<1>& L, u64 n, F f) {
+    const u64 start = global_thread();
+    const u64 step = global_threads();
+    if (is_contiguous_run(L)) {
+        u64 done = 0;
+        if (aligned_for_pack(out) && aligned_for_pack(a)) {
+            const u64 packs = n / 4;
+            const Pack4<T>* pa = reinterpret_cast<const Pack4<T>*>(a);
+            Pack4<T>* po = reinterpret_cast<Pack4<T>*>(out);
+#pragma unroll 4
+            for (u64 j = start; j < packs; j += step) {
+                Pack4<T> x = pa[j];
+#pragma unroll
+                for (int v = 0; v < 4; ++v) x.v[v] = f(x.v[v]);
+                po[j] = x;
+            }
+            done = packs * 4;
+        }
+        for (u64 i = done + start; i < n; i += step) out[i] = f(a[i]);
+        return;
+    }
+    for (u64 i = start; i < n; i += step) {
+        u64 off[1];
+        strided_offsets(L, i, off);
+        out[i] = f(a[off[0]]);
+    }
+}
+
+#define UNARY(NAME, OP, T, SUFFIX)                                                                     \
+    extern "C" __global__ void unary_##NAME##_##SUFFIX(T* out, const T* a, Strided<1> L, u64 n) {       \
+        unary_map(out, a, L, n, OP<T>());                                                              \
+    }
+
+#define UNARY_NUMERIC(NAME, OP) \
+    UNARY(NAME, OP, float, f32)  \
+    UNARY(NAME, OP, double, f64) \
+    UNARY(NAME, OP, i64, i64)
+
+#define UNARY_FLOAT(NAME, OP)   \
+    UNARY(NAME, OP, float, f32) \
+    UNARY(NAME, OP, double, f64)
+
+UNARY_NUMERIC(neg, NegOp)
+UNARY_NUMERIC(relu, ReluOp)
+UNARY_NUMERIC(abs, AbsOp)
+UNARY_NUMERIC(square, SquareOp)
+UNARY_FLOAT(exp, ExpOp)
+UNARY_FLOAT(log, LogOp)
+UNARY_FLOAT(sqrt, SqrtOp)
+UNARY_FLOAT(tanh, TanhOp)
+UNARY_FLOAT(sigmoid, SigmoidOp)
+UNARY_FLOAT(reciprocal, ReciprocalOp)

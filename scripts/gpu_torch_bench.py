@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""PyTorch on the workloads of benches/gpu.rs, and the ratios to devtype.
+
+    python3 scripts/gpu_torch_bench.py --devtype gpu-bin/results/devtype.json [--table table.txt]
+
+Workloads (same shapes and timing method as the Rust side):
+  relu(x + y) on 256M f32 (two eager ops), timed with CUDA events;
+  a device-to-device copy of the same 1 GiB;
+  matmul 8192^3 f32 (TF32 off, PyTorch's default), CUDA events;
+  1000 tiny element-wise ops on 64 elements, host time including the final synchronize;
+  a host-to-device copy of 256 MiB from pageable memory (and pinned, for reference).
+Prints a short table with the targets of issue 3, section 8.
+"""
+import argparse
+import json
+import statistics
+import sys
+import time
+
+ELEMS = 256 << 20
+MM = 8192
+CHAIN = 1000
+TINY = 64
+H2D_BYTES = 256 << 20
+
+
+def gpu_ms(torch, fn, reps):
+    fn()
+    torch.cuda.synchronize()
+    samples = []
+    for _ in range(reps):
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        samples.append(start.elapsed_time(end))
+    return statistics.median(samples)
+
+
+def measure(torch, reps):
+    r = {}
+    dev = torch.device("cuda:0")
+    x = torch.randn(ELEMS, device=dev)
+    y = torch.randn(ELEMS, device=dev)
+    ms = gpu_ms(torch, lambda: torch.relu(x + y), reps)
+    r["relu_add_ms"] = ms
+    r["relu_add_gbs"] = 3 * ELEMS * 4 / (ms * 1e-3) / 1e9
+    dst = torch.empty_like(x)
+    ms = gpu_ms(torch, lambda: dst.copy_(x), reps)
+    r["copy_gbs"] = 2 * ELEMS * 4 / (ms * 1e-3) / 1e9
+    del x, y, dst
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    a = torch.randn(MM, MM, device=dev)
+    b = torch.randn(MM, MM, device=dev)
+    ms = gpu_ms(torch, lambda: torch.mm(a, b), min(reps, 5))
+    r["matmul_ms"] = ms
+    r["matmul_tflops"] = 2 * MM**3 / (ms * 1e-3) / 1e12
+    del a, b
+
+    t = torch.ones(TINY, device=dev)
+
+    def chain():
+        v = t
+        for i in range(CHAIN):
+            v = v * 1.0001 if i % 2 == 0 else v + 0.5
+        return v
+
+    chain()
+    torch.cuda.synchronize()
+    samples = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        chain()
+        torch.cuda.synchronize()
+        samples.append((time.perf_counter() - start) * 1e6 / CHAIN)
+    r["chain_us_per_op"] = statistics.median(samples)
+
+    for pinned in (False, True):
+        host = torch.ones(H2D_BYTES // 4, pin_memory=pinned)
+        host.cuda()
+        torch.cuda.synchronize()
+        samples = []
+        for _ in range(reps):
+            start = time.perf_counter()
+            host.to(dev)
+            torch.cuda.synchronize()
+            samples.append(H2D_BYTES / (time.perf_counter() - start) / 1e9)
+        r["h2d_pinned_gbs" if pinned else "h2d_gbs"] = statistics.median(samples)
+    return r
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--devtype", help="devtype's numbers (benches/gpu.rs --json)")
+    parser.add_argument("--table", help="also write the table to this file")
+    parser.add_argument("--reps", type=int, default=10)
+    args = parser.parse_args()
+    try:
+        import torch
+    except ImportError:
+        print("PyTorch is not installed: skipped")
+        return 0
+    if not torch.cuda.is_available():
+        print("no GPU for PyTorch: skipped")
+        return 0
+    t = measure(torch, args.reps)
+    d = {}
+    if args.devtype:
+        try:
+            with open(args.devtype) as f:
+                d = json.load(f)
+        except (OSError, ValueError) as e:
+            print(f"devtype numbers unavailable ({e})")
+    nan = float("nan")
+    dv = lambda k: d.get(k, nan)
+
+    def ratio(a, b):
+        return a / b if b and b == b and a == a else nan
+
+    name = torch.cuda.get_device_name(0)
+    lines = [
+        f"GPU benchmarks on {name}, torch {torch.__version__} (median of {args.reps})",
+        f"{'workload':<34}{'devtype':>14}{'PyTorch':>14}{'ratio':>9}  target",
+        f"{'relu(x+y) 256M f32, ms':<34}{dv('relu_add_ms'):>14.3f}{t['relu_add_ms']:>14.3f}"
+        f"{ratio(t['relu_add_ms'], dv('relu_add_ms')):>8.2f}x  >= 1.3x PyTorch (speed-up)",
+        f"{'  effective GB/s vs D2D copy':<34}{dv('relu_add_gbs'):>14.1f}{t['relu_add_gbs']:>14.1f}"
+        f"{ratio(dv('relu_add_gbs'), dv('copy_gbs')):>8.0%}   >= 90% of copy ({dv('copy_gbs'):.0f} GB/s)",
+        f"{'matmul 8192^3 f32, TFLOP/s':<34}{dv('matmul_tflops'):>14.2f}{t['matmul_tflops']:>14.2f}"
+        f"{ratio(dv('matmul_tflops'), t['matmul_tflops']):>8.0%}   >= 95% of torch.mm",
+        f"{'  vs cuBLAS called directly':<34}{dv('matmul_tflops'):>14.2f}{dv('cublas_tflops'):>14.2f}"
+        f"{ratio(dv('matmul_tflops'), dv('cublas_tflops')):>8.0%}   >= 95% of cuBLAS",
+        f"{'1000 tiny ops, us/op':<34}{dv('chain_us_per_op'):>14.2f}{t['chain_us_per_op']:>14.2f}"
+        f"{ratio(dv('chain_us_per_op'), t['chain_us_per_op']):>8.2f}x  < 0.5x PyTorch",
+        f"{'host->device 256 MiB, GB/s':<34}{dv('h2d_gbs'):>14.1f}{t['h2d_gbs']:>14.1f}"
+        f"{ratio(dv('h2d_gbs'), t['h2d_gbs']):>8.0%}   (PyTorch pinned: {t['h2d_pinned_gbs']:.1f} GB/s)",
+    ]
+    table = "\n".join(lines)
+    print(table)
+    if args.table:
+        with open(args.table, "w") as f:
+            f.write(table + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,247 @@
+//! The graph: nodes recorded by ops on tracked tensors, the grad mode, and the backward pass.
+//!
+//! Each op on a tracked input records one [`Node`] holding the op's backward rule (a closure
+//! over the tensors it saved) and its inputs' nodes. Nodes are numbered in creation order, and
+//! an op is always created after its inputs, so walking the reachable nodes from the highest
+//! number down visits every node after all of its consumers: a reverse topological order with
+//! no sort of edges. Gradients flow as untyped tensors on the device they were computed on;
+//! the typed fronts put the device back in the type.
+
+use crate::error::{Error, Result};
+use crate::ops::BinaryOp;
+use crate::tensor::raw::{Operand, RawTensor};
+use std::cell::Cell;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// One gradient per input of an op (`None` for inputs that need none).
+pub(crate) type Grads = Vec<Option<RawTensor>>;
+
+/// A backward rule: the gradient of the op's output in, the gradients of its inputs out.
+type BackwardFn = Box<dyn FnOnce(RawTensor) -> Result<Grads> + Send>;
+
+/// PyTorch's text for a second backward through a freed graph.
+pub(crate) const BACKWARD_TWICE: &str = "Trying to backward through the graph a second time (or directly access saved tensors after they have already been freed). Saved intermediate values of the graph are freed when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time or if you need to access saved tensors after calling backward.";
+
+/// A node of the autograd graph: a parameter (leaf) or the op that made a tensor.
+///
+/// Public only so that a crate-private trait can name it; it is not reachable from outside.
+pub struct Node {
+    id: u64,
+    name: &'static str,
+    inputs: Vec<Option<Arc<Node>>>,
+    backward: Mutex<Option<BackwardFn>>,
+    /// The accumulated gradient of a leaf.
+    grad: Mutex<Option<RawTensor>>,
+    leaf: bool,
+}
+
+impl std::fmt::Debug for Node {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Node({}, #{})", self.name, self.id)
+    }
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+fn next_id() -> u64 {
+    NEXT_ID.fetch_add(1, Ordering::Relaxed)
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Node {
+    /// A new leaf: a tensor that requires grad and accumulates it.
+    pub(crate) fn leaf() -> Arc<Node> {
+        Arc::new(Node {
+            id: next_id(),
+            name: "AccumulateGrad",
+            inputs: Vec::new(),
+            backward: Mutex::new(None),
+            grad: Mutex::new(None),
+            leaf: true,
+        })
+    }
+
+    /// True for a parameter (a tensor created by the user that requires grad).
+    pub(crate) fn is_leaf(&self) -> bool {
+        self.leaf
+    }
+
+    /// The name of the op that made the tensor (`AddBackward`, ...), PyTorch's `grad_fn`.
+    pub(crate) fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The accumulated gradient of a leaf.
+    pub(crate) fn grad(&self) -> Option<RawTensor> {
+        lock(&self.grad).clone()
+    }
+
+    /// Replaces (or clears) the accumulated gradient.
+    pub(crate) fn set_grad(&self, grad: Option<RawTensor>) {
+        *lock(&self.grad) = grad;
+    }
+
+    fn accumulate(&self, g: RawTensor) -> Result<()> {
+        let mut slot = lock(&self.grad);
+        let sum = match slot.take() {
+            None => g.contiguous()?,
+            Some(old) => add_grads(old, g)?,
+        };
+        *slot = Some(sum);
+        Ok(())
+    }
+}
+
+/// `a + b` for gradients, reusing `a`'s buffer when nothing else holds it.
+pub(crate) fn add_grads(a: RawTensor, b: RawTensor) -> Result<RawTensor> {
+    crate::ops::binary::binary(Operand::Owned(a), Operand::Owned(b), BinaryOp::Add)
+}
+
+thread_local! {
+    static GRAD_ENABLED: Cell<bool> = const { Cell::new(true) };
+}
+
+/// True unless inside [`no_grad`] (or a [`NoGradGuard`]) on this thread.
+pub fn is_grad_enabled() -> bool {
+    GRAD_ENABLED.with(Cell::get)
+}
+
+/// Turns gradient recording off on this thread until dropped (PyTorch's `torch.no_grad()`
+/// context manager). Ops inside return untracked results, save nothing, and cost nothing extra.
+///
+/// ```
+/// use devtype::prelude::*;
+/// use devtype::autograd::{is_grad_enabled, NoGradGuard};
+/// {
+///     let _guard = NoGradGuard::new();
+///     assert!(!is_grad_enabled());
+/// }
+/// assert!(is_grad_enabled());
+/// ```
+#[must_use = "recording stays off only while the guard lives: `let _guard = NoGradGuard::new();`"]
+pub struct NoGradGuard {
+    previous: bool,
+    _not_send: std::marker::PhantomData<*const ()>,
+}
+
+impl NoGradGuard {
+    /// Turns recording off until the guard is dropped.
+    pub fn new() -> Self {
+        let previous = GRAD_ENABLED.with(|g| g.replace(false));
+        NoGradGuard {
+            previous,
+            _not_send: std::marker::PhantomData,
+        }
+    }
+}
+
+impl Default for NoGradGuard {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Drop for NoGradGuard {
+    fn drop(&mut self) {
+        GRAD_ENABLED.with(|g| g.set(self.previous));
+    }
+}
+
+/// Runs `f` with gradient recording off (PyTorch's `with torch.no_grad():`), as for evaluation.
+///
+/// ```
+/// use devtype::prelude::*;
+/// let w = Var::parameter(Tensor::<Cpu>::ones([2], Cpu));
+/// let y = no_grad(|| &w * 2.0f32);
+/// assert!(!y.requires_grad());
+/// ```
+pub fn no_grad<R>(f: impl FnOnce() -> R) -> R {
+    let _guard = NoGradGuard::new();
+    f()
+}
+
+/// Records an op whose inputs have the nodes `inputs` (`None` for untracked inputs).
+///
+/// Returns `None`, without calling `make`, when recording is off or no input is tracked, so an
+/// untracked op saves no tensor. Otherwise `make` gets which inputs need a gradient and returns
+/// the backward rule, which must return one entry per input.
+pub(crate) fn record<F>(
+    name: &'static str,
+    inputs: &[Option<&Arc<Node>>],
+    make: impl FnOnce(&[bool]) -> F,
+) -> Option<Arc<Node>>
+where
+    F: FnOnce(RawTensor) -> Result<Grads> + Send + 'static,
+{
+    if !is_grad_enabled() || inputs.iter().all(Option::is_none) {
+        return None;
+    }
+    let needs: Vec<bool> = inputs.iter().map(Option::is_some).collect();
+    let rule = make(&needs);
+    Some(Arc::new(Node {
+        id: next_id(),
+        name,
+        inputs: inputs.iter().map(|n| n.cloned()).collect(),
+        backward: Mutex::new(Some(Box::new(rule))),
+        grad: Mutex::new(None),
+        leaf: false,
+    }))
+}
+
+/// Back-propagates `grad` (the gradient of the root's value) through everything reachable
+/// from `root`, accumulating into the leaves, and frees the rules it ran.
+pub(crate) fn backward(root: &Arc<Node>, grad: RawTensor) -> Result<()> {
+    let mut order = Vec::new();
+    let mut seen = HashSet::new();
+    let mut stack = vec![root.clone()];
+    while let Some(node) = stack.pop() {
+        if !seen.insert(Arc::as_ptr(&node)) {
+            continue;
+        }
+        for input in node.inputs.iter().flatten() {
+            if !seen.contains(&Arc::as_ptr(input)) {
+                stack.push(input.clone());
+            }
+        }
+        order.push(node);
+    }
+    order.sort_unstable_by_key(|n| std::cmp::Reverse(n.id));
+    let mut pending: HashMap<u64, RawTensor> = HashMap::new();
+    pending.insert(root.id, grad);
+    let _no_grad = NoGradGuard::new();
+    for node in &order {
+        let Some(g) = pending.remove(&node.id) else {
+            continue;
+        };
+        if node.leaf {
+            node.accumulate(g)?;
+            continue;
+        }
+        let rule = lock(&node.backward)
+            .take()
+            .ok_or_else(|| Error::Autograd(BACKWARD_TWICE.into()))?;
+        let grads = rule(g)?;
+        debug_assert_eq!(
+            grads.len(),
+            node.inputs.len(),
+            "{}: one gradient per input",
+            node.name
+        );
+        for (input, g) in node.inputs.iter().zip(grads) {
+            let (Some(input), Some(g)) = (input, g) else {
+                continue;
+            };
+            let sum = match pending.remove(&input.id) {
+                Some(old) => add_grads(old, g)?,
+                None => g,
+            };
+            pending.insert(input.id, sum);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,297 @@
+//! cuBLAS: one handle per device on the device's stream, and strided-batched GEMM on views.
+//!
+//! Tensors are row-major and cuBLAS is column-major, so `C = A @ B` (row-major `[m, n]`) is
+//! computed as the column-major `C^T = B^T @ A^T` (`[n, m]`, which is the same memory). Each
+//! operand is passed as it lies in memory: a matrix with unit column stride is a row-major
+//! matrix (no transpose flag), one with unit row stride (a transposed view) gets the transpose
+//! flag. Neither case copies; only a matrix with no unit stride at all needs a contiguous copy,
+//! which the callers make.
+
+use super::context::GpuContext;
+use crate::error::{Error, Result};
+use cudarc::cublas::sys::{self, cublasOperation_t, cublasStatus_t};
+use cudarc::cublas::CudaBlas;
+use std::sync::{Mutex, OnceLock};
+
+/// The cuBLAS handle of one device, created on first use.
+pub(crate) struct BlasCache {
+    handle: OnceLock<CudaBlas>,
+    /// A handle must not be used by two threads at once.
+    lock: Mutex<()>,
+}
+
+impl BlasCache {
+    pub(crate) fn new() -> Self {
+        BlasCache {
+            handle: OnceLock::new(),
+            lock: Mutex::new(()),
+        }
+    }
+}
+
+fn cublas_present() -> bool {
+    static PRESENT: OnceLock<bool> = OnceLock::new();
+    // SAFETY: `is_culib_present` only tries to dlopen libcublas by its known names.
+    *PRESENT.get_or_init(|| unsafe { sys::is_culib_present() })
+}
+
+/// Maps a cuBLAS status; allocation failures are out-of-memory errors of `gpu`.
+fn status(gpu: &GpuContext, call: &'static str, s: cublasStatus_t) -> Result<()> {
+    match s {
+        cublasStatus_t::CUBLAS_STATUS_SUCCESS => Ok(()),
+        cublasStatus_t::CUBLAS_STATUS_ALLOC_FAILED => Err(super::memory::out_of_memory(gpu, 0)),
+        other => Err(Error::Cuda {
+            context: call,
+            name: format!("{other:?}"),
+            code: other as i32,
+        }),
+    }
+}
+
+fn handle(gpu: &GpuContext) -> Result<&CudaBlas> {
+    if let Some(h) = gpu.blas.handle.get() {
+        return Ok(h);
+    }
+    if !cublas_present() {
+        return Err(Error::MissingLibrary {
+            library: "libcublas",
+        });
+    }
+    gpu.bind()?;
+    let blas = CudaBlas::new(gpu.stream.clone())
+        .map_err(|e| status(gpu, "cublasCreate", e.0).unwrap_err())?;
+    // Another thread may have won the race; its handle is used and this one dropped.
+    let _ = gpu.blas.handle.set(blas);
+    Ok(gpu.blas.handle.get().expect("set above"))
+}
+
+/// How a `rows x cols` matrix with strides `(rs, cs)` can be handed to cuBLAS without a copy:
+/// `Some((true, ld))` row-major (element `(r, c)` at `r * ld + c`), `Some((false, ld))`
+/// column-major (at `c * ld + r`), `None` when it needs a contiguous copy first.
+pub(crate) fn matrix_layout(
+    rows: usize,
+    cols: usize,
+    rs: usize,
+    cs: usize,
+) -> Option<(bool, usize)> {
+    let row_major = (cols <= 1 || cs == 1) && (rows <= 1 || rs >= cols.max(1));
+    if row_major {
+        return Some((true, if rows <= 1 { cols.max(1) } else { rs }));
+    }
+    let col_major = (rows <= 1 || rs == 1) && (cols <= 1 || cs >= rows.max(1));
+    if col_major {
+        return Some((false, if cols <= 1 { rows.max(1) } else { cs }));
+    }
+    None
+}
+
+/// One GEMM operand: device address of the first matrix, its layout from [`matrix_layout`],
+/// and the distance between consecutive matrices of the batch (0 to reuse one matrix).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct GemmOperand {
+    pub(crate) ptr: u64,
+    pub(crate) row_major: bool,
+    pub(crate) ld: usize,
+    pub(crate) batch_stride: usize,
+}
+
+/// Element types cuBLAS multiplies.
+pub(crate) trait BlasFloat: Copy {
+    /// Calls `cublas{S,D}gemmStridedBatched`.
+    ///
+    /// # Safety
+    /// The pointers and dimensions must describe memory of this element type on the handle's
+    /// device, valid until the queued work has run.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn gemm_strided_batched(
+        handle: sys::cublasHandle_t,
+        ops: (cublasOperation_t, cublasOperation_t),
+        mnk: (i32, i32, i32),
+        alpha: Self,
+        a: (u64, i32, i64),
+        b: (u64, i32, i64),
+        beta: Self,
+        c: (u64, i32, i64),
+        batch: i32,
+    ) -> cublasStatus_t;
+}
+
+macro_rules! blas_float {
+    ($t:ty, $f:ident) => {
+        impl BlasFloat for $t {
+            unsafe fn gemm_strided_batched(
+                handle: sys::cublasHandle_t,
+                ops: (cublasOperation_t, cublasOperation_t),
+                (m, n, k): (i32, i32, i32),
+                alpha: Self,
+                a: (u64, i32, i64),
+                b: (u64, i32, i64),
+                beta: Self,
+                c: (u64, i32, i64),
+                batch: i32,
+            ) -> cublasStatus_t {
+                // SAFETY: forwarded from the caller's contract; alpha and beta are host values
+                // read during the call (the handle is in host pointer mode).
+                unsafe {
+                    sys::$f(
+                        handle,
+                        ops.0,
+                        ops.1,
+                        m,
+                        n,
+                        k,
+                        &alpha,
+                        a.0 as *const $t,
+                        a.1,
+                        a.2,
+                        b.0 as *const $t,
+                        b.1,
+                        b.2,
+                        &beta,
+                        c.0 as *mut $t,
+                        c.1,
+                        c.2,
+                        batch,
+                    )
+                }
+            }
+        }
+    };
+}
+blas_float!(f32, cublasSgemmStridedBatched);
+blas_float!(f64, cublasDgemmStridedBatched);
+
+fn int(v: usize, what: &str) -> Result<i32> {
+    i32::try_from(v).map_err(|_| {
+        Error::Shape(format!(
+            "matmul: {what} {v} is too large for cuBLAS (at most {})",
+            i32::MAX
+        ))
+    })
+}
+
+fn long(v: usize) -> Result<i64> {
+    i64::try_from(v)
+        .map_err(|_| Error::Shape(format!("matmul: stride {v} is too large for cuBLAS")))
+}
+
+/// Queues `C[i] = A[i] @ B[i] + beta * C[i]` for `batch` matrices: `A[i]` is `m x k`, `B[i]`
+/// is `k x n`, `C[i]` is a contiguous row-major `m x n` at `c + i * c_batch_stride` elements.
+/// With `k = 0` nothing is queued: callers write zeros (or the bias) into `C` themselves.
+///
+/// The caller guarantees that every matrix lies inside its buffer on `gpu`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn gemm<T: BlasFloat>(
+    gpu: &GpuContext,
+    (m, n, k): (usize, usize, usize),
+    a: GemmOperand,
+    b: GemmOperand,
+    c: u64,
+    c_batch_stride: usize,
+    batch: usize,
+    beta: T,
+    one: T,
+) -> Result<()> {
+    if m == 0 || n == 0 || k == 0 || batch == 0 {
+        return Ok(());
+    }
+    let h = handle(gpu)?;
+    let op = |row_major: bool| {
+        if row_major {
+            cublasOperation_t::CUBLAS_OP_N
+        } else {
+            cublasOperation_t::CUBLAS_OP_T
+        }
+    };
+    // Column-major C^T (n x m) = op(B) (n x k) @ op(A) (k x m).
+    let ops = (op(b.row_major), op(a.row_major));
+    let mnk = (int(n, "size")?, int(m, "size")?, int(k, "size")?);
+    let (lda, ldb, ldc) = (
+        int(a.ld, "leading dimension")?,
+        int(b.ld, "leading dimension")?,
+        int(n, "size")?,
+    );
+    let size = std::mem::size_of::<T>() as u64;
+    let _guard = gpu.blas.lock.lock().unwrap_or_else(|p| p.into_inner());
+    gpu.bind()?;
+    let max_batch = i32::MAX as usize;
+    let mut done = 0usize;
+    while done < batch {
+        let count = (batch - done).min(max_batch);
+        let ptr = |base: u64, stride: usize| base + (done * stride) as u64 * size;
+        // SAFETY: the caller guarantees that all `batch` matrices of A, B and C, with these
+        // leading dimensions and batch strides, lie inside live buffers on this device; the
+        // handle is bound to the device's stream and used by one thread at a time (the lock).
+        let s = unsafe {
+            T::gemm_strided_batched(
+                *h.handle(),
+                ops,
+                mnk,
+                one,
+                (ptr(b.ptr, b.batch_stride), ldb, long(b.batch_stride)?),
+                (ptr(a.ptr, a.batch_stride), lda, long(a.batch_stride)?),
+                beta,
+                (ptr(c, c_batch_stride), ldc, long(c_batch_stride)?),
+                count as i32,
+            )
+        };
+        status(gpu, "cublasGemmStridedBatched", s)?;
+        done += count;
+    }
+    Ok(())
+}
+
+/// [`gemm`] for a run-time dtype (`f32` or `f64`), with `beta` given as `f64`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn gemm_dtype(
+    gpu: &GpuContext,
+    dtype: crate::tensor::DType,
+    mnk: (usize, usize, usize),
+    a: GemmOperand,
+    b: GemmOperand,
+    c: u64,
+    c_batch_stride: usize,
+    batch: usize,
+    beta: f64,
+) -> Result<()> {
+    fn go<T: BlasFloat + crate::tensor::Element>(
+        gpu: &GpuContext,
+        mnk: (usize, usize, usize),
+        a: GemmOperand,
+        b: GemmOperand,
+        c: (u64, usize),
+        batch: usize,
+        beta: f64,
+    ) -> Result<()> {
+        gemm::<T>(gpu, mnk, a, b, c.0, c.1, batch, T::from_f64(beta), T::ONE)
+    }
+    match dtype {
+        crate::tensor::DType::F32 => go::<f32>(gpu, mnk, a, b, (c, c_batch_stride), batch, beta),
+        crate::tensor::DType::F64 => go::<f64>(gpu, mnk, a, b, (c, c_batch_stride), batch, beta),
+        other => Err(Error::UnsupportedDType {
+            op: "addmm_cuda",
+            dtype: other,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::matrix_layout;
+
+    #[test]
+    fn views_map_to_blas_layouts_without_copies() {
+        // Contiguous [3, 4]: row-major, ld 4.
+        assert_eq!(matrix_layout(3, 4, 4, 1), Some((true, 4)));
+        // Its transpose [4, 3] with strides (1, 4): column-major, ld 4.
+        assert_eq!(matrix_layout(4, 3, 1, 4), Some((false, 4)));
+        // A row of a wider matrix (narrowed columns): row-major with ld 10.
+        assert_eq!(matrix_layout(3, 4, 10, 1), Some((true, 10)));
+        // One row: any row stride works.
+        assert_eq!(matrix_layout(1, 4, 0, 1), Some((true, 4)));
+        // A broadcast (stride 0) matrix with several rows and columns needs a copy.
+        assert_eq!(matrix_layout(3, 4, 0, 0), None);
+        // Every other column: needs a copy.
+        assert_eq!(matrix_layout(3, 4, 8, 2), None);
+    }
+}

@@ -1,0 +1,231 @@
+//! Device memory: stream-ordered allocation, out-of-memory errors, per-device accounting, and
+//! the bridge between CUDA buffers and [`RawTensor`].
+//!
+//! Buffers come from the device's default memory pool through `cuMemAllocAsync` on the
+//! device's stream and go back with `cuMemFreeAsync` on that stream, so allocating and freeing
+//! never makes the host wait. The pool keeps freed memory for reuse (like PyTorch's caching
+//! allocator). When an allocation fails, devtype waits for the GPU, returns the pool's cached
+//! memory to the driver and tries once more; if that fails too the op returns
+//! [`Error::OutOfMemory`] and the device stays usable.
+
+use super::context::GpuContext;
+use super::storage::{with_dtype, CudaElement, CudaStorage};
+use crate::device::DynDevice;
+use crate::error::{Error, Result};
+use crate::storage::Storage;
+use crate::tensor::layout::{Dims, Layout};
+use crate::tensor::raw::RawTensor;
+use crate::tensor::DType;
+use cudarc::driver::sys::{self, CUresult};
+use cudarc::driver::CudaSlice;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Devices whose memory is accounted (ordinals at or above are not counted).
+const TRACKED_DEVICES: usize = 64;
+
+#[allow(clippy::declare_interior_mutable_const)]
+const ZERO: AtomicU64 = AtomicU64::new(0);
+static ALLOCATED: [AtomicU64; TRACKED_DEVICES] = [ZERO; TRACKED_DEVICES];
+static PEAK: [AtomicU64; TRACKED_DEVICES] = [ZERO; TRACKED_DEVICES];
+
+/// Bytes held by live devtype tensors on GPU `ordinal` (PyTorch's
+/// `torch.cuda.memory_allocated`).
+pub fn memory_allocated(ordinal: usize) -> u64 {
+    ALLOCATED
+        .get(ordinal)
+        .map_or(0, |a| a.load(Ordering::SeqCst))
+}
+
+/// The most bytes devtype tensors have held at once on GPU `ordinal` (PyTorch's
+/// `torch.cuda.max_memory_allocated`).
+pub fn max_memory_allocated(ordinal: usize) -> u64 {
+    PEAK.get(ordinal).map_or(0, |a| a.load(Ordering::SeqCst))
+}
+
+/// Returns the memory devtype keeps for reuse on GPU `ordinal` to the driver, so other
+/// processes can use it (PyTorch's `torch.cuda.empty_cache`). Waits for the GPU first.
+pub fn empty_cache(ordinal: usize) -> Result<()> {
+    let gpu = super::context::get(ordinal)?;
+    gpu.synchronize()?;
+    super::sync::record_sync();
+    trim(gpu)
+}
+
+fn trim(gpu: &GpuContext) -> Result<()> {
+    if let Some(pool) = &gpu.pool {
+        gpu.bind()?;
+        // SAFETY: the pool is the device's valid default pool and its context is current;
+        // trimming only releases memory no allocation uses.
+        unsafe { sys::cuMemPoolTrimTo(pool.0, 0) }
+            .result()
+            .map_err(|e| super::context::driver_error("cuMemPoolTrimTo", e))?;
+    }
+    Ok(())
+}
+
+/// Called when device memory becomes tensor storage ([`CudaElement::wrap`]).
+pub(crate) fn on_alloc(ordinal: usize, bytes: usize) {
+    if let (Some(a), Some(p)) = (ALLOCATED.get(ordinal), PEAK.get(ordinal)) {
+        let now = a.fetch_add(bytes as u64, Ordering::SeqCst) + bytes as u64;
+        p.fetch_max(now, Ordering::SeqCst);
+    }
+}
+
+/// Called when a [`CudaStorage`] is dropped.
+pub(crate) fn on_free(ordinal: usize, bytes: usize) {
+    if let Some(a) = ALLOCATED.get(ordinal) {
+        a.fetch_sub(bytes as u64, Ordering::SeqCst);
+    }
+}
+
+fn pool_attribute(gpu: &GpuContext, attribute: sys::CUmemPool_attribute) -> u64 {
+    let Some(pool) = &gpu.pool else { return 0 };
+    let mut value: u64 = 0;
+    // SAFETY: the pool is valid; reserved/used memory attributes are u64 written to `value`.
+    let status =
+        unsafe { sys::cuMemPoolGetAttribute(pool.0, attribute, (&mut value as *mut u64).cast()) };
+    if status == CUresult::CUDA_SUCCESS {
+        value
+    } else {
+        0
+    }
+}
+
+/// The out-of-memory error for a request of `requested` bytes on `gpu`, with the device's
+/// numbers as PyTorch reports them.
+pub(crate) fn out_of_memory(gpu: &GpuContext, requested: u64) -> Error {
+    let (free, total) = gpu.context.mem_get_info().unwrap_or((0, 0));
+    let reserved = pool_attribute(
+        gpu,
+        sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT,
+    );
+    let used = pool_attribute(
+        gpu,
+        sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_CURRENT,
+    );
+    Error::OutOfMemory {
+        device: gpu.ordinal,
+        requested,
+        total: total as u64,
+        free: free as u64,
+        allocated: memory_allocated(gpu.ordinal),
+        reserved: reserved.saturating_sub(used),
+    }
+}
+
+/// Device memory for `len` elements of `T`, uninitialised, allocated in stream order.
+///
+/// Empty buffers hold one element, so every tensor has a valid device address. The bytes count
+/// in [`memory_allocated`] once the buffer becomes tensor storage; scratch buffers that never
+/// do are not counted.
+pub(crate) fn alloc<T: CudaElement>(gpu: &GpuContext, len: usize) -> Result<CudaSlice<T>> {
+    let len = len.max(1);
+    let Some(bytes) = len.checked_mul(std::mem::size_of::<T>()) else {
+        return Err(out_of_memory(gpu, u64::MAX));
+    };
+    // SAFETY: the memory is uninitialised; every caller writes all `len` elements (by a kernel,
+    // a memset or a copy queued on the same stream) before anything reads them.
+    let first = unsafe { gpu.stream.alloc::<T>(len) };
+    let slice = match first {
+        Ok(s) => s,
+        Err(e) if e.0 == CUresult::CUDA_ERROR_OUT_OF_MEMORY => {
+            // Memory freed in stream order becomes reusable once the stream reaches the free;
+            // wait for that, hand the pool's cache back to the driver, and try once more.
+            gpu.synchronize()?;
+            super::sync::record_sync();
+            trim(gpu)?;
+            // SAFETY: as above.
+            match unsafe { gpu.stream.alloc::<T>(len) } {
+                Ok(s) => s,
+                Err(e) if e.0 == CUresult::CUDA_ERROR_OUT_OF_MEMORY => {
+                    return Err(out_of_memory(gpu, bytes as u64))
+                }
+                Err(e) => return Err(gpu.error("cuMemAllocAsync", e)),
+            }
+        }
+        Err(e) => return Err(gpu.error("cuMemAllocAsync", e)),
+    };
+    Ok(slice)
+}
+
+/// Uninitialised device memory for `len` elements of `dtype` (see [`alloc`]).
+pub(crate) fn alloc_dtype(gpu: &GpuContext, dtype: DType, len: usize) -> Result<CudaStorage> {
+    with_dtype!(dtype, |T| Ok(T::wrap(alloc::<T>(gpu, len)?)))
+}
+
+/// Device memory for `len` elements of `dtype`, zeroed on the device.
+pub(crate) fn alloc_zeros_dtype(gpu: &GpuContext, dtype: DType, len: usize) -> Result<CudaStorage> {
+    with_dtype!(dtype, |T| Ok(T::wrap(alloc_zeros::<T>(gpu, len)?)))
+}
+
+/// Device memory for `len` elements of `T`, zeroed on the device.
+pub(crate) fn alloc_zeros<T: CudaElement>(gpu: &GpuContext, len: usize) -> Result<CudaSlice<T>> {
+    let mut slice = alloc::<T>(gpu, len)?;
+    gpu.stream
+        .memset_zeros(&mut slice)
+        .map_err(|e| gpu.error("cuMemsetD8Async", e))?;
+    Ok(slice)
+}
+
+/// A contiguous tensor of `shape` on GPU `ordinal` owning `slice`.
+pub(crate) fn tensor<T: CudaElement>(
+    slice: CudaSlice<T>,
+    shape: Dims,
+    ordinal: usize,
+) -> RawTensor {
+    RawTensor {
+        storage: Arc::new(Storage::Cuda(T::wrap(slice))),
+        layout: Layout::contiguous(shape),
+        dtype: T::DTYPE,
+        device: DynDevice::cuda(ordinal),
+    }
+}
+
+/// A contiguous tensor of `shape` owning `storage` (of any element type).
+pub(crate) fn tensor_from_storage(storage: CudaStorage, shape: Dims, ordinal: usize) -> RawTensor {
+    RawTensor {
+        dtype: storage.dtype(),
+        storage: Arc::new(Storage::Cuda(storage)),
+        layout: Layout::contiguous(shape),
+        device: DynDevice::cuda(ordinal),
+    }
+}
+
+/// A GPU tensor's device and storage; an error names the op for a tensor that is not on a GPU
+/// (the dispatch in `ops/*/mod.rs` only sends GPU tensors here).
+pub(crate) fn gpu_of<'a>(
+    op: &'static str,
+    t: &'a RawTensor,
+) -> Result<(&'static GpuContext, &'a CudaStorage)> {
+    match (&*t.storage, t.device.cuda_index()) {
+        (Storage::Cuda(s), Some(ordinal)) => Ok((super::context::get(ordinal)?, s)),
+        _ => Err(Error::Cuda {
+            context: op,
+            name: format!(
+                "expected a tensor on a CUDA device, got one on {}",
+                t.device
+            ),
+            code: -1,
+        }),
+    }
+}
+
+/// The device address of a GPU tensor's first element (storage address plus layout offset).
+pub(crate) fn element_ptr(t: &RawTensor, storage: &CudaStorage) -> u64 {
+    storage.device_ptr() + (t.layout.offset * t.dtype.size_in_bytes()) as u64
+}
+
+/// Checks that every operand is on `gpu` (the dynamic front checks devices before calling in;
+/// this guards the crate's own calls).
+pub(crate) fn same_gpu(gpu: &GpuContext, others: &[&RawTensor]) -> Result<()> {
+    for t in others {
+        if t.device.cuda_index() != Some(gpu.ordinal) {
+            return Err(Error::DeviceMismatch {
+                first: DynDevice::cuda(gpu.ordinal),
+                second: t.device,
+            });
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,80 @@
+//! Host syncs: a process-wide counter and PyTorch's sync debug mode.
+//!
+//! CUDA work is asynchronous: an op only queues a kernel and returns. The host waits for the
+//! GPU only when it needs a value (`to_vec`, `item`, printing, `to(Cpu)`), at an explicit
+//! [`synchronize`](super::synchronize), and when a [`Timer`](super::Timer) is read. Every such
+//! wait adds one to [`sync_count`], so a test can prove that a training loop never waits.
+//!
+//! [`set_sync_debug_mode`] works like `torch.cuda.set_sync_debug_mode`: in `Warn` mode each
+//! implicit sync (a value read back) prints `called a synchronizing CUDA operation` to stderr,
+//! in `Error` mode it fails with [`Error::SynchronizingOperation`] before waiting. Explicit
+//! waits (`synchronize`, timers) are counted but never warned about, as in PyTorch.
+
+use crate::error::{Error, Result};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+
+/// What to do when an operation makes the host wait for the GPU (PyTorch's
+/// `torch.cuda.set_sync_debug_mode`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum SyncDebugMode {
+    /// Syncs happen silently (PyTorch's `"default"`, 0).
+    #[default]
+    Default,
+    /// Each implicit sync prints `called a synchronizing CUDA operation` to stderr (`"warn"`, 1).
+    Warn,
+    /// Each implicit sync fails with [`Error::SynchronizingOperation`] (`"error"`, 2).
+    Error,
+}
+
+static MODE: AtomicU8 = AtomicU8::new(0);
+static COUNT: AtomicU64 = AtomicU64::new(0);
+
+/// Sets what happens when an op makes the host wait for the GPU; see [`SyncDebugMode`].
+///
+/// ```
+/// use devtype::cuda::{set_sync_debug_mode, sync_debug_mode, SyncDebugMode};
+/// set_sync_debug_mode(SyncDebugMode::Warn);
+/// assert_eq!(sync_debug_mode(), SyncDebugMode::Warn);
+/// set_sync_debug_mode(SyncDebugMode::Default);
+/// ```
+pub fn set_sync_debug_mode(mode: SyncDebugMode) {
+    let value = match mode {
+        SyncDebugMode::Default => 0,
+        SyncDebugMode::Warn => 1,
+        SyncDebugMode::Error => 2,
+    };
+    MODE.store(value, Ordering::SeqCst);
+}
+
+/// The current sync debug mode.
+pub fn sync_debug_mode() -> SyncDebugMode {
+    match MODE.load(Ordering::SeqCst) {
+        1 => SyncDebugMode::Warn,
+        2 => SyncDebugMode::Error,
+        _ => SyncDebugMode::Default,
+    }
+}
+
+/// How many times, since the process started, the host has waited for a GPU (value reads,
+/// `to(Cpu)`, explicit synchronisations, timer reads). Compare two readings around a loop to
+/// prove that it never waits.
+pub fn sync_count() -> u64 {
+    COUNT.load(Ordering::SeqCst)
+}
+
+/// Called before an implicit host sync (a value read back): applies the debug mode.
+pub(crate) fn before_implicit_sync() -> Result<()> {
+    match sync_debug_mode() {
+        SyncDebugMode::Default => Ok(()),
+        SyncDebugMode::Warn => {
+            eprintln!("warning: called a synchronizing CUDA operation");
+            Ok(())
+        }
+        SyncDebugMode::Error => Err(Error::SynchronizingOperation),
+    }
+}
+
+/// Records one host wait.
+pub(crate) fn record_sync() {
+    COUNT.fetch_add(1, Ordering::SeqCst);
+}

@@ -1,0 +1,79 @@
+//! `Sequential`: layers applied in order, held in a tuple so that every layer keeps its type
+//! (and its device in it).
+
+use super::{join_name, Forward, Module};
+use crate::autograd::Var;
+use crate::device::Device;
+use crate::error::Result;
+use crate::tensor::{Float, HasDevice, ModuleInput};
+
+/// Layers applied in order (`nn.Sequential`), given as a tuple; parameters are named by
+/// position (`0.weight`, `2.bias`), as in PyTorch, so checkpoints match.
+///
+/// ```
+/// use devtype::prelude::*;
+/// use devtype::nn::{Linear, ReLU, Sequential};
+///
+/// let dev = Cpu;                                         // or Cuda::<0>::open()?
+/// let model = Sequential::new((Linear::new(784, 512, Cpu), ReLU, Linear::new(512, 10, Cpu)));
+/// let model = model.to(dev);                             // one call moves every layer
+/// let logits = model.forward(&Tensor::<Cpu>::randn([2, 784], Cpu).to(dev));
+/// assert_eq!(logits.shape(), &[2, 10]);
+/// assert_eq!(model.named_parameters()[2].0, "2.weight");
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct Sequential<T>(pub T);
+
+impl<T> Sequential<T> {
+    /// The layers of the tuple `layers`, applied first to last.
+    pub fn new(layers: T) -> Self {
+        Sequential(layers)
+    }
+}
+
+macro_rules! sequential {
+    ($($m:ident $i:tt),+) => {
+        impl<D: Device, E: Float, $($m: Module<D, E>),+> Module<D, E> for Sequential<($($m,)+)> {
+            type On<D2: Device> = Sequential<($($m::On<D2>,)+)>;
+
+            fn try_to<D2: Device>(&self, dev: D2) -> Result<Self::On<D2>> {
+                Ok(Sequential(($(self.0.$i.try_to(dev)?,)+)))
+            }
+
+            fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &Var<D, E>)) {
+                $(self.0.$i.visit_parameters(&join_name(prefix, stringify!($i)), f);)+
+            }
+
+            fn visit_parameters_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut Var<D, E>)) {
+                $(self.0.$i.visit_parameters_mut(&join_name(prefix, stringify!($i)), f);)+
+            }
+
+            fn set_training(&mut self, training: bool) {
+                $(self.0.$i.set_training(training);)+
+            }
+        }
+
+        impl<D: Device, E: Float, $($m: Forward<D, E>),+> Forward<D, E> for Sequential<($($m,)+)> {
+            #[track_caller]
+            fn forward<I: ModuleInput<D> + HasDevice<Element = E>>(&self, input: I) -> Var<D, E> {
+                sequential!(@chain self input $($i)+)
+            }
+        }
+    };
+    (@chain $self:ident $x:ident $first:tt $($rest:tt)*) => {{
+        let x = $self.0.$first.forward($x);
+        $(let x = $self.0.$rest.forward(x);)*
+        x
+    }};
+}
+
+sequential!(A 0);
+sequential!(A 0, B 1);
+sequential!(A 0, B 1, C 2);
+sequential!(A 0, B 1, C 2, F 3);
+sequential!(A 0, B 1, C 2, F 3, G 4);
+sequential!(A 0, B 1, C 2, F 3, G 4, H 5);
+sequential!(A 0, B 1, C 2, F 3, G 4, H 5, J 6);
+sequential!(A 0, B 1, C 2, F 3, G 4, H 5, J 6, K 7);
+sequential!(A 0, B 1, C 2, F 3, G 4, H 5, J 6, K 7, L 8);
+sequential!(A 0, B 1, C 2, F 3, G 4, H 5, J 6, K 7, L 8, M 9);

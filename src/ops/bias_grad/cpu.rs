@@ -1,0 +1,57 @@
+//! CPU kernel of the bias gradient: rows added into one accumulator row.
+
+use crate::error::Result;
+use crate::tensor::layout::Dims;
+use crate::tensor::raw::RawTensor;
+use crate::tensor::{DType, Float};
+use rayon::prelude::*;
+
+/// Rows per parallel task.
+const ROWS_PER_TASK: usize = 64;
+
+fn add_rows<T: Float>(acc: &mut [T], rows: &[T]) {
+    for row in rows.chunks_exact(acc.len()) {
+        for (a, &x) in acc.iter_mut().zip(row) {
+            *a += x;
+        }
+    }
+}
+
+fn typed<T: Float>(grad: &RawTensor) -> Result<RawTensor> {
+    let n = *grad.shape().last().expect("rank >= 1");
+    let g = grad.contiguous()?;
+    let range = g.layout.contiguous_range().expect("contiguous");
+    let data = &g.cpu_slice::<T>().expect("cpu")[range];
+    let rows = data.len().checked_div(n).unwrap_or(0);
+    let mut out = vec![T::ZERO; n];
+    if n > 0 {
+        if rows * n >= crate::cpu::strided::PARALLEL_THRESHOLD && !cfg!(miri) {
+            let partial = data
+                .par_chunks(ROWS_PER_TASK * n)
+                .map(|block| {
+                    let mut acc = vec![T::ZERO; n];
+                    add_rows(&mut acc, block);
+                    acc
+                })
+                .reduce(
+                    || vec![T::ZERO; n],
+                    |mut a, b| {
+                        add_rows(&mut a, &b);
+                        a
+                    },
+                );
+            out = partial;
+        } else {
+            add_rows(&mut out, data);
+        }
+    }
+    Ok(RawTensor::from_cpu_vec(out, Dims::from_slice(&[n])?))
+}
+
+pub(crate) fn bias_grad(grad: &RawTensor) -> Result<RawTensor> {
+    match grad.dtype {
+        DType::F32 => typed::<f32>(grad),
+        DType::F64 => typed::<f64>(grad),
+        _ => unreachable!("checked in bias_grad"),
+    }
+}

@@ -1,0 +1,17 @@
+//! CUDA side of the bias gradient: the sum over every dimension but the last, as a column
+//! reduction of the reduce kernels (`kernels/reduce.cu`), which split long columns over the
+//! whole GPU.
+
+use crate::cuda::launch;
+use crate::error::Result;
+use crate::ops::reduce::{self, ReduceOp};
+use crate::tensor::raw::RawTensor;
+
+pub(crate) fn bias_grad(grad: &RawTensor) -> Result<RawTensor> {
+    if grad.rank() == 1 {
+        // Nothing to sum over (an empty `dims` would mean "all dims" to `reduce`).
+        return launch::contiguous_or_self(grad);
+    }
+    let dims: Vec<isize> = (0..grad.rank() as isize - 1).collect();
+    reduce::reduce(grad, &dims, false, ReduceOp::Sum)
+}

@@ -1,0 +1,28 @@
+//! The bias gradient of a linear layer: the sum of `grad` over every dimension but the last,
+//! accumulated row by row (contiguous, vectorised) instead of as a strided column reduction.
+
+mod cpu;
+mod cuda;
+
+use crate::error::{Error, Result};
+use crate::storage::Storage;
+use crate::tensor::raw::RawTensor;
+
+/// `grad.sum(all dims but the last)`, of shape `[grad.shape[-1]]`.
+pub(crate) fn bias_grad(grad: &RawTensor) -> Result<RawTensor> {
+    if grad.rank() == 0 {
+        return Err(Error::Shape(
+            "bias_grad: expected a gradient with at least one dimension".into(),
+        ));
+    }
+    if !grad.dtype.is_float() {
+        return Err(Error::UnsupportedDType {
+            op: "sum",
+            dtype: grad.dtype,
+        });
+    }
+    match &*grad.storage {
+        Storage::Cpu(_) => cpu::bias_grad(grad),
+        Storage::Cuda(_) => cuda::bias_grad(grad),
+    }
+}

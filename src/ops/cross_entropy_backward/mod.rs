@@ -1,0 +1,42 @@
+//! The gradient of fused cross-entropy with respect to the logits, in one pass:
+//! `(softmax(x) - onehot(t)) * weight[t] * grad_out / total_weight` per row (rows whose target
+//! is `ignore_index` get zeros).
+
+mod cpu;
+mod cuda;
+
+use crate::error::{Error, Result};
+use crate::ops::loss::{check, CrossEntropyOptions, Reduction};
+use crate::storage::Storage;
+use crate::tensor::raw::RawTensor;
+
+/// `d loss / d logits`, given `grad_out` (0-dim for the mean and sum reductions, `[batch]`
+/// for `Reduction::None`).
+pub(crate) fn cross_entropy_backward(
+    logits: &RawTensor,
+    targets: &RawTensor,
+    weight: Option<&RawTensor>,
+    options: CrossEntropyOptions,
+    grad_out: &RawTensor,
+) -> Result<RawTensor> {
+    let (n, c) = check(logits, targets, weight)?;
+    let expected = if options.reduction == Reduction::None && logits.rank() == 2 {
+        n
+    } else {
+        1
+    };
+    if grad_out.numel() != expected || grad_out.dtype != logits.dtype {
+        return Err(Error::Shape(format!(
+            "cross_entropy_backward: expected a gradient of {expected} element(s), got shape {:?}",
+            grad_out.shape()
+        )));
+    }
+    match &*logits.storage {
+        Storage::Cpu(_) => {
+            cpu::cross_entropy_backward(logits, targets, weight, options, grad_out, (n, c))
+        }
+        Storage::Cuda(_) => {
+            cuda::cross_entropy_backward(logits, targets, weight, options, grad_out, (n, c))
+        }
+    }
+}

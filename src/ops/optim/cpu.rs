@@ -1,0 +1,166 @@
+//! CPU kernels of the fused optimizer updates: one pass over parameter, gradient and state,
+//! in place, split across threads for large parameters.
+
+use super::{AdamUpdate, SgdUpdate};
+use crate::error::Result;
+use crate::tensor::raw::RawTensor;
+use crate::tensor::{DType, Float};
+use rayon::prelude::*;
+
+/// Elements per parallel task.
+const CHUNK: usize = 1 << 14;
+
+/// Makes `t` the only owner of a contiguous buffer (copying it when shared), so that it can be
+/// updated in place without changing what other handles see.
+fn make_unique<T: Float>(t: &mut RawTensor) -> Result<()> {
+    if t.unique_cpu_data::<T>().is_none() {
+        let values = t.to_vec::<T>()?;
+        *t = RawTensor::from_cpu_vec(values, t.layout.shape);
+    }
+    Ok(())
+}
+
+/// A new state buffer of zeros shaped like `like`.
+fn zeros_like<T: Float>(like: &RawTensor) -> RawTensor {
+    RawTensor::from_cpu_vec(vec![T::ZERO; like.numel()], like.layout.shape)
+}
+
+fn parallel(len: usize) -> bool {
+    len >= crate::cpu::strided::PARALLEL_THRESHOLD && !cfg!(miri)
+}
+
+fn sgd_typed<T: Float>(
+    param: &mut RawTensor,
+    grad: &RawTensor,
+    buffer: &mut Option<RawTensor>,
+    u: &SgdUpdate,
+) -> Result<()> {
+    let g = grad.contiguous()?;
+    let gs = &g.cpu_slice::<T>().expect("cpu")[g.layout.contiguous_range().expect("contiguous")];
+    make_unique::<T>(param)?;
+    let p = param.unique_cpu_data::<T>().expect("made unique");
+    let (lr, wd) = (T::from_f64(u.lr), T::from_f64(u.weight_decay));
+    if u.momentum == 0.0 {
+        let step = |p: &mut [T], g: &[T]| {
+            for (p, &g) in p.iter_mut().zip(g) {
+                let d = g + wd * *p;
+                *p = *p - lr * d;
+            }
+        };
+        if parallel(p.len()) {
+            p.par_chunks_mut(CHUNK)
+                .zip(gs.par_chunks(CHUNK))
+                .for_each(|(p, g)| step(p, g));
+        } else {
+            step(p, gs);
+        }
+        return Ok(());
+    }
+    let first = buffer.is_none();
+    let buf = buffer.get_or_insert_with(|| zeros_like::<T>(param));
+    make_unique::<T>(buf)?;
+    let b = buf.unique_cpu_data::<T>().expect("made unique");
+    let p = param.unique_cpu_data::<T>().expect("made unique");
+    let (mom, keep) = (T::from_f64(u.momentum), T::from_f64(1.0 - u.dampening));
+    let nesterov = u.nesterov;
+    let step = |p: &mut [T], g: &[T], b: &mut [T]| {
+        for ((p, &g), b) in p.iter_mut().zip(g).zip(b.iter_mut()) {
+            let d = g + wd * *p;
+            *b = if first { d } else { mom * *b + keep * d };
+            let d = if nesterov { d + mom * *b } else { *b };
+            *p = *p - lr * d;
+        }
+    };
+    if parallel(p.len()) {
+        p.par_chunks_mut(CHUNK)
+            .zip(gs.par_chunks(CHUNK))
+            .zip(b.par_chunks_mut(CHUNK))
+            .for_each(|((p, g), b)| step(p, g, b));
+    } else {
+        step(p, gs, b);
+    }
+    Ok(())
+}
+
+fn adam_typed<T: Float>(
+    param: &mut RawTensor,
+    grad: &RawTensor,
+    exp_avg: &mut Option<RawTensor>,
+    exp_avg_sq: &mut Option<RawTensor>,
+    u: &AdamUpdate,
+) -> Result<()> {
+    let g = grad.contiguous()?;
+    let gs = &g.cpu_slice::<T>().expect("cpu")[g.layout.contiguous_range().expect("contiguous")];
+    make_unique::<T>(param)?;
+    let m = exp_avg.get_or_insert_with(|| zeros_like::<T>(param));
+    make_unique::<T>(m)?;
+    let v = exp_avg_sq.get_or_insert_with(|| zeros_like::<T>(param));
+    make_unique::<T>(v)?;
+    let (m, v) = (
+        m.unique_cpu_data::<T>().expect("unique"),
+        v.unique_cpu_data::<T>().expect("unique"),
+    );
+    let p = param.unique_cpu_data::<T>().expect("made unique");
+    let t = u.step as i32;
+    let bc1 = 1.0 - u.beta1.powi(t);
+    let bc2 = 1.0 - u.beta2.powi(t);
+    let step_size = T::from_f64(u.lr / bc1);
+    let inv_sqrt_bc2 = T::from_f64(1.0 / bc2.sqrt());
+    let (b1, b2, eps) = (
+        T::from_f64(u.beta1),
+        T::from_f64(u.beta2),
+        T::from_f64(u.eps),
+    );
+    let (one_b1, one_b2) = (T::from_f64(1.0 - u.beta1), T::from_f64(1.0 - u.beta2));
+    let (l2, decay) = if u.decoupled {
+        (T::ZERO, T::from_f64(1.0 - u.lr * u.weight_decay))
+    } else {
+        (T::from_f64(u.weight_decay), T::ONE)
+    };
+    let step = |p: &mut [T], g: &[T], m: &mut [T], v: &mut [T]| {
+        for (((p, &g), m), v) in p.iter_mut().zip(g).zip(m.iter_mut()).zip(v.iter_mut()) {
+            let g = g + l2 * *p;
+            *m = b1 * *m + one_b1 * g;
+            *v = b2 * *v + one_b2 * g * g;
+            let denom = v.sqrt() * inv_sqrt_bc2 + eps;
+            *p = *p * decay - step_size * *m / denom;
+        }
+    };
+    if parallel(p.len()) {
+        p.par_chunks_mut(CHUNK)
+            .zip(gs.par_chunks(CHUNK))
+            .zip(m.par_chunks_mut(CHUNK))
+            .zip(v.par_chunks_mut(CHUNK))
+            .for_each(|(((p, g), m), v)| step(p, g, m, v));
+    } else {
+        step(p, gs, m, v);
+    }
+    Ok(())
+}
+
+pub(crate) fn sgd(
+    param: &mut RawTensor,
+    grad: &RawTensor,
+    buffer: &mut Option<RawTensor>,
+    u: &SgdUpdate,
+) -> Result<()> {
+    match param.dtype {
+        DType::F32 => sgd_typed::<f32>(param, grad, buffer, u),
+        DType::F64 => sgd_typed::<f64>(param, grad, buffer, u),
+        _ => unreachable!("checked in sgd"),
+    }
+}
+
+pub(crate) fn adam(
+    param: &mut RawTensor,
+    grad: &RawTensor,
+    m: &mut Option<RawTensor>,
+    v: &mut Option<RawTensor>,
+    u: &AdamUpdate,
+) -> Result<()> {
+    match param.dtype {
+        DType::F32 => adam_typed::<f32>(param, grad, m, v, u),
+        DType::F64 => adam_typed::<f64>(param, grad, m, v, u),
+        _ => unreachable!("checked in adam"),
+    }
+}

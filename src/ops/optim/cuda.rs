@@ -1,0 +1,161 @@
+//! CUDA side of the fused optimizer updates (`kernels/optim.cu`): one element-wise kernel per
+//! step, in place on the parameter and its state. State buffers are created as zeros on the
+//! parameter's device on the first step. A parameter or state buffer whose storage is shared
+//! (or is a view) is first replaced by a private contiguous copy, so other handles never see
+//! the update, as on the CPU.
+
+use super::{AdamUpdate, SgdUpdate};
+use crate::cuda::context::GpuContext;
+use crate::cuda::kernels::{self, Family};
+use crate::cuda::storage::{with_dtype, CudaElement};
+use crate::cuda::{launch, memory};
+use crate::error::Result;
+use crate::tensor::raw::RawTensor;
+use cudarc::driver::PushKernelArg;
+use std::sync::Arc;
+
+/// Makes `t` the only owner of a contiguous buffer it covers from its start.
+fn make_unique(t: &mut RawTensor) -> Result<()> {
+    let whole = t.layout.offset == 0 && t.layout.is_contiguous();
+    if !(whole && Arc::get_mut(&mut t.storage).is_some()) {
+        *t = launch::contiguous(t)?;
+    }
+    Ok(())
+}
+
+/// Zeros shaped like `like`, on `gpu`.
+fn zeros_like<T: CudaElement>(gpu: &GpuContext, like: &RawTensor) -> Result<RawTensor> {
+    Ok(memory::tensor(memory::alloc_zeros::<T>(gpu, like.numel())?, like.layout.shape, gpu.ordinal))
+}
+
+/// The device address of a GPU tensor's first element.
+fn ptr(t: &RawTensor) -> Result<u64> {
+    let (_, s) = memory::gpu_of("optimizer", t)?;
+    Ok(memory::element_ptr(t, s))
+}
+
+pub(crate) fn sgd(param: &mut RawTensor, grad: &RawTensor, buffer: &mut Option<RawTensor>, u: &SgdUpdate) -> Result<()> {
+    with_dtype!(param.dtype, |T| sgd_typed::<T>(param, grad, buffer, u))
+}
+
+fn sgd_typed<T: CudaElement>(param: &mut RawTensor, grad: &RawTensor, buffer: &mut Option<RawTensor>, u: &SgdUpdate) -> Result<()> {
+    let (gpu, _) = memory::gpu_of("sgd_update", param)?;
+    memory::same_gpu(gpu, &[grad])?;
+    let g = launch::contiguous_or_self(grad)?;
+    make_unique(param)?;
+    let has_momentum = u.momentum != 0.0;
+    let first = buffer.is_none();
+    if has_momentum {
+        if buffer.is_none() {
+            *buffer = Some(zeros_like::<T>(gpu, param)?);
+        }
+        make_unique(buffer.as_mut().expect("created above"))?;
+    }
+    let n = param.numel();
+    if n == 0 {
+        return Ok(());
+    }
+    let f = kernels::function(gpu, Family::Optim, &format!("sgd_{}", T::SUFFIX))?;
+    let (pp, pg) = (ptr(param)?, ptr(&g)?);
+    let pb = match (has_momentum, buffer.as_ref()) {
+        (true, Some(b)) => ptr(b)?,
+        _ => 0,
+    };
+    let (lr, wd, momentum, keep) = (
+        T::from_f64(u.lr),
+        T::from_f64(u.weight_decay),
+        T::from_f64(u.momentum),
+        T::from_f64(1.0 - u.dampening),
+    );
+    let (count, nesterov, first, has_momentum) = (n as u64, u.nesterov as u32, first as u32, has_momentum as u32);
+    let mut b = gpu.stream.launch_builder(f);
+    b.arg(&pp)
+        .arg(&pg)
+        .arg(&pb)
+        .arg(&count)
+        .arg(&lr)
+        .arg(&wd)
+        .arg(&momentum)
+        .arg(&keep)
+        .arg(&nesterov)
+        .arg(&first)
+        .arg(&has_momentum);
+    // SAFETY: `sgd_<T>(T* p, const T* g, T* b, u64 n, T lr, T wd, T momentum, T keep, u32
+    // nesterov, u32 first, u32 has_momentum)` matches; `p` is a contiguous buffer of n elements
+    // owned by `param` alone (made unique above), `g` a contiguous n-element gradient, `b` the
+    // n-element momentum buffer (read and written only when `has_momentum`).
+    unsafe { b.launch(launch::grid(gpu, n, 1)) }.map_err(|e| gpu.error("cuLaunchKernel(sgd)", e))?;
+    Ok(())
+}
+
+pub(crate) fn adam(
+    param: &mut RawTensor,
+    grad: &RawTensor,
+    m: &mut Option<RawTensor>,
+    v: &mut Option<RawTensor>,
+    u: &AdamUpdate,
+) -> Result<()> {
+    with_dtype!(param.dtype, |T| adam_typed::<T>(param, grad, m, v, u))
+}
+
+fn adam_typed<T: CudaElement>(
+    param: &mut RawTensor,
+    grad: &RawTensor,
+    exp_avg: &mut Option<RawTensor>,
+    exp_avg_sq: &mut Option<RawTensor>,
+    u: &AdamUpdate,
+) -> Result<()> {
+    let (gpu, _) = memory::gpu_of("adam_update", param)?;
+    memory::same_gpu(gpu, &[grad])?;
+    let g = launch::contiguous_or_self(grad)?;
+    make_unique(param)?;
+    for state in [&mut *exp_avg, &mut *exp_avg_sq] {
+        if state.is_none() {
+            *state = Some(zeros_like::<T>(gpu, param)?);
+        }
+        make_unique(state.as_mut().expect("created above"))?;
+    }
+    let n = param.numel();
+    if n == 0 {
+        return Ok(());
+    }
+    // The CPU kernel's hyper-parameters, computed the same way.
+    let t = u.step as i32;
+    let bc1 = 1.0 - u.beta1.powi(t);
+    let bc2 = 1.0 - u.beta2.powi(t);
+    let step_size = T::from_f64(u.lr / bc1);
+    let inv_sqrt_bc2 = T::from_f64(1.0 / bc2.sqrt());
+    let (b1, b2, eps) = (T::from_f64(u.beta1), T::from_f64(u.beta2), T::from_f64(u.eps));
+    let (one_b1, one_b2) = (T::from_f64(1.0 - u.beta1), T::from_f64(1.0 - u.beta2));
+    let (l2, decay) = if u.decoupled {
+        (T::ZERO, T::from_f64(1.0 - u.lr * u.weight_decay))
+    } else {
+        (T::from_f64(u.weight_decay), T::ONE)
+    };
+    let f = kernels::function(gpu, Family::Optim, &format!("adam_{}", T::SUFFIX))?;
+    let (pp, pg) = (ptr(param)?, ptr(&g)?);
+    let pm = ptr(exp_avg.as_ref().expect("created above"))?;
+    let pv = ptr(exp_avg_sq.as_ref().expect("created above"))?;
+    let count = n as u64;
+    let mut b = gpu.stream.launch_builder(f);
+    b.arg(&pp)
+        .arg(&pg)
+        .arg(&pm)
+        .arg(&pv)
+        .arg(&count)
+        .arg(&b1)
+        .arg(&b2)
+        .arg(&one_b1)
+        .arg(&one_b2)
+        .arg(&eps)
+        .arg(&l2)
+        .arg(&decay)
+        .arg(&step_size)
+        .arg(&inv_sqrt_bc2);
+    // SAFETY: `adam_<T>(T* p, const T* g, T* m, T* v, u64 n, T b1, T b2, T one_b1, T one_b2, T
+    // eps, T l2, T decay, T step_size, T inv_sqrt_bc2)` matches; `p`, `m` and `v` are
+    // contiguous n-element buffers owned by this optimizer step alone (made unique above) and
+    // `g` a contiguous n-element gradient.
+    unsafe { b.launch(launch::grid(gpu, n, 1)) }.map_err(|e| gpu.error("cuLaunchKernel(adam)", e))?;
+    Ok(())
+}

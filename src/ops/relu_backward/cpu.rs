@@ -1,0 +1,43 @@
+//! CPU kernel of the relu gradient.
+
+use crate::cpu::strided::{for_each_chunk, map2};
+use crate::error::Result;
+use crate::tensor::raw::{Operand, RawTensor};
+use crate::tensor::{DType, Float};
+
+#[inline(always)]
+fn mask<T: Float>(g: T, y: T) -> T {
+    if y > T::ZERO {
+        g
+    } else {
+        T::ZERO
+    }
+}
+
+fn typed<T: Float>(mut grad: Operand<'_>, y: &RawTensor) -> RawTensor {
+    let ys = y.cpu_slice::<T>().expect("cpu");
+    if let (Operand::Owned(owner), Some(ry)) = (&mut grad, y.layout.contiguous_range()) {
+        if let Some(dst) = owner.unique_cpu_data::<T>() {
+            let ys = &ys[ry];
+            for_each_chunk(dst, |start, chunk| {
+                let end = start + chunk.len();
+                for (g, &v) in chunk.iter_mut().zip(&ys[start..end]) {
+                    *g = mask(*g, v);
+                }
+            });
+            return grad.into_owned();
+        }
+    }
+    let gs = grad.cpu_slice::<T>().expect("cpu");
+    let mut out = T::pool().take(grad.numel());
+    map2(gs, &grad.layout, ys, &y.layout, &mut out, mask);
+    RawTensor::from_cpu_vec(out, grad.layout.shape)
+}
+
+pub(crate) fn relu_backward(grad: Operand<'_>, y: &RawTensor) -> Result<RawTensor> {
+    Ok(match grad.dtype {
+        DType::F32 => typed::<f32>(grad, y),
+        DType::F64 => typed::<f64>(grad, y),
+        _ => unreachable!("checked in relu_backward"),
+    })
+}

@@ -1,0 +1,30 @@
+//! The gradient of `relu`: `grad * (y > 0)`, where `y` is the relu's output (or input: both
+//! are positive at the same places). Written into `grad`'s buffer when nothing else holds it.
+
+mod cpu;
+mod cuda;
+
+use crate::error::{Error, Result};
+use crate::storage::Storage;
+use crate::tensor::raw::{Operand, RawTensor};
+
+/// `grad * (y > 0)` element-wise; `grad` and `y` have the same shape.
+pub(crate) fn relu_backward(grad: Operand<'_>, y: &RawTensor) -> Result<RawTensor> {
+    if grad.shape() != y.shape() {
+        return Err(Error::Shape(format!(
+            "relu_backward: grad of shape {:?} for an output of shape {:?}",
+            grad.shape(),
+            y.shape()
+        )));
+    }
+    if grad.dtype != y.dtype || !grad.dtype.is_float() {
+        return Err(Error::UnsupportedDType {
+            op: "threshold_backward",
+            dtype: grad.dtype,
+        });
+    }
+    match (&*grad.storage, &*y.storage) {
+        (Storage::Cpu(_), Storage::Cpu(_)) => cpu::relu_backward(grad, y),
+        _ => cuda::relu_backward(&grad, y),
+    }
+}

@@ -1,0 +1,134 @@
+//! CUDA side of `scatter_add` and `index_add` (`kernels/scatter.cu`): a zeroed output and one
+//! thread per source element adding into it atomically. Both ops use the same kernel:
+//! `index_add` passes an index that only varies along `dim`.
+//!
+//! Indices outside the dimension (the CPU's `index ... is out of bounds`) are skipped instead
+//! of reported, since checking would make the host wait; the kernel never writes out of bounds.
+
+use crate::cuda::kernels::{self, Family};
+use crate::cuda::storage::suffix;
+use crate::cuda::{launch, memory};
+use crate::error::Result;
+use crate::tensor::layout::{contiguous_strides, Dims, MAX_DIMS};
+use crate::tensor::raw::RawTensor;
+use cudarc::driver::{DeviceRepr, PushKernelArg};
+
+/// `ScatterArgs` of `kernels/scatter.cu`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct ScatterArgs {
+    rank: u32,
+    dim: u32,
+    shape: [u64; MAX_DIMS],
+    index_strides: [u64; MAX_DIMS],
+    src_strides: [u64; MAX_DIMS],
+    out_shape: [u64; MAX_DIMS],
+    out_strides: [u64; MAX_DIMS],
+    out_dim_stride: u64,
+    dim_size: u64,
+}
+
+// SAFETY: `#[repr(C)]` with only integer fields, laid out as `ScatterArgs` in
+// `kernels/scatter.cu`.
+unsafe impl DeviceRepr for ScatterArgs {}
+
+fn dims(values: &[usize]) -> [u64; MAX_DIMS] {
+    let mut out = [0u64; MAX_DIMS];
+    for (o, &v) in out.iter_mut().zip(values) {
+        *o = v as u64;
+    }
+    out
+}
+
+/// A zeroed tensor of `shape` on the source's GPU, with `args` describing where each source
+/// element goes.
+fn run(shape: Dims, index: &RawTensor, src: &RawTensor, args: ScatterArgs) -> Result<RawTensor> {
+    let (gpu, ss) = memory::gpu_of("scatter_add", src)?;
+    let (_, si) = memory::gpu_of("scatter_add", index)?;
+    memory::same_gpu(gpu, &[index])?;
+    let out = memory::alloc_zeros_dtype(gpu, src.dtype, shape.iter().product())?;
+    let n = src.numel();
+    if n > 0 && shape.iter().product::<usize>() > 0 {
+        let f = kernels::function(gpu, Family::Scatter, &format!("scatter_add_{}", suffix(src.dtype)))?;
+        let (po, ps, pi, count) = (out.device_ptr(), memory::element_ptr(src, ss), memory::element_ptr(index, si), n as u64);
+        let mut b = gpu.stream.launch_builder(f);
+        b.arg(&po).arg(&ps).arg(&pi).arg(&args).arg(&count);
+        // SAFETY: `scatter_add_<T>(T* out, const T* src, const i64* index, ScatterArgs, u64 n)`
+        // matches; `src` and `index` are views described by `args` (every offset inside their
+        // buffers); every output coordinate is checked on the device against `out_shape` and
+        // `dim_size`, so the atomic adds stay inside `out`.
+        unsafe { b.launch(launch::grid(gpu, n, 1)) }.map_err(|e| gpu.error("cuLaunchKernel(scatter_add)", e))?;
+    }
+    Ok(memory::tensor_from_storage(out, shape, gpu.ordinal))
+}
+
+pub(crate) fn scatter_add(shape: Dims, dim: usize, index: &RawTensor, src: &RawTensor) -> Result<RawTensor> {
+    let rank = src.rank();
+    let args = if shape.is_empty() {
+        // A 0-dim output: every source element adds into its one value (index 0 or -1).
+        ScatterArgs {
+            rank: rank as u32,
+            dim: rank as u32,
+            shape: dims(src.shape()),
+            index_strides: dims(&index.layout.strides),
+            src_strides: dims(&src.layout.strides),
+            out_shape: [u64::MAX; MAX_DIMS],
+            out_strides: [0; MAX_DIMS],
+            out_dim_stride: 0,
+            dim_size: 1,
+        }
+    } else {
+        let out_strides = contiguous_strides(&shape);
+        ScatterArgs {
+            rank: rank as u32,
+            dim: dim as u32,
+            shape: dims(src.shape()),
+            index_strides: dims(&index.layout.strides),
+            src_strides: dims(&src.layout.strides),
+            out_shape: dims(&shape),
+            out_strides: dims(&out_strides),
+            out_dim_stride: out_strides[dim] as u64,
+            dim_size: shape[dim] as u64,
+        }
+    };
+    run(shape, index, src, args)
+}
+
+pub(crate) fn index_add(shape: Dims, dim: usize, index: &RawTensor, src: &RawTensor) -> Result<RawTensor> {
+    let rank = src.rank();
+    // The index (one value per slice along `dim`) seen along the source's dims.
+    let index_stride = if index.rank() == 1 { index.layout.strides[0] as u64 } else { 0 };
+    let args = if shape.is_empty() {
+        let mut index_strides = [0u64; MAX_DIMS];
+        if rank > 0 {
+            index_strides[0] = index_stride;
+        }
+        ScatterArgs {
+            rank: rank as u32,
+            dim: rank as u32,
+            shape: dims(src.shape()),
+            index_strides,
+            src_strides: dims(&src.layout.strides),
+            out_shape: [u64::MAX; MAX_DIMS],
+            out_strides: [0; MAX_DIMS],
+            out_dim_stride: 0,
+            dim_size: 1,
+        }
+    } else {
+        let mut index_strides = [0u64; MAX_DIMS];
+        index_strides[dim] = index_stride;
+        let out_strides = contiguous_strides(&shape);
+        ScatterArgs {
+            rank: rank as u32,
+            dim: dim as u32,
+            shape: dims(src.shape()),
+            index_strides,
+            src_strides: dims(&src.layout.strides),
+            out_shape: dims(&shape),
+            out_strides: dims(&out_strides),
+            out_dim_stride: out_strides[dim] as u64,
+            dim_size: shape[dim] as u64,
+        }
+    };
+    run(shape, index, src, args)
+}

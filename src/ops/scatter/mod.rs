@@ -1,0 +1,83 @@
+//! Adding values into a zero tensor at indexed places: `scatter_add` (the gradient of
+//! `gather`) and `index_add` (the gradient of `index_select`).
+
+mod cpu;
+mod cuda;
+
+use crate::device::DynDevice;
+use crate::error::{Error, Result};
+use crate::storage::Storage;
+use crate::tensor::layout::Dims;
+use crate::tensor::raw::RawTensor;
+use crate::tensor::DType;
+
+fn check(op: &'static str, index: &RawTensor, src: &RawTensor) -> Result<()> {
+    if index.dtype != DType::I64 {
+        return Err(Error::Shape(format!(
+            "{op}(): Expected dtype int64 for index"
+        )));
+    }
+    if !src.dtype.is_float() {
+        return Err(Error::UnsupportedDType {
+            op,
+            dtype: src.dtype,
+        });
+    }
+    Ok(())
+}
+
+/// A zero tensor of `shape` with `out[..., index[p], ...] += src[p]` along `dim` for every
+/// position `p` of `index` (which has `src`'s shape and `shape`'s rank).
+pub(crate) fn scatter_add(
+    shape: &[usize],
+    dim: usize,
+    index: &RawTensor,
+    src: &RawTensor,
+    device: DynDevice,
+) -> Result<RawTensor> {
+    check("scatter_add", index, src)?;
+    if index.shape() != src.shape() || (index.rank() != shape.len() && !shape.is_empty()) {
+        return Err(Error::Shape(format!(
+            "scatter_add(): index of shape {:?} and source of shape {:?} do not fit an output of shape {shape:?}",
+            index.shape(),
+            src.shape()
+        )));
+    }
+    let shape = Dims::from_slice(shape)?;
+    match (&*index.storage, &*src.storage) {
+        (Storage::Cpu(_), Storage::Cpu(_)) if device.is_cpu() => {
+            cpu::scatter_add(shape, dim, index, src)
+        }
+        _ => cuda::scatter_add(shape, dim, index, src),
+    }
+}
+
+/// A zero tensor of `shape` with slice `index[k]` along `dim` increased by slice `k` of `src`.
+pub(crate) fn index_add(
+    shape: &[usize],
+    dim: usize,
+    index: &RawTensor,
+    src: &RawTensor,
+    device: DynDevice,
+) -> Result<RawTensor> {
+    check("index_add", index, src)?;
+    let shape = Dims::from_slice(shape)?;
+    let fits = src.rank() == shape.len()
+        && (shape.is_empty() || src.shape()[dim] == index.numel())
+        && (0..shape.len()).all(|j| j == dim || src.shape()[j] == shape[j]);
+    let fits_scalar = shape.is_empty() && src.numel() == index.numel();
+    if !(fits || fits_scalar) {
+        return Err(Error::Shape(format!(
+            "index_add(): source of shape {:?} does not fit {} indices into an output of shape {:?} along dimension {dim}",
+            src.shape(),
+            index.numel(),
+            &*shape
+        )));
+    }
+    match (&*index.storage, &*src.storage) {
+        (Storage::Cpu(_), Storage::Cpu(_)) if device.is_cpu() => {
+            cpu::index_add(shape, dim, index, src)
+        }
+        _ => cuda::index_add(shape, dim, index, src),
+    }
+}

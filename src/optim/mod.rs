@@ -1,0 +1,84 @@
+//! Optimisers: [`Sgd`] (momentum, weight decay, Nesterov) and [`Adam`] (and AdamW).
+//!
+//! An optimizer holds only its state (momentum buffers, moment estimates), typed on a device
+//! `D`; `step(&mut model)` updates the parameters of a model on that same `D`, in place where
+//! nothing else holds them, with one fused pass per parameter. A model on another device than
+//! the optimizer's state does not compile (PyTorch meets this at run time, after resuming a
+//! checkpoint whose optimizer state was loaded onto the CPU): move one of them with `to`.
+//!
+//! ```
+//! use devtype::prelude::*;
+//! use devtype::nn::{Linear, MSELoss};
+//! use devtype::optim::Sgd;
+//!
+//! let dev = Cpu;                                         // or Cuda::<0>::open()?
+//! let mut model = Linear::new(3, 1, Cpu).to(dev);
+//! let mut opt = Sgd::new(0.1).momentum(0.9);             // state on dev, inferred from step
+//! let (x, y) = (Tensor::<Cpu>::randn([8, 3], dev), Tensor::<Cpu>::zeros([8, 1], dev));
+//! for _ in 0..20 {
+//!     model.zero_grad();
+//!     let loss = MSELoss::new().forward(&model.forward(&x), &y);
+//!     loss.backward();
+//!     opt.step(&mut model);
+//! }
+//! ```
+
+mod adam;
+mod sgd;
+
+pub use adam::Adam;
+pub use sgd::Sgd;
+
+use crate::device::Device;
+use crate::error::Result;
+use crate::nn::Module;
+use crate::tensor::Float;
+
+/// An optimizer whose state lives on `D`: it updates models whose parameters are on `D`.
+pub trait Optimizer<D: Device, E: Float = f32> {
+    /// Updates every parameter of `model` that has a gradient, once.
+    fn try_step<M: Module<D, E>>(&mut self, model: &mut M) -> Result<()>;
+
+    /// Updates every parameter of `model` that has a gradient, once (PyTorch's `opt.step()`).
+    ///
+    /// Panics with the error's text where [`try_step`](Self::try_step) returns it.
+    #[track_caller]
+    fn step<M: Module<D, E>>(&mut self, model: &mut M) {
+        if let Err(e) = self.try_step(model) {
+            panic!("{e}");
+        }
+    }
+
+    /// Clears the gradients of `model` (PyTorch's `opt.zero_grad()`).
+    fn zero_grad<M: Module<D, E>>(&self, model: &M) {
+        model.zero_grad();
+    }
+
+    /// The learning rate.
+    fn lr(&self) -> f64;
+
+    /// Sets the learning rate (for schedules).
+    fn set_lr(&mut self, lr: f64);
+}
+
+/// Runs `update` on every parameter of `model` that has a gradient, with its name.
+pub(crate) fn for_each_with_grad<D: Device, E: Float, M: Module<D, E>>(
+    model: &mut M,
+    mut update: impl FnMut(
+        &str,
+        &mut crate::tensor::raw::RawTensor,
+        &crate::tensor::raw::RawTensor,
+    ) -> Result<()>,
+) -> Result<()> {
+    let mut result = Ok(());
+    model.visit_parameters_mut("", &mut |name, p| {
+        if result.is_err() {
+            return;
+        }
+        let Some(grad) = p.node().and_then(|n| n.grad()) else {
+            return;
+        };
+        result = update(name, p.raw_mut(), &grad);
+    });
+    result
+}

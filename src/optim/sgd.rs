@@ -1,0 +1,169 @@
+//! Stochastic gradient descent with momentum, dampening, weight decay and Nesterov momentum,
+//! as `torch.optim.SGD`.
+
+use super::{for_each_with_grad, Optimizer};
+use crate::device::Device;
+use crate::error::Result;
+use crate::nn::Module;
+use crate::ops::optim::SgdUpdate;
+use crate::tensor::raw::RawTensor;
+use crate::tensor::{Float, Tensor};
+use std::collections::HashMap;
+use std::marker::PhantomData;
+use std::path::Path;
+
+/// SGD (`torch.optim.SGD`): `p -= lr * (g + weight_decay * p)`, with momentum buffers (on
+/// `D`) when `momentum > 0`.
+pub struct Sgd<D: Device, E: Float = f32> {
+    update: SgdUpdate,
+    /// Momentum buffers by parameter name, on `D`.
+    momentum_buffers: HashMap<String, RawTensor>,
+    _on: PhantomData<(D, E)>,
+}
+
+impl<D: Device, E: Float> Clone for Sgd<D, E> {
+    fn clone(&self) -> Self {
+        Sgd {
+            update: self.update,
+            momentum_buffers: self.momentum_buffers.clone(),
+            _on: PhantomData,
+        }
+    }
+}
+
+impl<D: Device, E: Float> std::fmt::Debug for Sgd<D, E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Sgd({:?}, {} momentum buffers on {})",
+            self.update,
+            self.momentum_buffers.len(),
+            std::any::type_name::<D>()
+                .rsplit("::")
+                .next()
+                .unwrap_or("?")
+        )
+    }
+}
+
+impl<D: Device, E: Float> Sgd<D, E> {
+    /// Plain SGD with learning rate `lr`; the device is the model's (inferred from `step`).
+    pub fn new(lr: f64) -> Self {
+        Sgd {
+            update: SgdUpdate {
+                lr,
+                momentum: 0.0,
+                dampening: 0.0,
+                weight_decay: 0.0,
+                nesterov: false,
+            },
+            momentum_buffers: HashMap::new(),
+            _on: PhantomData,
+        }
+    }
+
+    /// With momentum (buffers are created on the first step, on `D`).
+    pub fn momentum(mut self, momentum: f64) -> Self {
+        self.update.momentum = momentum;
+        self
+    }
+
+    /// With dampening of the momentum.
+    pub fn dampening(mut self, dampening: f64) -> Self {
+        self.update.dampening = dampening;
+        self
+    }
+
+    /// With L2 weight decay.
+    pub fn weight_decay(mut self, weight_decay: f64) -> Self {
+        self.update.weight_decay = weight_decay;
+        self
+    }
+
+    /// With Nesterov momentum.
+    pub fn nesterov(mut self, nesterov: bool) -> Self {
+        self.update.nesterov = nesterov;
+        self
+    }
+
+    /// The momentum buffer of parameter `name`, once a step has made it.
+    pub fn momentum_buffer(&self, name: &str) -> Option<Tensor<D, E>> {
+        let raw = self.momentum_buffers.get(name)?;
+        Some(Tensor::from_raw(
+            raw.clone(),
+            D::from_dyn(raw.device).expect("state is on D"),
+        ))
+    }
+
+    /// The optimizer with its state on `dev`, typed on it (as after moving the model).
+    pub fn try_to<D2: Device>(&self, dev: D2) -> Result<Sgd<D2, E>> {
+        let buffers = self
+            .momentum_buffers
+            .iter()
+            .map(|(k, v)| Ok((k.clone(), v.to_device(dev.dyn_device())?)))
+            .collect::<Result<_>>()?;
+        Ok(Sgd {
+            update: self.update,
+            momentum_buffers: buffers,
+            _on: PhantomData,
+        })
+    }
+
+    /// The optimizer with its state on `dev`: `let opt = opt.to(dev);`.
+    #[must_use = "`to` returns the optimizer typed on the new device: `let opt = opt.to(dev);`"]
+    #[track_caller]
+    pub fn to<D2: Device>(&self, dev: D2) -> Sgd<D2, E> {
+        match self.try_to(dev) {
+            Ok(o) => o,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// Saves the momentum buffers (safetensors, by parameter name).
+    pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
+        let mut tensors: Vec<(String, &RawTensor)> = self
+            .momentum_buffers
+            .iter()
+            .map(|(k, v)| (k.clone(), v))
+            .collect();
+        tensors.sort_by(|a, b| a.0.cmp(&b.0));
+        crate::nn::checkpoint_write(path.as_ref(), &tensors)
+    }
+
+    /// An optimizer with learning rate `lr` and the momentum buffers of a file, loaded onto
+    /// `dev` (the resumed optimizer's state is typed on the device it was loaded onto).
+    pub fn load(path: impl AsRef<Path>, lr: f64, momentum: f64, dev: D) -> Result<Self> {
+        let mut opt = Sgd::new(lr).momentum(momentum);
+        for t in crate::nn::checkpoint_read::<E>(path.as_ref())? {
+            let raw = Tensor::<D, E>::try_from_vec(t.values, &t.shape, dev)?.raw;
+            opt.momentum_buffers.insert(t.name, raw);
+        }
+        Ok(opt)
+    }
+}
+
+impl<D: Device, E: Float> Optimizer<D, E> for Sgd<D, E> {
+    fn try_step<M: Module<D, E>>(&mut self, model: &mut M) -> Result<()> {
+        let update = self.update;
+        let buffers = &mut self.momentum_buffers;
+        for_each_with_grad(model, |name, p, g| {
+            if update.momentum == 0.0 {
+                return crate::ops::optim::sgd(p, g, &mut None, &update);
+            }
+            let mut buf = buffers.remove(name);
+            let r = crate::ops::optim::sgd(p, g, &mut buf, &update);
+            if let Some(b) = buf {
+                buffers.insert(name.to_string(), b);
+            }
+            r
+        })
+    }
+
+    fn lr(&self) -> f64 {
+        self.update.lr
+    }
+
+    fn set_lr(&mut self, lr: f64) {
+        self.update.lr = lr;
+    }
+}

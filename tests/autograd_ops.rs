@@ -1,0 +1,248 @@
+//! Every differentiable op of `Var`, checked against central finite differences in f64 on
+//! random inputs (`gradcheck`), including broadcasting and batched shapes.
+
+use devtype::autograd::{gradcheck, gradcheck_with, GradcheckOptions};
+use devtype::nn::Reduction;
+use devtype::prelude::*;
+
+type V = Var<Cpu, f64>;
+type T = Tensor<Cpu, f64>;
+
+fn randn(shape: &[usize], seed: u64) -> T {
+    devtype::manual_seed(seed);
+    Tensor::randn(shape, Cpu)
+}
+
+/// Values in [0.5, 2.5): away from the poles of log, sqrt and 1/x.
+fn positive(shape: &[usize], seed: u64) -> T {
+    devtype::manual_seed(seed);
+    Tensor::<Cpu, f64>::rand(shape, Cpu) * 2.0 + 0.5
+}
+
+fn check(f: impl Fn(&[V]) -> devtype::Result<V>, inputs: &[&T]) {
+    let inputs: Vec<T> = inputs.iter().map(|t| (*t).clone()).collect();
+    if let Err(e) = gradcheck(f, &inputs) {
+        panic!("{e}");
+    }
+}
+
+#[test]
+fn broadcasting_arithmetic_sums_gradients_back_to_each_shape() {
+    let shapes: [(&[usize], &[usize]); 4] = [
+        (&[2, 3, 4], &[3, 1]),
+        (&[3, 1], &[2, 3, 4]),
+        (&[4], &[2, 3, 4]),
+        (&[2, 3], &[2, 3]),
+    ];
+    for (i, (sa, sb)) in shapes.into_iter().enumerate() {
+        let (a, b) = (randn(sa, 10 + i as u64), positive(sb, 20 + i as u64));
+        check(|v| Ok(&v[0] + &v[1]), &[&a, &b]);
+        check(|v| Ok(&v[0] - &v[1]), &[&a, &b]);
+        check(|v| Ok(&v[0] * &v[1]), &[&a, &b]);
+        check(|v| Ok(&v[0] / &v[1]), &[&a, &b]);
+        let c = randn(sb, 60 + i as u64);
+        check(|v| v[0].try_maximum(&v[1]), &[&a, &c]);
+        check(|v| v[0].try_minimum(&v[1]), &[&a, &c]);
+        check(|v| v[1].try_pow(&v[0]), &[&a, &b]);
+    }
+}
+
+#[test]
+fn maximum_splits_ties_evenly() {
+    let a = Var::parameter(Tensor::<Cpu, f64>::from_vec(vec![1.0, 2.0, 3.0], [3], Cpu));
+    let b = Var::parameter(Tensor::<Cpu, f64>::from_vec(vec![0.0, 2.0, 5.0], [3], Cpu));
+    a.maximum(&b).sum_all().backward();
+    assert_eq!(a.grad().unwrap().to_vec(), vec![1.0, 0.5, 0.0]);
+    assert_eq!(b.grad().unwrap().to_vec(), vec![0.0, 0.5, 1.0]);
+}
+
+#[test]
+fn scalar_operands() {
+    let x = positive(&[4, 3], 1);
+    check(|v| Ok(&v[0] * 3.0 + 1.5), &[&x]);
+    check(|v| Ok(2.0 - &v[0]), &[&x]);
+    check(|v| Ok(2.0 / &v[0]), &[&x]);
+    check(|v| Ok(&v[0] / 4.0 - 1.0), &[&x]);
+    check(|v| Ok(-&v[0] * 2.0), &[&x]);
+    check(|v| v[0].try_pow_scalar(2.5), &[&x]);
+    check(|v| v[0].try_clamp_min(1.5), &[&x]);
+    check(|v| v[0].try_clamp_max(1.5), &[&x]);
+}
+
+#[test]
+fn unary_math() {
+    let (x, p) = (randn(&[3, 4], 2), positive(&[3, 4], 3));
+    check(|v| v[0].try_relu(), &[&x]);
+    check(|v| v[0].try_abs(), &[&x]);
+    check(|v| v[0].try_square(), &[&x]);
+    check(|v| v[0].try_exp(), &[&x]);
+    check(|v| v[0].try_tanh(), &[&x]);
+    check(|v| v[0].try_sigmoid(), &[&x]);
+    check(|v| v[0].try_neg(), &[&x]);
+    check(|v| v[0].try_log(), &[&p]);
+    check(|v| v[0].try_sqrt(), &[&p]);
+    check(|v| v[0].try_reciprocal(), &[&p]);
+}
+
+#[test]
+fn matmul_plain_batched_broadcast_and_vectors() {
+    let cases: [(&[usize], &[usize]); 6] = [
+        (&[3, 4], &[4, 5]),
+        (&[2, 3, 4], &[2, 4, 5]),
+        (&[2, 3, 4], &[4, 5]),
+        (&[2, 1, 3, 4], &[3, 4, 2]),
+        (&[4], &[4, 5]),
+        (&[3, 4], &[4]),
+    ];
+    for (i, (sa, sb)) in cases.into_iter().enumerate() {
+        check(
+            |v| v[0].try_matmul(&v[1]),
+            &[&randn(sa, 30 + i as u64), &randn(sb, 40 + i as u64)],
+        );
+    }
+    // A transposed view as an operand.
+    check(
+        |v| v[0].t().try_matmul(&v[1]),
+        &[&randn(&[4, 3], 50), &randn(&[4, 2], 51)],
+    );
+}
+
+#[test]
+fn reductions() {
+    let x = randn(&[2, 3, 4], 4);
+    check(|v| v[0].try_sum_all(), &[&x]);
+    check(|v| v[0].try_sum_dims(&[0, 2], false), &[&x]);
+    check(|v| v[0].try_sum_dims(&[-1], true), &[&x]);
+    check(|v| v[0].try_mean_all(), &[&x]);
+    check(|v| v[0].try_mean_dims(&[1], true), &[&x]);
+    check(|v| v[0].try_mean(0), &[&x]);
+    check(|v| v[0].try_max(1), &[&x]);
+    check(|v| v[0].try_max_keepdim(-1), &[&x]);
+    check(|v| v[0].try_min(2), &[&x]);
+    check(|v| v[0].try_max_all(), &[&x]);
+    check(|v| v[0].try_min_all(), &[&x]);
+}
+
+#[test]
+fn shape_ops() {
+    let x = randn(&[2, 3, 4], 5);
+    check(|v| v[0].try_reshape(&[4, -1]), &[&x]);
+    check(|v| v[0].try_view(&[6, 4]), &[&x]);
+    check(|v| v[0].try_transpose(0, 2), &[&x]);
+    check(|v| v[0].try_permute(&[2, 0, 1]), &[&x]);
+    check(|v| v[0].try_unsqueeze(1), &[&x]);
+    check(|v| v[0].try_unsqueeze(0)?.try_squeeze(0), &[&x]);
+    check(|v| v[0].try_flatten(1, 2), &[&x]);
+    check(|v| v[0].try_narrow(2, 1, 2), &[&x]);
+    check(|v| v[0].try_narrow(0, 0, 1), &[&x]);
+    check(|v| v[0].try_transpose(1, 2)?.try_contiguous(), &[&x]);
+    // A non-contiguous view reshaped (a copy) and multiplied so the gradient is not uniform.
+    let w = randn(&[2, 12], 6);
+    check(
+        |v| Ok(&v[0].try_transpose(1, 2)?.try_reshape(&[2, 12])? * &v[1]),
+        &[&x, &w],
+    );
+    check(
+        |v| Ok(&v[0].try_expand(&[2, 3, 4])? * &v[1]),
+        &[&randn(&[3, 1], 7), &x],
+    );
+    check(|v| v[0].try_t(), &[&randn(&[3, 5], 8)]);
+}
+
+#[test]
+fn cat_and_stack() {
+    let (a, b, c) = (randn(&[2, 3], 9), randn(&[4, 3], 10), randn(&[2, 3], 11));
+    check(|v| Ok(&V::try_cat(&[&v[0], &v[1]], 0)? * 2.0), &[&a, &b]);
+    check(|v| V::try_cat(&[&v[0], &v[1]], -1), &[&a, &c]);
+    check(|v| V::try_stack(&[&v[0], &v[1]], 1), &[&a, &c]);
+    // An untracked member gets no gradient, the others do.
+    check(|v| V::try_stack(&[&v[0], &Var::new(c.clone())], 0), &[&a]);
+}
+
+#[test]
+fn softmax_and_log_softmax() {
+    let x = randn(&[3, 5], 12);
+    let w = randn(&[3, 5], 13);
+    for dim in [0, 1, -1] {
+        check(|v| Ok(&v[0].try_softmax(dim)? * &v[1]), &[&x, &w]);
+        check(|v| Ok(&v[0].try_log_softmax(dim)? * &v[1]), &[&x, &w]);
+    }
+}
+
+#[test]
+fn gather_and_index_select() {
+    let x = randn(&[3, 4], 14);
+    let idx = Tensor::<Cpu, i64>::from_vec(vec![0, 3, 3, 1, 2, 2], [3, 2], Cpu);
+    check(|v| v[0].try_gather(1, &idx), &[&x]);
+    let rows = Tensor::<Cpu, i64>::from_vec(vec![2, 0, 2], [3], Cpu);
+    check(|v| v[0].try_index_select(0, &rows), &[&x]);
+    let cols = Tensor::<Cpu, i64>::from_vec(vec![1, 3], [2], Cpu);
+    check(|v| v[0].try_index_select(1, &cols), &[&x]);
+}
+
+#[test]
+fn linear_with_and_without_bias() {
+    let (x, w, b) = (randn(&[2, 3, 4], 15), randn(&[5, 4], 16), randn(&[5], 17));
+    check(|v| v[0].try_linear(&v[1], Some(&v[2])), &[&x, &w, &b]);
+    check(|v| v[0].try_linear(&v[1], None), &[&randn(&[6, 4], 18), &w]);
+    // The input as a constant: only the parameters get gradients.
+    check(
+        |v| Var::new(x.clone()).try_linear(&v[0], Some(&v[1])),
+        &[&w, &b],
+    );
+}
+
+#[test]
+fn fused_cross_entropy() {
+    let x = randn(&[6, 4], 19);
+    let t = Tensor::<Cpu, i64>::from_vec(vec![0, 3, 1, 1, 2, 3], [6], Cpu);
+    let w = positive(&[4], 20);
+    for reduction in [Reduction::Mean, Reduction::Sum, Reduction::None] {
+        check(
+            |v| v[0].try_cross_entropy_with(&t, None, reduction, -100),
+            &[&x],
+        );
+        check(
+            |v| v[0].try_cross_entropy_with(&t, Some(&w), reduction, -100),
+            &[&x],
+        );
+        check(
+            |v| v[0].try_cross_entropy_with(&t, Some(&w), reduction, 3),
+            &[&x],
+        );
+    }
+}
+
+#[test]
+fn where_and_to() {
+    let (a, b) = (randn(&[3, 4], 21), randn(&[4], 22));
+    let cond = a.gt_scalar(0.0);
+    check(|v| V::try_where_cond(&cond, &v[0], &v[1]), &[&a, &b]);
+    check(|v| v[0].try_to(Cpu)?.try_exp(), &[&a]);
+}
+
+#[test]
+fn a_composite_mlp() {
+    let (x, w1, b1, w2) = (
+        randn(&[5, 3], 23),
+        randn(&[4, 3], 24),
+        randn(&[4], 25),
+        randn(&[2, 4], 26),
+    );
+    let t = Tensor::<Cpu, i64>::from_vec(vec![0, 1, 1, 0, 1], [5], Cpu);
+    let options = GradcheckOptions {
+        atol: 1e-6,
+        ..Default::default()
+    };
+    gradcheck_with(
+        |v| {
+            v[0].try_linear(&v[1], Some(&v[2]))?
+                .try_tanh()?
+                .try_linear(&v[3], None)?
+                .try_cross_entropy_with(&t, None, Reduction::Mean, -100)
+        },
+        &[x, w1, b1, w2],
+        options,
+    )
+    .unwrap();
+}

@@ -1,0 +1,141 @@
+//! Optimisers against reference formulas in f64, state on the model's device, and a small
+//! training loop that converges.
+
+use devtype::nn::{Linear, MSELoss};
+use devtype::optim::{Adam, Optimizer, Sgd};
+use devtype::prelude::*;
+
+/// A one-parameter "model" and a gradient to apply.
+fn param_with_grad(p: &[f64], g: &[f64]) -> Var<Cpu, f64> {
+    let v = Var::parameter(Tensor::from_vec(p.to_vec(), [p.len()], Cpu));
+    v.try_set_grad(Some(Tensor::from_vec(g.to_vec(), [g.len()], Cpu)))
+        .unwrap();
+    v
+}
+
+fn close(a: &[f64], b: &[f64]) {
+    for (x, y) in a.iter().zip(b) {
+        assert!((x - y).abs() < 1e-12, "{a:?} vs {b:?}");
+    }
+}
+
+#[test]
+fn sgd_with_momentum_nesterov_and_weight_decay_follows_torch() {
+    let (lr, mom, wd, damp) = (0.1, 0.9, 0.01, 0.1);
+    let grads = [[0.5, -1.0], [0.25, 0.75], [-0.5, 0.1]];
+    for nesterov in [false, true] {
+        let mut p = param_with_grad(&[1.0, -2.0], &grads[0]);
+        let mut opt = Sgd::new(lr)
+            .momentum(mom)
+            .weight_decay(wd)
+            .dampening(damp)
+            .nesterov(nesterov);
+        let (mut x, mut buf) = (vec![1.0f64, -2.0], vec![0.0f64; 2]);
+        for (step, g) in grads.iter().enumerate() {
+            p.try_set_grad(Some(Tensor::from_vec(g.to_vec(), [2], Cpu)))
+                .unwrap();
+            opt.step(&mut p);
+            for i in 0..2 {
+                let d = g[i] + wd * x[i];
+                buf[i] = if step == 0 {
+                    d
+                } else {
+                    mom * buf[i] + (1.0 - damp) * d
+                };
+                let d = if nesterov { d + mom * buf[i] } else { buf[i] };
+                x[i] -= lr * d;
+            }
+            close(&p.to_vec(), &x);
+        }
+        let state: Tensor<Cpu, f64> = opt.momentum_buffer("").unwrap();
+        close(&state.to_vec(), &buf);
+    }
+}
+
+#[test]
+fn adam_and_adamw_follow_torch() {
+    let (lr, b1, b2, eps, wd) = (0.01, 0.9, 0.999, 1e-8, 0.1);
+    let grads = [[0.5, -1.0], [0.25, 0.75], [-0.5, 0.1], [1.0, 1.0]];
+    for decoupled in [false, true] {
+        let mut p = param_with_grad(&[1.0, -2.0], &grads[0]);
+        let mut opt = if decoupled {
+            Adam::new(lr).decoupled_weight_decay(wd)
+        } else {
+            Adam::new(lr).weight_decay(wd)
+        };
+        let (mut x, mut m, mut v) = (vec![1.0f64, -2.0], vec![0.0f64; 2], vec![0.0f64; 2]);
+        for (step, g) in grads.iter().enumerate() {
+            p.try_set_grad(Some(Tensor::from_vec(g.to_vec(), [2], Cpu)))
+                .unwrap();
+            opt.step(&mut p);
+            let t = (step + 1) as i32;
+            for i in 0..2 {
+                let gi = if decoupled { g[i] } else { g[i] + wd * x[i] };
+                if decoupled {
+                    x[i] *= 1.0 - lr * wd;
+                }
+                m[i] = b1 * m[i] + (1.0 - b1) * gi;
+                v[i] = b2 * v[i] + (1.0 - b2) * gi * gi;
+                let denom = (v[i] / (1.0 - b2.powi(t))).sqrt() + eps;
+                x[i] -= lr / (1.0 - b1.powi(t)) * m[i] / denom;
+            }
+            close(&p.to_vec(), &x);
+        }
+        let (em, ev) = opt.moments("").unwrap();
+        close(&em.to_vec(), &m);
+        close(&ev.to_vec(), &v);
+    }
+}
+
+#[test]
+fn parameters_without_gradients_are_left_alone() {
+    let mut p = Var::parameter(Tensor::<Cpu>::ones([3], Cpu));
+    Sgd::new(1.0).step(&mut p);
+    assert_eq!(p.to_vec(), vec![1.0; 3]);
+}
+
+#[test]
+fn a_shared_parameter_is_not_changed_behind_another_handles_back() {
+    let mut p = param_with_grad(&[1.0, 2.0], &[1.0, 1.0]);
+    let before = p.detach(); // another handle to the same storage
+    Sgd::new(0.5).step(&mut p);
+    assert_eq!(before.to_vec(), vec![1.0, 2.0]);
+    assert_eq!(p.to_vec(), vec![0.5, 1.5]);
+}
+
+#[test]
+fn optimizer_state_moves_with_to() {
+    let mut p = param_with_grad(&[1.0, 2.0], &[1.0, 1.0]);
+    let mut opt = Adam::new(0.1);
+    opt.step(&mut p);
+    let moved: Adam<Cpu, f64> = opt.to(Cpu);
+    assert_eq!(
+        moved.moments("").unwrap().0.to_vec(),
+        opt.moments("").unwrap().0.to_vec()
+    );
+}
+
+#[test]
+fn a_linear_regression_converges() {
+    devtype::manual_seed(11);
+    let x = Tensor::<Cpu>::randn([64, 3], Cpu);
+    let true_w = Tensor::from_vec(vec![2.0f32, -1.0, 0.5], [3, 1], Cpu);
+    let y = &x.matmul(&true_w) + 0.25f32;
+    let mut model = Linear::new(3, 1, Cpu);
+    let mut opt = Sgd::new(0.1).momentum(0.9);
+    let mut last = f32::INFINITY;
+    for _ in 0..200 {
+        model.zero_grad();
+        let loss = MSELoss::new().forward(&model.forward(&x), &y);
+        last = loss.item();
+        loss.backward();
+        opt.step(&mut model);
+    }
+    assert!(last < 1e-6, "loss {last}");
+    let w = model.weight.to_vec();
+    assert!(
+        (w[0] - 2.0).abs() < 1e-3 && (w[1] + 1.0).abs() < 1e-3 && (w[2] - 0.5).abs() < 1e-3,
+        "{w:?}"
+    );
+    assert!((model.bias.as_ref().unwrap().to_vec()[0] - 0.25).abs() < 1e-3);
+}

@@ -1,0 +1,16 @@
+//! The lessons in `ui-tests/`: each `fail/*.rs` must fail to compile with exactly the diagnostic
+//! in its `.stderr` snapshot, and each `pass/*.rs` must compile and run (without a GPU).
+//!
+//! The snapshots are rustc 1.95's exact output, so on any other toolchain this test is reported
+//! as ignored. Regenerate them with `TRYBUILD=overwrite cargo test --test ui`, then read them.
+
+#[rustversion::attr(
+    not(stable(1.95)),
+    ignore = "the .stderr snapshots in ui-tests/ are rustc 1.95's exact output"
+)]
+#[test]
+fn ui() {
+    let t = trybuild::TestCases::new();
+    t.compile_fail("ui-tests/fail/*.rs");
+    t.pass("ui-tests/pass/*.rs");
+}

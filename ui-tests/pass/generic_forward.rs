@@ -1,0 +1,43 @@
+// A model generic over its device, whose `forward` creates tensors next to its input with
+// `x.device()` (PyTorch's `torch.randn(h.shape, device=x.device)`). It runs on the CPU here and
+// on GPU 0 where one opens; the same code, with no device named inside `forward`. (`forward`
+// returns a `Var<D>`, the tracked tensor autograd records, which derefs to `Tensor<D>`.)
+use devtype::nn::Linear;
+use devtype::prelude::*;
+
+struct NoisyMlp<D: Device> {
+    hidden: Linear<D>,
+    head: Linear<D>,
+}
+
+impl<D: Device> NoisyMlp<D> {
+    fn new(dev: D) -> Self {
+        NoisyMlp {
+            hidden: Linear::new(10, 16, dev),
+            head: Linear::new(16, 2, dev),
+        }
+    }
+
+    fn forward(&self, x: &Tensor<D>) -> Var<D> {
+        let h = self.hidden.forward(x).relu();
+        let noise = Tensor::<D>::randn(h.shape(), x.device()) * 0.01; // on the input's device
+        let mask = Tensor::ones_like(&h); // same device as `h`, by type
+        let h = (h + noise) * mask;
+        self.head.forward(&h)
+    }
+}
+
+fn run<D: Device>(dev: D) {
+    let model = NoisyMlp::new(dev);
+    let x = Tensor::randn([4, 10], dev);
+    let out = model.forward(&x);
+    assert_eq!(out.shape(), &[4, 2]);
+    assert_eq!(out.device(), dev);
+}
+
+fn main() {
+    run(Cpu);
+    if let Ok(gpu) = Cuda::<0>::open() {
+        run(gpu);
+    }
+}
