@@ -27,6 +27,13 @@ __device__ __forceinline__ double uniform01(u64 seed, u64 position) {
     return (double)(random_bits(seed, position) >> 11) * (1.0 / 9007199254740992.0);
 }
 
+// `uniform01` rounded to f32 could reach 1.0: clamp to the largest f32 below 1, exactly as the
+// CPU does (`random::F32_BELOW_ONE`), so `rand` stays in [0, 1) and matches bit for bit.
+template <typename T> __device__ __forceinline__ double below_one(double u) {
+    const double top = 1.0 - 5.9604644775390625e-08;  // 1 - 2^-24
+    return (sizeof(T) == 4 && u > top) ? top : u;
+}
+
 __device__ __forceinline__ double standard_normal(u64 seed, u64 i) {
     const double u1 = 1.0 - uniform01(seed, 2 * i);
     const double u2 = uniform01(seed, 2 * i + 1);
@@ -59,7 +66,7 @@ __device__ __forceinline__ void fill_impl(T* __restrict__ out, u64 n, T value) {
     }                                                                                                \
     extern "C" __global__ void uniform_##SUFFIX(T* out, u64 n, u64 seed, u64 offset) {               \
         for (u64 i = global_thread(); i < n; i += global_threads())                                  \
-            out[i] = from_double<T>(uniform01(seed, offset + i));                                     \
+            out[i] = from_double<T>(below_one<T>(uniform01(seed, offset + i)));                         \
     }                                                                                                \
     extern "C" __global__ void normal_##SUFFIX(T* out, u64 n, u64 seed, u64 offset) {                \
         for (u64 i = global_thread(); i < n; i += global_threads())                                  \

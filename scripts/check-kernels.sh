@@ -11,11 +11,14 @@ target="${CARGO_TARGET_DIR:-target}"
 venv="$target/nvrtc-venv"
 wheel="nvidia-cuda-nvrtc==13.0.*"
 
-if [ ! -x "$venv/bin/python" ]; then
-    python3 -m venv "$venv"
-fi
-if ! "$venv/bin/python" -m pip show nvidia-cuda-nvrtc 2>/dev/null | grep -q '^Version: 13\.0\.'; then
-    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$wheel"
+if [ -x "$venv/bin/python" ] || python3 -m venv "$venv" 2>/dev/null; then
+    if ! "$venv/bin/python" -m pip show nvidia-cuda-nvrtc 2>/dev/null | grep -q '^Version: 13\.0\.'; then
+        "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$wheel"
+    fi
+else
+    # No venv module (e.g. a bare Debian python3): install the wheel's files into a folder.
+    rm -rf "$venv"
+    python3 -m pip install --quiet --disable-pip-version-check --target "$venv" "$wheel"
 fi
 
 # The wheel's libraries: nvidia/cu13/lib in 13.x wheels, nvidia/cuda_nvrtc/lib in older ones.

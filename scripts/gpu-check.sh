@@ -2,7 +2,8 @@
 # The GPU check, in two halves.
 #
 #   bash scripts/gpu-check.sh build   # on the Rust machine: release test and benchmark binaries
-#                                     # into the git-ignored gpu-bin/ (stripped, ~tens of MiB)
+#                                     # into the git-ignored gpu-bin/ (stripped and gzipped,
+#                                     # about 20 MB, so the folder is easy to ship)
 #   bash scripts/gpu-check.sh run     # on a GPU machine with the CUDA 13 driver and PyTorch's
 #                                     # python3 (no Rust, no network needed): the GPU tests with
 #                                     # DEVTYPE_REQUIRE_CUDA=1, the kernel compile check, the GPU
@@ -88,12 +89,29 @@ for target, exe in artifacts(os.path.join(out, "build-bench.json")):
         shutil.copy(exe, os.path.join(out, "bench-gpu"))
         copied.append(os.path.join(out, "bench-gpu"))
 for path in copied:
-    subprocess.run(["strip", "--strip-debug", path], check=False)
+    # No debug info or symbols, then gzip: the folder stays small enough to ship (~20 MB).
+    subprocess.run(["strip", "--strip-all", path], check=False)
+    subprocess.run(["gzip", "-9", "-n", "-f", path], check=True)
 print("gpu-check: copied", len(copied), "binaries")
 EOF
-    [ -x "$BIN/bench-gpu" ] || die "the gpu benchmark binary is missing"
+    [ -f "$BIN/bench-gpu.gz" ] || die "the gpu benchmark binary is missing"
     rm -f "$BIN"/build-*.json
     du -sh "$BIN" | sed 's/^/gpu-check: gpu-bin holds /'
+}
+
+# Unpacks the gzipped binaries of gpu-bin/ into a scratch folder; prints its path.
+unpack() {
+    local dest="${TMPDIR:-/tmp}/devtype-gpu-bin"
+    rm -rf "$dest"
+    mkdir -p "$dest/tests"
+    local f
+    for f in "$BIN"/bench-gpu.gz "$BIN"/tests/*.gz; do
+        [ -f "$f" ] || continue
+        local rel=${f#"$BIN"/}
+        gunzip -c "$f" >"$dest/${rel%.gz}"
+        chmod +x "$dest/${rel%.gz}"
+    done
+    echo "$dest"
 }
 
 # Folders holding libnvrtc / libcublas: PyTorch's nvidia wheels, torch/lib, a CUDA toolkit.
@@ -122,7 +140,9 @@ EOF
 }
 
 run() {
-    [ -d "$BIN/tests" ] && [ -x "$BIN/bench-gpu" ] || die "no binaries in $BIN: run 'bash scripts/gpu-check.sh build' first"
+    [ -f "$BIN/bench-gpu.gz" ] || die "no binaries in $BIN: run 'bash scripts/gpu-check.sh build' first"
+    local exes
+    exes=$(unpack)
     local budget=${GPU_CHECK_BUDGET_S:-470}
     local start=$SECONDS
     local results=${OUT:-$BIN/results}
@@ -137,13 +157,13 @@ run() {
     local failed=0
     # Kernel compile check and the dynamic/typed GPU tests first, then the rest.
     local order=(kernels_compile cuda_runtime cuda_ops cuda_sync cuda_oom lib-unit-tests)
-    for t in "$BIN"/tests/*; do
+    for t in "$exes"/tests/*; do
         local n
         n=$(basename "$t")
         [[ " ${order[*]} " == *" $n "* ]] || order+=("$n")
     done
     for n in "${order[@]}"; do
-        local exe="$BIN/tests/$n"
+        local exe="$exes/tests/$n"
         [ -x "$exe" ] || continue
         local left=$((budget - 150 - (SECONDS - start)))
         if [ "$left" -lt 20 ]; then
@@ -166,7 +186,7 @@ run() {
     done
     echo "---- GPU benchmark"
     local left=$((budget - (SECONDS - start)))
-    timeout $((left > 60 ? left - 60 : 30)) "$BIN/bench-gpu" --json "$results/devtype.json" 2>&1 | tee "$results/bench-gpu.log"
+    timeout $((left > 60 ? left - 60 : 30)) "$exes/bench-gpu" --json "$results/devtype.json" 2>&1 | tee "$results/bench-gpu.log"
     echo "---- PyTorch on the same workloads"
     left=$((budget - (SECONDS - start)))
     timeout $((left > 20 ? left : 20)) python3 scripts/gpu_torch_bench.py --devtype "$results/devtype.json" --table "$results/table.txt" >"$results/torch.log" 2>&1 || true

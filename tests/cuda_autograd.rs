@@ -14,16 +14,28 @@ const CPU: DynDevice = DynDevice::cpu();
 const GPU: DynDevice = DynDevice::cuda(0);
 
 fn data(shape: &[usize], dtype: DType) -> DynTensor {
-    DynTensor::randn(shape, CPU).unwrap().to_dtype(dtype).unwrap()
+    DynTensor::randn(shape, CPU)
+        .unwrap()
+        .to_dtype(dtype)
+        .unwrap()
 }
 
 /// Integers in `[0, n)` as i64, on the CPU.
 fn ids(len: usize, n: usize, ignore_every: usize) -> DynTensor {
-    let u = DynTensor::rand([len], CPU).unwrap().to_vec::<f32>().unwrap();
+    let u = DynTensor::rand([len], CPU)
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap();
     let v: Vec<i64> = u
         .iter()
         .enumerate()
-        .map(|(i, x)| if ignore_every > 0 && i % ignore_every == 3 { -100 } else { ((x * n as f32) as i64).min(n as i64 - 1) })
+        .map(|(i, x)| {
+            if ignore_every > 0 && i % ignore_every == 3 {
+                -100
+            } else {
+                ((x * n as f32) as i64).min(n as i64 - 1)
+            }
+        })
         .collect();
     DynTensor::from_vec(v, [len], CPU).unwrap()
 }
@@ -31,9 +43,19 @@ fn ids(len: usize, n: usize, ignore_every: usize) -> DynTensor {
 #[track_caller]
 fn assert_close(got: &DynTensor, want: &DynTensor, what: &str) {
     assert_eq!(got.shape(), want.shape(), "{what}");
-    let g = got.to(CPU).unwrap().to_dtype(DType::F64).unwrap().to_vec::<f64>().unwrap();
+    let g = got
+        .to(CPU)
+        .unwrap()
+        .to_dtype(DType::F64)
+        .unwrap()
+        .to_vec::<f64>()
+        .unwrap();
     let w = want.to_dtype(DType::F64).unwrap().to_vec::<f64>().unwrap();
-    let eps = if want.dtype() == DType::F32 { f32::EPSILON as f64 } else { f64::EPSILON };
+    let eps = if want.dtype() == DType::F32 {
+        f32::EPSILON as f64
+    } else {
+        f64::EPSILON
+    };
     for (i, (a, b)) in g.iter().zip(&w).enumerate() {
         assert!(
             (a - b).abs() <= eps * 256.0 * (1.0 + a.abs().max(b.abs())),
@@ -44,19 +66,38 @@ fn assert_close(got: &DynTensor, want: &DynTensor, what: &str) {
 
 /// A small model whose backward pass uses every backward kernel: index_select (index_add),
 /// linear (GEMMs and the bias sum), relu, gather (scatter_add) and cross-entropy.
-fn grads(dev: DynDevice, init: &[DynTensor], inputs: &[DynTensor], reduction: Reduction) -> Result<Vec<DynTensor>> {
-    let params: Vec<DynVar> = init.iter().map(|t| DynVar::parameter(t.to(dev).unwrap())).collect();
-    let [w1, b1, w2, b2, table] = &params[..] else { unreachable!() };
-    let [x, rows, picks, targets, weight] = &inputs[..] else { unreachable!() };
+fn grads(
+    dev: DynDevice,
+    init: &[DynTensor],
+    inputs: &[DynTensor],
+    reduction: Reduction,
+) -> Result<Vec<DynTensor>> {
+    let params: Vec<DynVar> = init
+        .iter()
+        .map(|t| DynVar::parameter(t.to(dev).unwrap()))
+        .collect();
+    let [w1, b1, w2, b2, table] = &params[..] else {
+        unreachable!()
+    };
+    let [x, rows, picks, targets, weight] = inputs else {
+        unreachable!()
+    };
     let on = |t: &DynTensor| t.to(dev).unwrap();
     let emb = table.index_select(0, &on(rows))?;
     let h = DynVar::new(on(x)).add(&emb)?.linear(w1, Some(b1))?.relu()?;
     let logits = h.linear(w2, Some(b2))?;
     let picked = logits.gather(1, &on(picks))?.sum_all()?.mul_scalar(0.1)?;
     let loss = logits.cross_entropy(&on(targets), Some(&on(weight)), reduction, -100)?;
-    let loss = if reduction == Reduction::None { loss.sum_all()? } else { loss };
+    let loss = if reduction == Reduction::None {
+        loss.sum_all()?
+    } else {
+        loss
+    };
     loss.add(&picked)?.backward()?;
-    Ok(params.iter().map(|p| p.grad().expect("a gradient")).collect())
+    Ok(params
+        .iter()
+        .map(|p| p.grad().expect("a gradient"))
+        .collect())
 }
 
 #[test]
@@ -71,30 +112,62 @@ fn gradients_on_the_gpu_match_the_cpu() {
             data(&[classes], dtype),
             data(&[vocab, features], dtype),
         ];
-        let picks = DynTensor::stack(&[&ids(batch, classes, 0), &ids(batch, classes, 0)], 1).unwrap();
-        let weight = DynTensor::rand([classes], CPU).unwrap().add_scalar(0.5).unwrap().to_dtype(dtype).unwrap();
-        let inputs = vec![data(&[batch, features], dtype), ids(batch, vocab, 0), picks, ids(batch, classes, 7), weight];
+        let picks =
+            DynTensor::stack(&[&ids(batch, classes, 0), &ids(batch, classes, 0)], 1).unwrap();
+        let weight = DynTensor::rand([classes], CPU)
+            .unwrap()
+            .add_scalar(0.5)
+            .unwrap()
+            .to_dtype(dtype)
+            .unwrap();
+        let inputs = vec![
+            data(&[batch, features], dtype),
+            ids(batch, vocab, 0),
+            picks,
+            ids(batch, classes, 7),
+            weight,
+        ];
         for reduction in [Reduction::Mean, Reduction::Sum, Reduction::None] {
             let want = grads(CPU, &init, &inputs, reduction).unwrap();
             let got = grads(GPU, &init, &inputs, reduction).unwrap();
             for (i, (g, w)) in got.iter().zip(&want).enumerate() {
                 assert_eq!(g.device(), GPU);
-                assert_close(g, w, &format!("gradient of parameter {i}, {dtype:?}, {reduction:?}"));
+                assert_close(
+                    g,
+                    w,
+                    &format!("gradient of parameter {i}, {dtype:?}, {reduction:?}"),
+                );
             }
         }
     }
 }
 
 fn sgd<D: Device>() -> Sgd<D, f64> {
-    Sgd::new(0.1).momentum(0.9).dampening(0.1).weight_decay(0.01).nesterov(true)
+    Sgd::new(0.1)
+        .momentum(0.9)
+        .dampening(0.1)
+        .weight_decay(0.01)
+        .nesterov(true)
 }
 
 #[test]
 fn optimizer_steps_on_the_gpu_match_the_cpu() {
     let Some(gpu) = common::gpu() else { return };
-    let start = Tensor::<Cpu, f64>::from_vec((0..300).map(|i| (i as f64 * 0.37).sin()).collect(), [30, 10], Cpu);
+    let start = Tensor::<Cpu, f64>::from_vec(
+        (0..300).map(|i| (i as f64 * 0.37).sin()).collect(),
+        [30, 10],
+        Cpu,
+    );
     let grads: Vec<Tensor<Cpu, f64>> = (0..4)
-        .map(|s| Tensor::from_vec((0..300).map(|i| ((i * 7 + s * 13) as f64 * 0.11).cos()).collect(), [30, 10], Cpu))
+        .map(|s| {
+            Tensor::from_vec(
+                (0..300)
+                    .map(|i| ((i * 7 + s * 13) as f64 * 0.11).cos())
+                    .collect(),
+                [30, 10],
+                Cpu,
+            )
+        })
         .collect();
     let adam = || Adam::new(0.01).weight_decay(0.1);
     let adamw = || Adam::new(0.01).decoupled_weight_decay(0.1);
@@ -108,11 +181,21 @@ fn optimizer_steps_on_the_gpu_match_the_cpu() {
         cpu_opt.step(&mut cpu_p);
         gpu_opt.step(&mut gpu_p);
     }
-    assert_close(&gpu_p.detach().into_dyn(), &cpu_p.detach().into_dyn(), "SGD parameters");
-    let (cb, gb): (Tensor<Cpu, f64>, Tensor<Cuda<0>, f64>) = (cpu_opt.momentum_buffer("").unwrap(), gpu_opt.momentum_buffer("").unwrap());
+    assert_close(
+        &gpu_p.detach().into_dyn(),
+        &cpu_p.detach().into_dyn(),
+        "SGD parameters",
+    );
+    let (cb, gb): (Tensor<Cpu, f64>, Tensor<Cuda<0>, f64>) = (
+        cpu_opt.momentum_buffer("").unwrap(),
+        gpu_opt.momentum_buffer("").unwrap(),
+    );
     assert_close(&gb.into_dyn(), &cb.into_dyn(), "SGD momentum");
 
-    for (name, make) in [("Adam", &adam as &dyn Fn() -> Adam<Cpu, f64>), ("AdamW", &adamw)] {
+    for (name, make) in [
+        ("Adam", &adam as &dyn Fn() -> Adam<Cpu, f64>),
+        ("AdamW", &adamw),
+    ] {
         let mut cpu_p = Var::parameter(start.clone());
         let mut gpu_p = Var::parameter(start.to(gpu));
         let mut cpu_opt = make();

@@ -31,8 +31,9 @@ impl BlasCache {
 
 fn cublas_present() -> bool {
     static PRESENT: OnceLock<bool> = OnceLock::new();
-    // SAFETY: `is_culib_present` only tries to dlopen libcublas by its known names.
-    *PRESENT.get_or_init(|| unsafe { sys::is_culib_present() })
+    // SAFETY: `is_culib_present` only tries to dlopen libcublas by its known names. Miri cannot
+    // load shared libraries: there, no cuBLAS.
+    *PRESENT.get_or_init(|| !cfg!(miri) && unsafe { sys::is_culib_present() })
 }
 
 /// Maps a cuBLAS status; allocation failures are out-of-memory errors of `gpu`.

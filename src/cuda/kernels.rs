@@ -168,6 +168,7 @@ impl Family {
                     add(&format!("compare_{}", compare_name(op)), &ALL_TYPES);
                     add(&format!("compare_scalar_{}", compare_name(op)), &ALL_TYPES);
                 }
+                add("relu_backward", &FLOAT_TYPES);
             }
             Family::Unary => {
                 for op in [

@@ -31,8 +31,9 @@ pub(crate) struct Compiled {
 /// True when `libnvrtc` can be loaded.
 pub(crate) fn nvrtc_present() -> bool {
     static PRESENT: OnceLock<bool> = OnceLock::new();
-    // SAFETY: `is_culib_present` only tries to dlopen libnvrtc by its known names.
-    *PRESENT.get_or_init(|| unsafe { sys::is_culib_present() })
+    // SAFETY: `is_culib_present` only tries to dlopen libnvrtc by its known names. Miri cannot
+    // load shared libraries: there, no NVRTC.
+    *PRESENT.get_or_init(|| !cfg!(miri) && unsafe { sys::is_culib_present() })
 }
 
 fn check(call: &'static str, status: nvrtcResult) -> Result<()> {

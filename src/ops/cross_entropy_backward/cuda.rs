@@ -22,7 +22,9 @@ pub(crate) fn cross_entropy_backward(
     grad_out: &RawTensor,
     nc: (usize, usize),
 ) -> Result<RawTensor> {
-    with_dtype!(logits.dtype, |T| typed::<T>(logits, targets, weight, options, grad_out, nc))
+    with_dtype!(logits.dtype, |T| typed::<T>(
+        logits, targets, weight, options, grad_out, nc
+    ))
 }
 
 fn typed<T: CudaElement>(
@@ -53,7 +55,8 @@ fn typed<T: CudaElement>(
             Some(w) => ptr(w)?,
             None => 0,
         };
-        let (rows, classes, ignore, has_weight) = (n as u64, c as u64, options.ignore_index, w.is_some() as u32);
+        let (rows, classes, ignore, has_weight) =
+            (n as u64, c as u64, options.ignore_index, w.is_some() as u32);
         let mode: u32 = match options.reduction {
             Reduction::Mean => 0,
             Reduction::Sum => 1,
@@ -62,21 +65,36 @@ fn typed<T: CudaElement>(
         let total = memory::alloc::<T>(gpu, 1)?;
         let ptotal = slice_ptr(&total);
         if mode == 0 {
-            let f = kernels::function(gpu, Family::Loss, &format!("cross_entropy_total_weight_{}", T::SUFFIX))?;
+            let f = kernels::function(
+                gpu,
+                Family::Loss,
+                &format!("cross_entropy_total_weight_{}", T::SUFFIX),
+            )?;
             let cfg = LaunchConfig {
                 grid_dim: (1, 1, 1),
                 block_dim: (launch::block_for(n, 1024), 1, 1),
                 shared_mem_bytes: 0,
             };
             let mut b = gpu.stream.launch_builder(f);
-            b.arg(&ptotal).arg(&pt).arg(&pw).arg(&rows).arg(&classes).arg(&ignore).arg(&has_weight);
+            b.arg(&ptotal)
+                .arg(&pt)
+                .arg(&pw)
+                .arg(&rows)
+                .arg(&classes)
+                .arg(&ignore)
+                .arg(&has_weight);
             // SAFETY: `cross_entropy_total_weight_<T>(T* total, const i64* target, const T* weight,
             // u64 n, u64 c, i64 ignore_index, u32 has_weight)` matches; `target` holds n i64,
             // `weight` c values (read only at targets checked to be in [0, c)), `total` one; one
             // block of a multiple of 32 threads.
-            unsafe { b.launch(cfg) }.map_err(|e| gpu.error("cuLaunchKernel(cross_entropy_total_weight)", e))?;
+            unsafe { b.launch(cfg) }
+                .map_err(|e| gpu.error("cuLaunchKernel(cross_entropy_total_weight)", e))?;
         }
-        let f = kernels::function(gpu, Family::Loss, &format!("cross_entropy_backward_{}", T::SUFFIX))?;
+        let f = kernels::function(
+            gpu,
+            Family::Loss,
+            &format!("cross_entropy_backward_{}", T::SUFFIX),
+        )?;
         let threads = launch::block_for(c, 256);
         let cfg = LaunchConfig {
             grid_dim: (launch::row_blocks(gpu, n, threads), 1, 1),
@@ -103,7 +121,8 @@ fn typed<T: CudaElement>(
         // the caller), `total` is read only in mode 0 after the kernel above wrote it (same
         // stream); `weight` is read only at targets checked to be in [0, c); blocks are a
         // multiple of 32 threads.
-        unsafe { b.launch(cfg) }.map_err(|e| gpu.error("cuLaunchKernel(cross_entropy_backward)", e))?;
+        unsafe { b.launch(cfg) }
+            .map_err(|e| gpu.error("cuLaunchKernel(cross_entropy_backward)", e))?;
         drop(total);
     }
     Ok(memory::tensor(out, logits.layout.shape, gpu.ordinal))

@@ -25,7 +25,11 @@ fn make_unique(t: &mut RawTensor) -> Result<()> {
 
 /// Zeros shaped like `like`, on `gpu`.
 fn zeros_like<T: CudaElement>(gpu: &GpuContext, like: &RawTensor) -> Result<RawTensor> {
-    Ok(memory::tensor(memory::alloc_zeros::<T>(gpu, like.numel())?, like.layout.shape, gpu.ordinal))
+    Ok(memory::tensor(
+        memory::alloc_zeros::<T>(gpu, like.numel())?,
+        like.layout.shape,
+        gpu.ordinal,
+    ))
 }
 
 /// The device address of a GPU tensor's first element.
@@ -34,11 +38,21 @@ fn ptr(t: &RawTensor) -> Result<u64> {
     Ok(memory::element_ptr(t, s))
 }
 
-pub(crate) fn sgd(param: &mut RawTensor, grad: &RawTensor, buffer: &mut Option<RawTensor>, u: &SgdUpdate) -> Result<()> {
+pub(crate) fn sgd(
+    param: &mut RawTensor,
+    grad: &RawTensor,
+    buffer: &mut Option<RawTensor>,
+    u: &SgdUpdate,
+) -> Result<()> {
     with_dtype!(param.dtype, |T| sgd_typed::<T>(param, grad, buffer, u))
 }
 
-fn sgd_typed<T: CudaElement>(param: &mut RawTensor, grad: &RawTensor, buffer: &mut Option<RawTensor>, u: &SgdUpdate) -> Result<()> {
+fn sgd_typed<T: CudaElement>(
+    param: &mut RawTensor,
+    grad: &RawTensor,
+    buffer: &mut Option<RawTensor>,
+    u: &SgdUpdate,
+) -> Result<()> {
     let (gpu, _) = memory::gpu_of("sgd_update", param)?;
     memory::same_gpu(gpu, &[grad])?;
     let g = launch::contiguous_or_self(grad)?;
@@ -67,7 +81,12 @@ fn sgd_typed<T: CudaElement>(param: &mut RawTensor, grad: &RawTensor, buffer: &m
         T::from_f64(u.momentum),
         T::from_f64(1.0 - u.dampening),
     );
-    let (count, nesterov, first, has_momentum) = (n as u64, u.nesterov as u32, first as u32, has_momentum as u32);
+    let (count, nesterov, first, has_momentum) = (
+        n as u64,
+        u.nesterov as u32,
+        first as u32,
+        has_momentum as u32,
+    );
     let mut b = gpu.stream.launch_builder(f);
     b.arg(&pp)
         .arg(&pg)
@@ -84,7 +103,8 @@ fn sgd_typed<T: CudaElement>(param: &mut RawTensor, grad: &RawTensor, buffer: &m
     // nesterov, u32 first, u32 has_momentum)` matches; `p` is a contiguous buffer of n elements
     // owned by `param` alone (made unique above), `g` a contiguous n-element gradient, `b` the
     // n-element momentum buffer (read and written only when `has_momentum`).
-    unsafe { b.launch(launch::grid(gpu, n, 1)) }.map_err(|e| gpu.error("cuLaunchKernel(sgd)", e))?;
+    unsafe { b.launch(launch::grid(gpu, n, 1)) }
+        .map_err(|e| gpu.error("cuLaunchKernel(sgd)", e))?;
     Ok(())
 }
 
@@ -125,7 +145,11 @@ fn adam_typed<T: CudaElement>(
     let bc2 = 1.0 - u.beta2.powi(t);
     let step_size = T::from_f64(u.lr / bc1);
     let inv_sqrt_bc2 = T::from_f64(1.0 / bc2.sqrt());
-    let (b1, b2, eps) = (T::from_f64(u.beta1), T::from_f64(u.beta2), T::from_f64(u.eps));
+    let (b1, b2, eps) = (
+        T::from_f64(u.beta1),
+        T::from_f64(u.beta2),
+        T::from_f64(u.eps),
+    );
     let (one_b1, one_b2) = (T::from_f64(1.0 - u.beta1), T::from_f64(1.0 - u.beta2));
     let (l2, decay) = if u.decoupled {
         (T::ZERO, T::from_f64(1.0 - u.lr * u.weight_decay))
@@ -156,6 +180,7 @@ fn adam_typed<T: CudaElement>(
     // eps, T l2, T decay, T step_size, T inv_sqrt_bc2)` matches; `p`, `m` and `v` are
     // contiguous n-element buffers owned by this optimizer step alone (made unique above) and
     // `g` a contiguous n-element gradient.
-    unsafe { b.launch(launch::grid(gpu, n, 1)) }.map_err(|e| gpu.error("cuLaunchKernel(adam)", e))?;
+    unsafe { b.launch(launch::grid(gpu, n, 1)) }
+        .map_err(|e| gpu.error("cuLaunchKernel(adam)", e))?;
     Ok(())
 }

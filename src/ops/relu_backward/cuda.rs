@@ -17,7 +17,11 @@ pub(crate) fn relu_backward(grad: &RawTensor, y: &RawTensor) -> Result<RawTensor
     let out = memory::alloc_dtype(gpu, grad.dtype, n)?;
     if n > 0 {
         let layout = launch::strided::<2>(&shape, [&grad.layout.strides, &y.layout.strides]);
-        let f = kernels::function(gpu, Family::Binary, &format!("relu_backward_{}", suffix(grad.dtype)))?;
+        let f = kernels::function(
+            gpu,
+            Family::Binary,
+            &format!("relu_backward_{}", suffix(grad.dtype)),
+        )?;
         let (po, pg, py, count) = (
             out.device_ptr(),
             memory::element_ptr(grad, sg),

@@ -49,20 +49,35 @@ fn run(shape: Dims, index: &RawTensor, src: &RawTensor, args: ScatterArgs) -> Re
     let out = memory::alloc_zeros_dtype(gpu, src.dtype, shape.iter().product())?;
     let n = src.numel();
     if n > 0 && shape.iter().product::<usize>() > 0 {
-        let f = kernels::function(gpu, Family::Scatter, &format!("scatter_add_{}", suffix(src.dtype)))?;
-        let (po, ps, pi, count) = (out.device_ptr(), memory::element_ptr(src, ss), memory::element_ptr(index, si), n as u64);
+        let f = kernels::function(
+            gpu,
+            Family::Scatter,
+            &format!("scatter_add_{}", suffix(src.dtype)),
+        )?;
+        let (po, ps, pi, count) = (
+            out.device_ptr(),
+            memory::element_ptr(src, ss),
+            memory::element_ptr(index, si),
+            n as u64,
+        );
         let mut b = gpu.stream.launch_builder(f);
         b.arg(&po).arg(&ps).arg(&pi).arg(&args).arg(&count);
         // SAFETY: `scatter_add_<T>(T* out, const T* src, const i64* index, ScatterArgs, u64 n)`
         // matches; `src` and `index` are views described by `args` (every offset inside their
         // buffers); every output coordinate is checked on the device against `out_shape` and
         // `dim_size`, so the atomic adds stay inside `out`.
-        unsafe { b.launch(launch::grid(gpu, n, 1)) }.map_err(|e| gpu.error("cuLaunchKernel(scatter_add)", e))?;
+        unsafe { b.launch(launch::grid(gpu, n, 1)) }
+            .map_err(|e| gpu.error("cuLaunchKernel(scatter_add)", e))?;
     }
     Ok(memory::tensor_from_storage(out, shape, gpu.ordinal))
 }
 
-pub(crate) fn scatter_add(shape: Dims, dim: usize, index: &RawTensor, src: &RawTensor) -> Result<RawTensor> {
+pub(crate) fn scatter_add(
+    shape: Dims,
+    dim: usize,
+    index: &RawTensor,
+    src: &RawTensor,
+) -> Result<RawTensor> {
     let rank = src.rank();
     let args = if shape.is_empty() {
         // A 0-dim output: every source element adds into its one value (index 0 or -1).
@@ -94,10 +109,19 @@ pub(crate) fn scatter_add(shape: Dims, dim: usize, index: &RawTensor, src: &RawT
     run(shape, index, src, args)
 }
 
-pub(crate) fn index_add(shape: Dims, dim: usize, index: &RawTensor, src: &RawTensor) -> Result<RawTensor> {
+pub(crate) fn index_add(
+    shape: Dims,
+    dim: usize,
+    index: &RawTensor,
+    src: &RawTensor,
+) -> Result<RawTensor> {
     let rank = src.rank();
     // The index (one value per slice along `dim`) seen along the source's dims.
-    let index_stride = if index.rank() == 1 { index.layout.strides[0] as u64 } else { 0 };
+    let index_stride = if index.rank() == 1 {
+        index.layout.strides[0] as u64
+    } else {
+        0
+    };
     let args = if shape.is_empty() {
         let mut index_strides = [0u64; MAX_DIMS];
         if rank > 0 {
