@@ -98,17 +98,23 @@ fn display_shows_requires_grad_and_grad_fn() {
 fn gradcheck_catches_a_wrong_gradient() {
     // f(x) = x * detach(x): the true derivative is 2x, the recorded one only x.
     let x = Tensor::<Cpu, f64>::from_vec(vec![0.5, -1.0, 2.0], [3], Cpu);
-    let err = gradcheck(|v| Ok((&v[0] * v[0].detach()).sum_all()), std::slice::from_ref(&x))
-        .unwrap_err()
-        .to_string();
+    let err = gradcheck(
+        |v| Ok((&v[0] * v[0].detach()).sum_all()),
+        std::slice::from_ref(&x),
+    )
+    .unwrap_err()
+    .to_string();
     assert!(
         err.starts_with("Jacobian mismatch for output 0 with respect to input 0"),
         "{err}"
     );
     // A constant whose recorded gradient is zero while the value moves: caught too.
-    let err = gradcheck(|v| Ok(Var::new(v[0].detach()).sum_all()), std::slice::from_ref(&x))
-        .unwrap_err()
-        .to_string();
+    let err = gradcheck(
+        |v| Ok(Var::new(v[0].detach()).sum_all()),
+        std::slice::from_ref(&x),
+    )
+    .unwrap_err()
+    .to_string();
     assert!(err.starts_with("Jacobian mismatch"), "{err}");
     // And a gradient that is zero everywhere proves nothing: refused.
     let err = gradcheck(|v| Ok((-v[0].square() - 1.0).relu().sum_all()), &[x])

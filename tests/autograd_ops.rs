@@ -246,3 +246,11 @@ fn a_composite_mlp() {
     )
     .unwrap();
 }
+
+#[test]
+fn relu_module_on_an_owned_input_keeps_saved_tensors_intact() {
+    // tanh saves its output for its backward; the relu that consumes it must not overwrite it.
+    let x = randn(&[4, 5], 27);
+    check(|v| devtype::nn::ReLU.try_forward(v[0].try_tanh()?), &[&x]);
+    check(|v| devtype::nn::ReLU.try_forward(&v[0] * 2.0 - 0.5), &[&x]);
+}

@@ -324,15 +324,32 @@ impl<D: Device, E: Float> Neg for Var<D, E> {
     }
 }
 
+/// `a op b` on the dynamic front: devices checked as PyTorch's element-wise ops, where one
+/// CPU 0-dim tensor may join an op on a GPU (it is copied there, and its gradient back).
+fn dyn_binary(a: In<'_>, b: In<'_>, op: BinaryOp) -> Result<DynVar> {
+    let common = same_device_elementwise(&[a.value, b.value], true)?;
+    let moved = if a.value.device != common {
+        Some((true, super::copy::to_device(a, common)?))
+    } else if b.value.device != common {
+        Some((false, super::copy::to_device(b, common)?))
+    } else {
+        None
+    };
+    let out = match &moved {
+        Some((true, m)) => binary(m.input(), b, op)?,
+        Some((false, m)) => binary(a, m.input(), op)?,
+        None => binary(a, b, op)?,
+    };
+    Ok(DynVar::from_out(out))
+}
+
 macro_rules! dyn_binary {
     ($($(#[$doc:meta])* $name:ident => $op:ident),* $(,)?) => {
         impl DynVar {
             $(
                 $(#[$doc])*
                 pub fn $name<O: DynOperand>(&self, other: O) -> Result<DynVar> {
-                    let other = other.parts();
-                    same_device_elementwise(&[self.raw(), other.value], false)?;
-                    Ok(DynVar::from_out(binary(self.input(), other, BinaryOp::$op)?))
+                    dyn_binary(self.input(), other.parts(), BinaryOp::$op)
                 }
                 paste::paste! {
                     #[doc = concat!("`self ", stringify!($name), " s`, element-wise.")]

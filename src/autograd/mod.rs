@@ -54,5 +54,5 @@ pub(crate) mod rules {
     pub(crate) use super::linear::linear;
     pub(crate) use super::loss::cross_entropy;
     pub(crate) use super::reduce::sum_mean;
-    pub(crate) use super::unary::unary;
+    pub(crate) use super::unary::{relu_owned, unary};
 }

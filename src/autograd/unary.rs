@@ -83,6 +83,21 @@ pub(crate) fn unary(a: In<'_>, op: UnaryOp) -> Result<Out> {
     Ok(Out { value, node })
 }
 
+/// `relu(a)` of an owned operand, recorded: the result is written into `a`'s buffer when
+/// nothing else holds it (an op that saved `a` for its own backward holds it, so it is then
+/// left alone and a new buffer is used).
+pub(crate) fn relu_owned(
+    a: Operand<'_>,
+    node: Option<std::sync::Arc<super::graph::Node>>,
+) -> Result<Out> {
+    let value = ops::unary::unary(a, UnaryOp::Relu)?;
+    let node = record(name(UnaryOp::Relu), &[node.as_ref()], |_| {
+        let y = value.clone();
+        move |g| Ok(vec![Some(rule(UnaryOp::Relu, g, None, Some(&y))?)])
+    });
+    Ok(Out { value, node })
+}
+
 macro_rules! var_unary {
     ($($(#[$doc:meta])* $name:ident => $op:ident),* $(,)?) => {
         impl<D: Device, E: Float> Var<D, E> {

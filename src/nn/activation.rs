@@ -12,6 +12,16 @@ fn device_of<D: Device, I: HasDevice>(input: &I) -> D {
     D::from_dyn(input.raw().device).expect("typed tensors are on their device")
 }
 
+/// `max(x, 0)`, recorded; an owned input lends its buffer when nothing else holds it.
+fn relu<D: Device, E: Float, I: ModuleInput<D> + HasDevice<Element = E>>(
+    input: I,
+) -> Result<Var<D, E>> {
+    let device = device_of::<D, I>(&input);
+    let node = input.grad_node().cloned();
+    let out = crate::autograd::rules::relu_owned(input.into_operand(), node)?;
+    Ok(Var::from_out(out, device))
+}
+
 /// `max(x, 0)` as a module (`nn.ReLU`). It has no parameters, so it runs on any device.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ReLU;
@@ -26,11 +36,7 @@ impl ReLU {
         &self,
         input: I,
     ) -> Result<Var<D, E>> {
-        let device = device_of::<D, I>(&input);
-        Ok(Var::from_out(
-            crate::autograd::rules::unary(In::of(&input), crate::UnaryOp::Relu)?,
-            device,
-        ))
+        relu(input)
     }
 
     /// `max(x, 0)`, recorded, on the input's device.
@@ -51,9 +57,8 @@ impl ReLU {
 impl<D: Device, E: Float> Forward<D, E> for ReLU {
     #[track_caller]
     fn forward<I: ModuleInput<D> + HasDevice<Element = E>>(&self, input: I) -> Var<D, E> {
-        let device = device_of::<D, I>(&input);
-        match crate::autograd::rules::unary(In::of(&input), crate::UnaryOp::Relu) {
-            Ok(out) => Var::from_out(out, device),
+        match relu(input) {
+            Ok(v) => v,
             Err(e) => panic!("{e}"),
         }
     }
