@@ -7,8 +7,8 @@
 //! cargo bench --bench cpu -- A C E     # a subset
 //! ```
 
-use devtype::prelude::*;
 use devtype::nn::Linear;
+use devtype::prelude::*;
 use std::hint::black_box;
 use std::time::Instant;
 
@@ -34,9 +34,15 @@ struct Cfg {
 
 fn cfg() -> Cfg {
     if std::env::var("BENCH_QUICK").is_ok_and(|v| v == "1") {
-        Cfg { min_sample_s: 0.02, samples: 3 }
+        Cfg {
+            min_sample_s: 0.02,
+            samples: 3,
+        }
     } else {
-        Cfg { min_sample_s: 0.15, samples: 9 }
+        Cfg {
+            min_sample_s: 0.15,
+            samples: 9,
+        }
     }
 }
 
@@ -58,7 +64,9 @@ fn time_per_call(cfg: Cfg, mut f: impl FnMut()) -> Vec<f64> {
         for _ in 0..probe {
             f();
         }
-        iters = ((cfg.min_sample_s / (t.elapsed().as_secs_f64().max(1e-9) / probe as f64)).ceil() as usize).max(1);
+        iters = ((cfg.min_sample_s / (t.elapsed().as_secs_f64().max(1e-9) / probe as f64)).ceil()
+            as usize)
+            .max(1);
     }
     (0..cfg.samples)
         .map(|_| {
@@ -99,7 +107,14 @@ fn median(v: &[f64]) -> f64 {
 }
 
 /// One JSON line as the peers print it; `scale` turns seconds into the unit.
-fn report(peer: &str, workload: &str, case: &str, unit: &str, secs: &[f64], scale: impl Fn(f64) -> f64) {
+fn report(
+    peer: &str,
+    workload: &str,
+    case: &str,
+    unit: &str,
+    secs: &[f64],
+    scale: impl Fn(f64) -> f64,
+) {
     let vals: Vec<f64> = secs.iter().map(|&s| scale(s)).collect();
     let min = vals.iter().copied().fold(f64::INFINITY, f64::min);
     let max = vals.iter().copied().fold(f64::NEG_INFINITY, f64::max);
@@ -124,7 +139,11 @@ fn ms(s: f64) -> f64 {
 }
 
 fn sgemm(cfg: Cfg) {
-    let id = if rayon::current_num_threads() == 1 { "A1" } else { "A" };
+    let id = if rayon::current_num_threads() == 1 {
+        "A1"
+    } else {
+        "A"
+    };
     for n in GEMM_SIZES {
         let a = Tensor::<Cpu>::randn([n, n], Cpu);
         let b = Tensor::<Cpu>::randn([n, n], Cpu);
@@ -132,12 +151,26 @@ fn sgemm(cfg: Cfg) {
         let t = time_per_call(cfg, || {
             black_box(a.matmul(&b));
         });
-        report("devtype", id, &format!("sgemm n={n}"), "GFLOP/s", &t, gflops(flops));
+        report(
+            "devtype",
+            id,
+            &format!("sgemm n={n}"),
+            "GFLOP/s",
+            &t,
+            gflops(flops),
+        );
         let (da, db) = (a.to_dyn(), b.to_dyn());
         let t = time_per_call(cfg, || {
             black_box(da.matmul(&db).unwrap());
         });
-        report("devtype-dyn", id, &format!("sgemm n={n}"), "GFLOP/s", &t, gflops(flops));
+        report(
+            "devtype-dyn",
+            id,
+            &format!("sgemm n={n}"),
+            "GFLOP/s",
+            &t,
+            gflops(flops),
+        );
     }
 }
 
@@ -148,33 +181,81 @@ fn elementwise(cfg: Cfg) {
     let t = time_per_call(cfg, || {
         black_box(&x + &y);
     });
-    report("devtype", "B", "add x+y (alloc out)", "GB/s", &t, gbps(3.0 * bytes));
+    report(
+        "devtype",
+        "B",
+        "add x+y (alloc out)",
+        "GB/s",
+        &t,
+        gbps(3.0 * bytes),
+    );
     let z = &x + &y;
     let t = time_per_call(cfg, || {
         black_box(z.relu());
     });
-    report("devtype", "B", "relu(z) (alloc out)", "GB/s", &t, gbps(2.0 * bytes));
+    report(
+        "devtype",
+        "B",
+        "relu(z) (alloc out)",
+        "GB/s",
+        &t,
+        gbps(2.0 * bytes),
+    );
     let t = time_per_call(cfg, || {
         black_box((&x + &y).relu());
     });
-    report("devtype", "B", "relu(x+y) 2 ops", "GB/s", &t, gbps(5.0 * bytes));
+    report(
+        "devtype",
+        "B",
+        "relu(x+y) 2 ops",
+        "GB/s",
+        &t,
+        gbps(5.0 * bytes),
+    );
     report("devtype", "B", "relu(x+y) 2 ops time", "ms", &t, ms);
     let t = time_per_call(cfg, || {
         black_box((&x + &y).relu_owned());
     });
-    report("devtype", "B", "relu(x+y) 2 ops, relu in place (relu_owned)", "GB/s", &t, gbps(5.0 * bytes));
-    report("devtype", "B", "relu(x+y) 2 ops, relu in place (relu_owned) time", "ms", &t, ms);
+    report(
+        "devtype",
+        "B",
+        "relu(x+y) 2 ops, relu in place (relu_owned)",
+        "GB/s",
+        &t,
+        gbps(5.0 * bytes),
+    );
+    report(
+        "devtype",
+        "B",
+        "relu(x+y) 2 ops, relu in place (relu_owned) time",
+        "ms",
+        &t,
+        ms,
+    );
     let (dx, dy) = (x.to_dyn(), y.to_dyn());
     let t = time_per_call(cfg, || {
         black_box(dx.add(&dy).unwrap().relu().unwrap());
     });
-    report("devtype-dyn", "B", "relu(x+y) 2 ops", "GB/s", &t, gbps(5.0 * bytes));
+    report(
+        "devtype-dyn",
+        "B",
+        "relu(x+y) 2 ops",
+        "GB/s",
+        &t,
+        gbps(5.0 * bytes),
+    );
     report("devtype-dyn", "B", "relu(x+y) 2 ops time", "ms", &t, ms);
     // Correctness spot check against a plain loop.
     let got = (&x + &y).relu().to_vec();
     let (xv, yv) = (x.to_vec(), y.to_vec());
-    let bad = (0..ELEM_N).step_by(4099).filter(|&i| got[i] != (xv[i] + yv[i]).max(0.0)).count();
-    println!("{{\"peer\":\"devtype\",\"info\":\"B check\",\"text\":\"{}\"}}", if bad == 0 { "ok" } else { "MISMATCH" });
+    let bad = (0..ELEM_N)
+        .step_by(4099)
+        .filter(|&i| got[i] != (xv[i] + yv[i]).max(0.0))
+        .count();
+    println!(
+        "{{\"peer\":\"devtype\",\"info\":\"B check\",\"text\":\"{}\"}}",
+        if bad == 0 { "ok" } else { "MISMATCH" }
+    );
 }
 
 fn tiny() {
@@ -185,17 +266,38 @@ fn tiny() {
     let t = time_fixed(7, 2, TINY_REPS, || {
         black_box(lin.forward(&x));
     });
-    report("devtype", "C", "Linear(10,2) fwd, plain weights", "ns", &t, ns);
+    report(
+        "devtype",
+        "C",
+        "Linear(10,2) fwd, plain weights",
+        "ns",
+        &t,
+        ns,
+    );
     let (dx, dw, db) = (x.to_dyn(), w.to_dyn(), b.to_dyn());
     let t = time_fixed(7, 2, TINY_REPS, || {
         black_box(dx.linear(&dw, Some(&db)).unwrap());
     });
-    report("devtype-dyn", "C", "Linear(10,2) fwd, plain weights", "ns", &t, ns);
+    report(
+        "devtype-dyn",
+        "C",
+        "Linear(10,2) fwd, plain weights",
+        "ns",
+        &t,
+        ns,
+    );
     let wt = w.t();
     let t = time_fixed(7, 2, TINY_REPS, || {
         black_box(x.matmul(&wt));
     });
-    report("devtype", "C", "  of which matmul (4x10)@(10x2)", "ns", &t, ns);
+    report(
+        "devtype",
+        "C",
+        "  of which matmul (4x10)@(10x2)",
+        "ns",
+        &t,
+        ns,
+    );
 }
 
 fn dispatch() {
@@ -217,11 +319,21 @@ fn dispatch() {
     let t = time_fixed(7, 1000, TINY_REPS, || {
         black_box(a.clone());
     });
-    report("devtype", "E", "  ref: Tensor::clone (Arc bump)", "ns", &t, ns);
+    report(
+        "devtype",
+        "E",
+        "  ref: Tensor::clone (Arc bump)",
+        "ns",
+        &t,
+        ns,
+    );
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
     let want = |w: &str| args.is_empty() || args.iter().any(|a| a == w);
     let cfg = cfg();
     if want("A") {

@@ -47,7 +47,9 @@ pub enum Error {
     TooManyCpuScalars,
 
     /// A typed conversion asked for another device than the tensor is on.
-    #[error("cannot view a tensor on {found} as Tensor<{expected}>: move it first with `.to(...)`")]
+    #[error(
+        "cannot view a tensor on {found} as Tensor<{expected}>: move it first with `.to(...)`"
+    )]
     WrongTypedDevice {
         /// The device the conversion asked for.
         expected: String,
@@ -101,7 +103,9 @@ pub enum Error {
     },
 
     /// The driver is there but has no GPU with that index.
-    #[error("CUDA error: invalid device ordinal (asked for cuda:{ordinal}, {count} device(s) visible)")]
+    #[error(
+        "CUDA error: invalid device ordinal (asked for cuda:{ordinal}, {count} device(s) visible)"
+    )]
     InvalidDeviceOrdinal {
         /// The index asked for.
         ordinal: usize,

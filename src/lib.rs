@@ -73,8 +73,8 @@ pub use tensor::{
 
 /// Everything the seed's code needs: `use devtype::prelude::*;`.
 pub mod prelude {
-    pub use crate::device::{Cpu, Cuda, Device, DynDevice};
     pub use crate::autograd::{no_grad, DynVar, Var};
+    pub use crate::device::{Cpu, Cuda, Device, DynDevice};
     pub use crate::nn::{Forward, Module};
     pub use crate::optim::Optimizer;
     pub use crate::tensor::{DType, HasDevice, ModuleInput, OperandOn, Tensor};

@@ -10,4 +10,3 @@ pub(crate) enum Storage {
     /// Memory of one GPU.
     Cuda(CudaStorage),
 }
-

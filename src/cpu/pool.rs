@@ -67,7 +67,8 @@ impl<T: Copy + Default> Pool<T> {
             return;
         }
         if let Ok(mut free) = self.free.lock() {
-            let cached: usize = free.iter().map(|b| b.capacity()).sum::<usize>() * std::mem::size_of::<T>();
+            let cached: usize =
+                free.iter().map(|b| b.capacity()).sum::<usize>() * std::mem::size_of::<T>();
             if free.len() < MAX_CACHED_BUFFERS
                 && cached + v.capacity() * std::mem::size_of::<T>() <= MAX_CACHED_BYTES
             {
@@ -102,7 +103,9 @@ impl<T: crate::Element> PooledVec<T> {
     /// Takes ownership of `v`.
     #[inline]
     pub(crate) fn new(v: Vec<T>) -> Self {
-        PooledVec { repr: Repr::Heap(v) }
+        PooledVec {
+            repr: Repr::Heap(v),
+        }
     }
 
     /// `len` elements with unspecified (initialised) values, for a kernel to overwrite:

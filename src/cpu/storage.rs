@@ -21,5 +21,4 @@ impl CpuStorage {
             CpuStorage::Bool(_) => DType::Bool,
         }
     }
-
 }

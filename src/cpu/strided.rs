@@ -28,8 +28,8 @@ impl<const K: usize> Strided<K> {
                 continue;
             }
             let n = out_shape.len();
-            let mergeable = n > 0
-                && (0..K).all(|k| out_strides[k][n - 1] == layouts[k].strides[d] * shape[d]);
+            let mergeable =
+                n > 0 && (0..K).all(|k| out_strides[k][n - 1] == layouts[k].strides[d] * shape[d]);
             if mergeable {
                 out_shape[n - 1] *= shape[d];
                 for k in 0..K {
@@ -80,11 +80,12 @@ impl<const K: usize> Strided<K> {
         let mut pos = range.start;
         while pos < range.end {
             let offsets: [usize; K] = std::array::from_fn(|k| {
-                let mut o = self.offsets[k];
-                for d in 0..rank {
-                    o += index[d] * self.strides[k][d];
-                }
-                o
+                self.offsets[k]
+                    + index[..rank]
+                        .iter()
+                        .zip(self.strides[k].iter())
+                        .map(|(i, s)| i * s)
+                        .sum::<usize>()
             });
             let len = (inner - index[rank - 1]).min(range.end - pos);
             f(pos, offsets, len, inner_strides);
@@ -162,33 +163,38 @@ pub(crate) fn map2<A: Copy + Sync, B: Copy + Sync, O: Send>(
     }
     let walk = Strided::new([la, lb]);
     for_each_chunk(out, |start, chunk| {
-        walk.runs(start..start + chunk.len(), |pos, [oa, ob], len, [sa, sb]| {
-            let dst = &mut chunk[pos - start..pos - start + len];
-            match (sa, sb) {
-                (1, 1) => {
-                    for ((o, &x), &y) in dst.iter_mut().zip(&a[oa..oa + len]).zip(&b[ob..ob + len]) {
-                        *o = f(x, y);
+        walk.runs(
+            start..start + chunk.len(),
+            |pos, [oa, ob], len, [sa, sb]| {
+                let dst = &mut chunk[pos - start..pos - start + len];
+                match (sa, sb) {
+                    (1, 1) => {
+                        for ((o, &x), &y) in
+                            dst.iter_mut().zip(&a[oa..oa + len]).zip(&b[ob..ob + len])
+                        {
+                            *o = f(x, y);
+                        }
+                    }
+                    (1, 0) => {
+                        let y = b[ob];
+                        for (o, &x) in dst.iter_mut().zip(&a[oa..oa + len]) {
+                            *o = f(x, y);
+                        }
+                    }
+                    (0, 1) => {
+                        let x = a[oa];
+                        for (o, &y) in dst.iter_mut().zip(&b[ob..ob + len]) {
+                            *o = f(x, y);
+                        }
+                    }
+                    _ => {
+                        for (i, o) in dst.iter_mut().enumerate() {
+                            *o = f(a[oa + i * sa], b[ob + i * sb]);
+                        }
                     }
                 }
-                (1, 0) => {
-                    let y = b[ob];
-                    for (o, &x) in dst.iter_mut().zip(&a[oa..oa + len]) {
-                        *o = f(x, y);
-                    }
-                }
-                (0, 1) => {
-                    let x = a[oa];
-                    for (o, &y) in dst.iter_mut().zip(&b[ob..ob + len]) {
-                        *o = f(x, y);
-                    }
-                }
-                _ => {
-                    for (i, o) in dst.iter_mut().enumerate() {
-                        *o = f(a[oa + i * sa], b[ob + i * sb]);
-                    }
-                }
-            }
-        });
+            },
+        );
     });
 }
 
@@ -244,7 +250,12 @@ pub(crate) fn zip_in_place<A: Copy + Send + Sync, B: Copy + Sync>(
 
 /// `out[i] = f(x[i], y[i])` for equally long contiguous slices.
 #[inline]
-pub(crate) fn zip_contiguous<T: Send, U: Copy + Sync, V: Copy + Sync>(x: &[U], y: &[V], out: &mut [T], f: impl Fn(U, V) -> T + Sync) {
+pub(crate) fn zip_contiguous<T: Send, U: Copy + Sync, V: Copy + Sync>(
+    x: &[U],
+    y: &[V],
+    out: &mut [T],
+    f: impl Fn(U, V) -> T + Sync,
+) {
     for_each_chunk(out, |start, chunk| {
         let end = start + chunk.len();
         for ((o, &a), &b) in chunk.iter_mut().zip(&x[start..end]).zip(&y[start..end]) {
@@ -255,7 +266,11 @@ pub(crate) fn zip_contiguous<T: Send, U: Copy + Sync, V: Copy + Sync>(x: &[U], y
 
 /// `x[i] = f(x[i], y[i])` for equally long contiguous slices.
 #[inline]
-pub(crate) fn zip_contiguous_in_place<T: Copy + Send + Sync, U: Copy + Sync>(x: &mut [T], y: &[U], f: impl Fn(T, U) -> T + Sync) {
+pub(crate) fn zip_contiguous_in_place<T: Copy + Send + Sync, U: Copy + Sync>(
+    x: &mut [T],
+    y: &[U],
+    f: impl Fn(T, U) -> T + Sync,
+) {
     for_each_chunk(x, |start, chunk| {
         let end = start + chunk.len();
         for (a, &b) in chunk.iter_mut().zip(&y[start..end]) {

@@ -69,7 +69,11 @@ impl DynDevice {
     pub const fn cuda(index: usize) -> Self {
         DynDevice {
             kind: Kind::Gpu,
-            index: if index >= NO_INDEX as usize { NO_INDEX - 1 } else { index as u32 },
+            index: if index >= NO_INDEX as usize {
+                NO_INDEX - 1
+            } else {
+                index as u32
+            },
         }
     }
 
@@ -163,7 +167,11 @@ impl FromStr for DynDevice {
             Some((t, i)) => (t, Some(i)),
             None => (s, None),
         };
-        if type_part.is_empty() || !type_part.bytes().all(|b| b.is_ascii_alphabetic() || b == b'_') {
+        if type_part.is_empty()
+            || !type_part
+                .bytes()
+                .all(|b| b.is_ascii_alphabetic() || b == b'_')
+        {
             return Err(invalid());
         }
         let index = match index_part {
@@ -224,26 +232,45 @@ mod tests {
 
     #[test]
     fn parses_like_torch_device() {
-        for (s, shown) in [("cpu", "cpu"), ("cuda", "cuda"), ("cuda:0", "cuda:0"), ("cuda:12", "cuda:12"), ("cpu:0", "cpu:0")] {
+        for (s, shown) in [
+            ("cpu", "cpu"),
+            ("cuda", "cuda"),
+            ("cuda:0", "cuda:0"),
+            ("cuda:12", "cuda:12"),
+            ("cpu:0", "cpu:0"),
+        ] {
             assert_eq!(s.parse::<DynDevice>().unwrap().to_string(), shown);
         }
-        for bad in ["cuda:x", "cuda:", "cuda:01", "cuda: 0", "cuda:-1", "cuda:0:1", "  cuda", "cuda:+1"] {
+        for bad in [
+            "cuda:x", "cuda:", "cuda:01", "cuda: 0", "cuda:-1", "cuda:0:1", "  cuda", "cuda:+1",
+        ] {
             assert_eq!(
                 bad.parse::<DynDevice>().unwrap_err().to_string(),
                 format!("Invalid device string: '{bad}'")
             );
         }
-        assert_eq!("".parse::<DynDevice>().unwrap_err().to_string(), "Device string must not be empty");
+        assert_eq!(
+            "".parse::<DynDevice>().unwrap_err().to_string(),
+            "Device string must not be empty"
+        );
         assert_eq!(
             "gpu".parse::<DynDevice>().unwrap_err().to_string(),
             "Expected one of cpu, cuda, ipu, xpu, mkldnn, opengl, opencl, ideep, hip, ve, fpga, maia, xla, lazy, vulkan, mps, meta, hpu, mtia, privateuseone device type at start of device string: gpu"
         );
-        assert!(matches!("CUDA:0".parse::<DynDevice>(), Err(Error::UnknownDeviceType(t)) if t == "CUDA"));
+        assert!(
+            matches!("CUDA:0".parse::<DynDevice>(), Err(Error::UnknownDeviceType(t)) if t == "CUDA")
+        );
         assert_eq!(
-            "cuda:1000000000000".parse::<DynDevice>().unwrap_err().to_string(),
+            "cuda:1000000000000"
+                .parse::<DynDevice>()
+                .unwrap_err()
+                .to_string(),
             "Could not parse device index '1000000000000' in device string 'cuda:1000000000000'"
         );
-        assert!(matches!("mps".parse::<DynDevice>(), Err(Error::UnsupportedDeviceType(_))));
+        assert!(matches!(
+            "mps".parse::<DynDevice>(),
+            Err(Error::UnsupportedDeviceType(_))
+        ));
     }
 
     #[test]

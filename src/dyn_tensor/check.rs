@@ -9,7 +9,10 @@ use crate::tensor::raw::RawTensor;
 ///
 /// Returns the common device.
 #[inline]
-pub(crate) fn same_device_elementwise(operands: &[&RawTensor], allow_cpu_scalar: bool) -> Result<DynDevice> {
+pub(crate) fn same_device_elementwise(
+    operands: &[&RawTensor],
+    allow_cpu_scalar: bool,
+) -> Result<DynDevice> {
     let first = operands[0].device;
     if operands.iter().all(|t| t.device == first) {
         return Ok(first);
@@ -39,7 +42,10 @@ pub(crate) fn same_device_elementwise(operands: &[&RawTensor], allow_cpu_scalar:
 /// The argument rule (`check_and_update_common_device`): the first argument's device is the
 /// common one, and the first argument that differs is named, with PyTorch's method name.
 #[inline]
-pub(crate) fn same_device_arguments(method: &'static str, args: &[(&'static str, &RawTensor)]) -> Result<DynDevice> {
+pub(crate) fn same_device_arguments(
+    method: &'static str,
+    args: &[(&'static str, &RawTensor)],
+) -> Result<DynDevice> {
     let common = args[0].1.device;
     for (name, t) in &args[1..] {
         if t.device != common {

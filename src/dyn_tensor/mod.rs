@@ -11,8 +11,8 @@ mod ops;
 use crate::device::{Device, DynDevice};
 use crate::error::{Error, Result};
 use crate::ops::creation::{create, Fill};
-use crate::tensor::layout::Dims;
 use crate::tensor::layout::checked_numel;
+use crate::tensor::layout::Dims;
 use crate::tensor::raw::RawTensor;
 use crate::tensor::{DType, Element, IntoShape, Tensor};
 
@@ -74,7 +74,15 @@ impl DynTensor {
 
     /// `f32` values `0, 1, ..., end - 1` on `dev`.
     pub fn arange(end: usize, dev: DynDevice) -> Result<Self> {
-        Self::create([end], DType::F32, dev, Fill::Range { start: 0.0, step: 1.0 })
+        Self::create(
+            [end],
+            DType::F32,
+            dev,
+            Fill::Range {
+                start: 0.0,
+                step: 1.0,
+            },
+        )
     }
 
     /// `f32` uniform random values in `[0, 1)` on `dev`.
@@ -90,10 +98,18 @@ impl DynTensor {
     }
 
     /// A tensor from host values in row-major order; the length must match the shape.
-    pub fn from_vec<E: Element>(data: Vec<E>, shape: impl IntoShape, dev: DynDevice) -> Result<Self> {
+    pub fn from_vec<E: Element>(
+        data: Vec<E>,
+        shape: impl IntoShape,
+        dev: DynDevice,
+    ) -> Result<Self> {
         checked_numel(shape.as_dims(), E::DTYPE)?;
         let dev = dev.open()?;
-        Ok(DynTensor::from_raw(RawTensor::from_vec(data, shape.as_dims(), dev)?))
+        Ok(DynTensor::from_raw(RawTensor::from_vec(
+            data,
+            shape.as_dims(),
+            dev,
+        )?))
     }
 
     /// The device, as a value: `cpu`, `cuda:0`.
@@ -144,7 +160,9 @@ impl DynTensor {
 
     /// The values converted to `dtype`.
     pub fn to_dtype(&self, dtype: DType) -> Result<Self> {
-        Ok(DynTensor::from_raw(crate::ops::copy::cast(&self.raw, dtype)?))
+        Ok(DynTensor::from_raw(crate::ops::copy::cast(
+            &self.raw, dtype,
+        )?))
     }
 
     /// This tensor as a typed `Tensor<D, E>`; fails (naming both) when it is on another device
@@ -163,7 +181,11 @@ impl DynTensor {
     /// This tensor as `Tensor<D, E>` for any element type.
     pub fn try_into_tensor<D: Device, E: Element>(self) -> Result<Tensor<D, E>> {
         let device = D::from_dyn(self.raw.device).ok_or_else(|| Error::WrongTypedDevice {
-            expected: std::any::type_name::<D>().rsplit("::").next().unwrap_or("?").to_string(),
+            expected: std::any::type_name::<D>()
+                .rsplit("::")
+                .next()
+                .unwrap_or("?")
+                .to_string(),
             found: self.raw.device,
         })?;
         self.raw.expect_dtype(E::DTYPE)?;

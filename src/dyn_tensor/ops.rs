@@ -9,7 +9,6 @@ use crate::tensor::raw::{Operand, RawTensor};
 use crate::tensor::DType;
 use std::ops::{Add, Div, Mul, Neg, Sub};
 
-
 /// When a CPU 0-dim operand joins a GPU op, its value is passed as a scalar (read from the
 /// host, so no sync). Returns `Some((value, scalar_is_first))` in that case.
 fn cpu_scalar_operand(a: &RawTensor, b: &RawTensor) -> Result<Option<(f64, bool)>> {
@@ -156,22 +155,39 @@ impl DynTensor {
         let out = match cpu_scalar_operand(&self.raw, &other.raw)? {
             Some((value, scalar_first)) => {
                 let tensor = if scalar_first { &other.raw } else { &self.raw };
-                let scalar_dtype = if scalar_first { self.raw.dtype } else { other.raw.dtype };
+                let scalar_dtype = if scalar_first {
+                    self.raw.dtype
+                } else {
+                    other.raw.dtype
+                };
                 if scalar_dtype != tensor.dtype {
-                    return Err(crate::Error::DTypeMismatch { expected: tensor.dtype, found: scalar_dtype });
+                    return Err(crate::Error::DTypeMismatch {
+                        expected: tensor.dtype,
+                        found: scalar_dtype,
+                    });
                 }
                 ops::binary::binary_scalar(Operand::Borrowed(tensor), value, op, scalar_first)?
             }
-            None => ops::binary::binary(Operand::Borrowed(&self.raw), Operand::Borrowed(&other.raw), op)?,
+            None => ops::binary::binary(
+                Operand::Borrowed(&self.raw),
+                Operand::Borrowed(&other.raw),
+                op,
+            )?,
         };
         Ok(DynTensor::from_raw(out))
     }
 
     /// Matrix product with `torch.matmul`'s rules; devices checked as `mm`/`bmm`.
     pub fn matmul(&self, other: &DynTensor) -> Result<DynTensor> {
-        let method = if self.dims() > 2 || other.dims() > 2 { "wrapper_CUDA_bmm" } else { "wrapper_CUDA_mm" };
+        let method = if self.dims() > 2 || other.dims() > 2 {
+            "wrapper_CUDA_bmm"
+        } else {
+            "wrapper_CUDA_mm"
+        };
         same_device_arguments(method, &[("self", &self.raw), ("mat2", &other.raw)])?;
-        Ok(DynTensor::from_raw(ops::matmul::matmul(&self.raw, &other.raw)?))
+        Ok(DynTensor::from_raw(ops::matmul::matmul(
+            &self.raw, &other.raw,
+        )?))
     }
 
     /// `self @ weight.T + bias`, devices checked as PyTorch's `addmm` (bias first, then `mat1`).
@@ -181,13 +197,22 @@ impl DynTensor {
                 "wrapper_CUDA_addmm",
                 &[("self", &b.raw), ("mat1", &self.raw), ("mat2", &weight.raw)],
             )?,
-            None => same_device_arguments("wrapper_CUDA_mm", &[("self", &self.raw), ("mat2", &weight.raw)])?,
+            None => same_device_arguments(
+                "wrapper_CUDA_mm",
+                &[("self", &self.raw), ("mat2", &weight.raw)],
+            )?,
         };
-        Ok(DynTensor::from_raw(ops::linear::linear(&self.raw, &weight.raw, bias.map(|b| &b.raw))?))
+        Ok(DynTensor::from_raw(ops::linear::linear(
+            &self.raw,
+            &weight.raw,
+            bias.map(|b| &b.raw),
+        )?))
     }
 
     fn reduce(&self, dims: &[isize], keepdim: bool, op: ReduceOp) -> Result<DynTensor> {
-        Ok(DynTensor::from_raw(ops::reduce::reduce(&self.raw, dims, keepdim, op)?))
+        Ok(DynTensor::from_raw(ops::reduce::reduce(
+            &self.raw, dims, keepdim, op,
+        )?))
     }
 
     /// Sum over `dims` (all when empty).
@@ -224,11 +249,15 @@ impl DynTensor {
     }
     /// Index of the largest element over `dim` (`i64`).
     pub fn argmax(&self, dim: isize) -> Result<DynTensor> {
-        Ok(DynTensor::from_raw(ops::reduce::arg_reduce(&self.raw, dim, false, true)?))
+        Ok(DynTensor::from_raw(ops::reduce::arg_reduce(
+            &self.raw, dim, false, true,
+        )?))
     }
     /// Index of the smallest element over `dim` (`i64`).
     pub fn argmin(&self, dim: isize) -> Result<DynTensor> {
-        Ok(DynTensor::from_raw(ops::reduce::arg_reduce(&self.raw, dim, false, false)?))
+        Ok(DynTensor::from_raw(ops::reduce::arg_reduce(
+            &self.raw, dim, false, false,
+        )?))
     }
 
     /// Another shape with the same elements (a view when possible); one size may be `-1`.
@@ -241,7 +270,9 @@ impl DynTensor {
     }
     /// Swaps two dimensions (a view).
     pub fn transpose(&self, dim0: isize, dim1: isize) -> Result<DynTensor> {
-        Ok(DynTensor::from_raw(ops::shape::transpose(&self.raw, dim0, dim1)?))
+        Ok(DynTensor::from_raw(ops::shape::transpose(
+            &self.raw, dim0, dim1,
+        )?))
     }
     /// Reorders the dimensions (a view).
     pub fn permute(&self, order: &[isize]) -> Result<DynTensor> {
@@ -257,11 +288,15 @@ impl DynTensor {
     }
     /// Merges dimensions `start..=end`.
     pub fn flatten(&self, start: isize, end: isize) -> Result<DynTensor> {
-        Ok(DynTensor::from_raw(ops::shape::flatten(&self.raw, start, end)?))
+        Ok(DynTensor::from_raw(ops::shape::flatten(
+            &self.raw, start, end,
+        )?))
     }
     /// Elements `start..start + len` along `dim` (a view).
     pub fn narrow(&self, dim: isize, start: usize, len: usize) -> Result<DynTensor> {
-        Ok(DynTensor::from_raw(ops::shape::narrow(&self.raw, dim, start, len)?))
+        Ok(DynTensor::from_raw(ops::shape::narrow(
+            &self.raw, dim, start, len,
+        )?))
     }
     /// A contiguous copy, or the same tensor when already contiguous.
     pub fn contiguous(&self) -> Result<DynTensor> {
@@ -281,7 +316,8 @@ impl DynTensor {
     fn same_device_list<'a>(tensors: &[&'a DynTensor]) -> Result<Vec<&'a RawTensor>> {
         let raws: Vec<&RawTensor> = tensors.iter().map(|t| &t.raw).collect();
         if !raws.is_empty() {
-            let args: Vec<(&'static str, &RawTensor)> = raws.iter().map(|r| ("tensors", *r)).collect();
+            let args: Vec<(&'static str, &RawTensor)> =
+                raws.iter().map(|r| ("tensors", *r)).collect();
             same_device_arguments("wrapper_CUDA_cat", &args)?;
         }
         Ok(raws)
@@ -289,27 +325,45 @@ impl DynTensor {
 
     /// Softmax over `dim`.
     pub fn softmax(&self, dim: isize) -> Result<DynTensor> {
-        Ok(DynTensor::from_raw(ops::softmax::softmax(&self.raw, dim, false)?))
+        Ok(DynTensor::from_raw(ops::softmax::softmax(
+            &self.raw, dim, false,
+        )?))
     }
     /// Log-softmax over `dim`.
     pub fn log_softmax(&self, dim: isize) -> Result<DynTensor> {
-        Ok(DynTensor::from_raw(ops::softmax::softmax(&self.raw, dim, true)?))
+        Ok(DynTensor::from_raw(ops::softmax::softmax(
+            &self.raw, dim, true,
+        )?))
     }
 
     /// Slices along `dim` picked by `index` (checked as PyTorch's `index_select`).
     pub fn index_select(&self, dim: isize, index: &DynTensor) -> Result<DynTensor> {
-        same_device_arguments("wrapper_CUDA__index_select", &[("self", &self.raw), ("index", &index.raw)])?;
-        Ok(DynTensor::from_raw(ops::index::index_select(&self.raw, dim, &index.raw)?))
+        same_device_arguments(
+            "wrapper_CUDA__index_select",
+            &[("self", &self.raw), ("index", &index.raw)],
+        )?;
+        Ok(DynTensor::from_raw(ops::index::index_select(
+            &self.raw, dim, &index.raw,
+        )?))
     }
     /// `out[i][j] = self[i][index[i][j]]` along `dim` (checked as PyTorch's `gather`).
     pub fn gather(&self, dim: isize, index: &DynTensor) -> Result<DynTensor> {
-        same_device_arguments("wrapper_CUDA_gather", &[("self", &self.raw), ("index", &index.raw)])?;
-        Ok(DynTensor::from_raw(ops::index::gather(&self.raw, dim, &index.raw)?))
+        same_device_arguments(
+            "wrapper_CUDA_gather",
+            &[("self", &self.raw), ("index", &index.raw)],
+        )?;
+        Ok(DynTensor::from_raw(ops::index::gather(
+            &self.raw, dim, &index.raw,
+        )?))
     }
     /// `self ? on_true : on_false` element-wise; `self` is a `bool` tensor.
     pub fn where_cond(&self, on_true: &DynTensor, on_false: &DynTensor) -> Result<DynTensor> {
         same_device_elementwise(&[&self.raw, &on_true.raw, &on_false.raw], false)?;
-        Ok(DynTensor::from_raw(ops::where_cond::where_cond(&self.raw, &on_true.raw, &on_false.raw)?))
+        Ok(DynTensor::from_raw(ops::where_cond::where_cond(
+            &self.raw,
+            &on_true.raw,
+            &on_false.raw,
+        )?))
     }
 
     /// Cross-entropy of `self` (logits `[batch, classes]`) against class indices `targets`,
@@ -330,7 +384,10 @@ impl DynTensor {
             &self.raw,
             &targets.raw,
             weight.map(|w| &w.raw),
-            CrossEntropyOptions { reduction, ignore_index },
+            CrossEntropyOptions {
+                reduction,
+                ignore_index,
+            },
         )?))
     }
 }

@@ -30,12 +30,20 @@ fn style_for(values: &[f64], dtype: DType) -> Style {
         _ => {}
     }
     let finite: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
-    let nonzero: Vec<f64> = finite.iter().map(|v| v.abs()).filter(|&v| v != 0.0).collect();
+    let nonzero: Vec<f64> = finite
+        .iter()
+        .map(|v| v.abs())
+        .filter(|&v| v != 0.0)
+        .collect();
     let max = nonzero.iter().copied().fold(0.0f64, f64::max);
     let min = nonzero.iter().copied().fold(f64::INFINITY, f64::min);
     let wide = !nonzero.is_empty() && (max / min > 1000.0 || max > 1e8);
     if finite.iter().all(|v| v.fract() == 0.0) {
-        return if wide { Style::Scientific } else { Style::WholeFloat };
+        return if wide {
+            Style::Scientific
+        } else {
+            Style::WholeFloat
+        };
     }
     if wide || (!nonzero.is_empty() && min < 1e-4) {
         Style::Scientific
@@ -143,10 +151,16 @@ impl Printer<'_> {
 /// Writes `tensor(...)` for any tensor.
 pub(crate) fn format(t: &RawTensor, f: &mut fmt::Formatter<'_>) -> fmt::Result {
     let values: Vec<f64> = match t.dtype {
-        DType::F32 => t.to_vec::<f32>().map(|v| v.into_iter().map(f64::from).collect()),
+        DType::F32 => t
+            .to_vec::<f32>()
+            .map(|v| v.into_iter().map(f64::from).collect()),
         DType::F64 => t.to_vec::<f64>(),
-        DType::I64 => t.to_vec::<i64>().map(|v| v.into_iter().map(|x| x as f64).collect()),
-        DType::Bool => t.to_vec::<bool>().map(|v| v.into_iter().map(|x| if x { 1.0 } else { 0.0 }).collect()),
+        DType::I64 => t
+            .to_vec::<i64>()
+            .map(|v| v.into_iter().map(|x| x as f64).collect()),
+        DType::Bool => t
+            .to_vec::<bool>()
+            .map(|v| v.into_iter().map(|x| if x { 1.0 } else { 0.0 }).collect()),
     }
     .map_err(|_| fmt::Error)?;
     let shape = t.shape();
@@ -167,12 +181,26 @@ pub(crate) fn format(t: &RawTensor, f: &mut fmt::Formatter<'_>) -> fmt::Result {
     if values.is_empty() {
         body.push_str("[]");
     } else {
-        let printer = Printer { values: &values, shape, strides, style, width, summarize };
+        let printer = Printer {
+            values: &values,
+            shape,
+            strides,
+            style,
+            width,
+            summarize,
+        };
         printer.write(&mut body, 0, 0, "tensor(".len());
     }
     let mut suffix = String::new();
     if values.is_empty() && shape.len() > 1 {
-        suffix.push_str(&format!(", size=({})", shape.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", ")));
+        suffix.push_str(&format!(
+            ", size=({})",
+            shape
+                .iter()
+                .map(|s| s.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
     }
     if !t.device.is_cpu() {
         suffix.push_str(&format!(", device='{}'", t.device));
@@ -186,7 +214,15 @@ pub(crate) fn format(t: &RawTensor, f: &mut fmt::Formatter<'_>) -> fmt::Result {
     write!(f, "tensor({body}{suffix})")
 }
 
-fn collect_shown(values: &[f64], shape: &[usize], strides: &[usize], dim: usize, offset: usize, summarize: bool, out: &mut Vec<f64>) {
+fn collect_shown(
+    values: &[f64],
+    shape: &[usize],
+    strides: &[usize],
+    dim: usize,
+    offset: usize,
+    summarize: bool,
+    out: &mut Vec<f64>,
+) {
     if values.is_empty() {
         return;
     }
@@ -195,7 +231,15 @@ fn collect_shown(values: &[f64], shape: &[usize], strides: &[usize], dim: usize,
         return;
     }
     for i in shown_indices(shape[dim], summarize).into_iter().flatten() {
-        collect_shown(values, shape, strides, dim + 1, offset + i * strides[dim], summarize, out);
+        collect_shown(
+            values,
+            shape,
+            strides,
+            dim + 1,
+            offset + i * strides[dim],
+            summarize,
+            out,
+        );
     }
 }
 

@@ -178,7 +178,11 @@ macro_rules! element {
 element!(f32, F32, 0.0, 1.0, |v| v as f32, |s| s as f64);
 element!(f64, F64, 0.0, 1.0, |v| v, |s| s);
 element!(i64, I64, 0, 1, |v| v as i64, |s| s as f64);
-element!(bool, Bool, false, true, |v| v != 0.0, |s| if s { 1.0 } else { 0.0 });
+element!(bool, Bool, false, true, |v| v != 0.0, |s| if s {
+    1.0
+} else {
+    0.0
+});
 
 macro_rules! float {
     ($t:ty) => {

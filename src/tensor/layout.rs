@@ -109,12 +109,23 @@ pub(crate) fn contiguous_strides(shape: &[usize]) -> Dims {
 /// strides of an empty tensor of that shape) overflows: no such tensor can exist, and nothing is
 /// allocated for it.
 pub(crate) fn checked_numel(shape: &[usize], dtype: crate::tensor::DType) -> Result<usize> {
-    let strides_fit = shape.iter().try_fold(1usize, |acc, &s| acc.checked_mul(s.max(1))).is_some();
+    let strides_fit = shape
+        .iter()
+        .try_fold(1usize, |acc, &s| acc.checked_mul(s.max(1)))
+        .is_some();
     shape
         .iter()
         .try_fold(1usize, |acc, &s| acc.checked_mul(s))
-        .filter(|n| strides_fit && n.checked_mul(dtype.size_in_bytes()).is_some_and(|b| b <= isize::MAX as usize))
-        .ok_or_else(|| Error::Shape(format!("Storage size calculation overflowed with sizes={shape:?}")))
+        .filter(|n| {
+            strides_fit
+                && n.checked_mul(dtype.size_in_bytes())
+                    .is_some_and(|b| b <= isize::MAX as usize)
+        })
+        .ok_or_else(|| {
+            Error::Shape(format!(
+                "Storage size calculation overflowed with sizes={shape:?}"
+            ))
+        })
 }
 
 /// Normalises a possibly negative dimension index (`-1` is the last), as PyTorch's `maybe_wrap_dim`.
@@ -127,7 +138,11 @@ pub(crate) fn wrap_dim(dim: isize, rank: usize) -> Result<usize> {
             max: r - 1,
         });
     }
-    Ok(if dim < 0 { (dim + r) as usize } else { dim as usize })
+    Ok(if dim < 0 {
+        (dim + r) as usize
+    } else {
+        dim as usize
+    })
 }
 
 /// The shape two shapes broadcast to, with PyTorch's error when they do not.
@@ -135,14 +150,26 @@ pub(crate) fn broadcast_shapes(a: &[usize], b: &[usize]) -> Result<Dims> {
     let rank = a.len().max(b.len());
     let mut out = Dims::filled(rank, 1);
     for i in 0..rank {
-        let da = if i + a.len() >= rank { a[i + a.len() - rank] } else { 1 };
-        let db = if i + b.len() >= rank { b[i + b.len() - rank] } else { 1 };
+        let da = if i + a.len() >= rank {
+            a[i + a.len() - rank]
+        } else {
+            1
+        };
+        let db = if i + b.len() >= rank {
+            b[i + b.len() - rank]
+        } else {
+            1
+        };
         out[i] = if da == db || db == 1 {
             da
         } else if da == 1 {
             db
         } else {
-            return Err(Error::BroadcastMismatch { a: da, b: db, dim: i });
+            return Err(Error::BroadcastMismatch {
+                a: da,
+                b: db,
+                dim: i,
+            });
         };
     }
     Ok(out)
@@ -158,7 +185,11 @@ pub(crate) struct Layout {
 
 impl fmt::Debug for Layout {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Layout({:?}, strides {:?}, offset {})", self.shape, self.strides, self.offset)
+        write!(
+            f,
+            "Layout({:?}, strides {:?}, offset {})",
+            self.shape, self.strides, self.offset
+        )
     }
 }
 
@@ -358,7 +389,7 @@ pub(crate) fn infer_shape(shape: &[isize], numel: usize) -> Result<Vec<usize>> {
     }
     let shown = || shape.iter().map(|&s| s as i64).collect::<Vec<_>>();
     if let Some(i) = infer_at {
-        if known == 0 || numel % known != 0 {
+        if known == 0 || !numel.is_multiple_of(known) {
             return Err(Error::Shape(format!(
                 "shape '{:?}' is invalid for input of size {numel}",
                 shown()

@@ -136,7 +136,10 @@ impl<D: Device, E: Element> Tensor<D, E> {
     fn create(shape: impl IntoShape, dev: D, fill: Fill) -> Result<Self> {
         layout::checked_numel(shape.as_dims(), E::DTYPE)?;
         let dims = Dims::from_slice(shape.as_dims())?;
-        Ok(Tensor::from_raw(create(dims, E::DTYPE, dev.dyn_device(), fill)?, dev))
+        Ok(Tensor::from_raw(
+            create(dims, E::DTYPE, dev.dyn_device(), fill)?,
+            dev,
+        ))
     }
 
     /// A tensor of zeros, created directly on `dev` (PyTorch's `torch.zeros(4, 2, device=dev)`).
@@ -177,7 +180,14 @@ impl<D: Device, E: Element> Tensor<D, E> {
 
     /// `0, 1, ..., end - 1` (PyTorch's `torch.arange(end)`).
     pub fn try_arange(end: usize, dev: D) -> Result<Self> {
-        Self::create([end], dev, Fill::Range { start: 0.0, step: 1.0 })
+        Self::create(
+            [end],
+            dev,
+            Fill::Range {
+                start: 0.0,
+                step: 1.0,
+            },
+        )
     }
     infallible!(
         /// `0, 1, ..., end - 1` (PyTorch's `torch.arange(end)`).
@@ -199,7 +209,10 @@ impl<D: Device, E: Element> Tensor<D, E> {
 
     /// A tensor from host values in row-major order; the length must match the shape.
     pub fn try_from_vec(data: Vec<E>, shape: impl IntoShape, dev: D) -> Result<Self> {
-        Ok(Tensor::from_raw(RawTensor::from_vec(data, shape.as_dims(), dev.dyn_device())?, dev))
+        Ok(Tensor::from_raw(
+            RawTensor::from_vec(data, shape.as_dims(), dev.dyn_device())?,
+            dev,
+        ))
     }
     infallible!(
         /// A tensor from host values in row-major order; the length must match the shape.
@@ -385,4 +398,3 @@ impl<D: Device, E: Element> From<Tensor<D, E>> for crate::DynTensor {
         t.into_dyn()
     }
 }
-

@@ -118,13 +118,19 @@ unary_ops!(Float:
 impl<D: Device, E: Numeric> Tensor<D, E> {
     /// `-x`, the fallible form of the `-` operator.
     pub fn try_neg(&self) -> Result<Self> {
-        Ok(self.wrap(ops::unary::unary(Operand::Borrowed(&self.raw), UnaryOp::Neg)?))
+        Ok(self.wrap(ops::unary::unary(
+            Operand::Borrowed(&self.raw),
+            UnaryOp::Neg,
+        )?))
     }
 
     /// `relu` that reuses this tensor's buffer when nothing else holds it.
     pub fn try_relu_owned(self) -> Result<Self> {
         let device = self.device;
-        Ok(Tensor::from_raw(ops::unary::unary(Operand::Owned(self.raw), UnaryOp::Relu)?, device))
+        Ok(Tensor::from_raw(
+            ops::unary::unary(Operand::Owned(self.raw), UnaryOp::Relu)?,
+            device,
+        ))
     }
 
     /// `relu` on an owned tensor, writing in place when nothing else holds its buffer:
@@ -138,29 +144,62 @@ impl<D: Device, E: Numeric> Tensor<D, E> {
     }
 
     #[inline]
-    fn binary<R: OperandOn<D> + HasDevice<Element = E>>(lhs: Operand<'_>, rhs: R, op: BinaryOp, device: D) -> Result<Self> {
-        Ok(Tensor::from_raw(ops::binary::binary(lhs, rhs.into_operand(), op)?, device))
+    fn binary<R: OperandOn<D> + HasDevice<Element = E>>(
+        lhs: Operand<'_>,
+        rhs: R,
+        op: BinaryOp,
+        device: D,
+    ) -> Result<Self> {
+        Ok(Tensor::from_raw(
+            ops::binary::binary(lhs, rhs.into_operand(), op)?,
+            device,
+        ))
     }
 
     /// `self + rhs` with broadcasting: the fallible form of `+`.
     pub fn try_add<R: OperandOn<D> + HasDevice<Element = E>>(&self, rhs: R) -> Result<Self> {
-        Self::binary(Operand::Borrowed(&self.raw), rhs, BinaryOp::Add, self.device)
+        Self::binary(
+            Operand::Borrowed(&self.raw),
+            rhs,
+            BinaryOp::Add,
+            self.device,
+        )
     }
     /// `self - rhs` with broadcasting: the fallible form of `-`.
     pub fn try_sub<R: OperandOn<D> + HasDevice<Element = E>>(&self, rhs: R) -> Result<Self> {
-        Self::binary(Operand::Borrowed(&self.raw), rhs, BinaryOp::Sub, self.device)
+        Self::binary(
+            Operand::Borrowed(&self.raw),
+            rhs,
+            BinaryOp::Sub,
+            self.device,
+        )
     }
     /// `self * rhs` with broadcasting: the fallible form of `*`.
     pub fn try_mul<R: OperandOn<D> + HasDevice<Element = E>>(&self, rhs: R) -> Result<Self> {
-        Self::binary(Operand::Borrowed(&self.raw), rhs, BinaryOp::Mul, self.device)
+        Self::binary(
+            Operand::Borrowed(&self.raw),
+            rhs,
+            BinaryOp::Mul,
+            self.device,
+        )
     }
     /// `self / rhs` with broadcasting (floating point only): the fallible form of `/`.
     pub fn try_div<R: OperandOn<D> + HasDevice<Element = E>>(&self, rhs: R) -> Result<Self> {
-        Self::binary(Operand::Borrowed(&self.raw), rhs, BinaryOp::Div, self.device)
+        Self::binary(
+            Operand::Borrowed(&self.raw),
+            rhs,
+            BinaryOp::Div,
+            self.device,
+        )
     }
     /// The larger of each pair, with broadcasting (`torch.maximum`).
     pub fn try_maximum<R: OperandOn<D> + HasDevice<Element = E>>(&self, rhs: R) -> Result<Self> {
-        Self::binary(Operand::Borrowed(&self.raw), rhs, BinaryOp::Maximum, self.device)
+        Self::binary(
+            Operand::Borrowed(&self.raw),
+            rhs,
+            BinaryOp::Maximum,
+            self.device,
+        )
     }
     infallible!(
         /// The larger of each pair, with broadcasting (`torch.maximum`).
@@ -168,11 +207,21 @@ impl<D: Device, E: Numeric> Tensor<D, E> {
     );
     /// The smaller of each pair, with broadcasting (`torch.minimum`).
     pub fn try_minimum<R: OperandOn<D> + HasDevice<Element = E>>(&self, rhs: R) -> Result<Self> {
-        Self::binary(Operand::Borrowed(&self.raw), rhs, BinaryOp::Minimum, self.device)
+        Self::binary(
+            Operand::Borrowed(&self.raw),
+            rhs,
+            BinaryOp::Minimum,
+            self.device,
+        )
     }
 
     fn scalar_op(&self, s: E, op: BinaryOp, scalar_first: bool) -> Result<Self> {
-        Ok(self.wrap(ops::binary::binary_scalar(Operand::Borrowed(&self.raw), s.to_f64(), op, scalar_first)?))
+        Ok(self.wrap(ops::binary::binary_scalar(
+            Operand::Borrowed(&self.raw),
+            s.to_f64(),
+            op,
+            scalar_first,
+        )?))
     }
     /// `self + s`.
     pub fn try_add_scalar(&self, s: E) -> Result<Self> {
@@ -201,7 +250,12 @@ impl<D: Device, E: Numeric> Tensor<D, E> {
 
     /// Sum over dimensions `dims` (all when empty), dropping them unless `keepdim`.
     pub fn try_sum_dims(&self, dims: &[isize], keepdim: bool) -> Result<Self> {
-        Ok(self.wrap(ops::reduce::reduce(&self.raw, dims, keepdim, ReduceOp::Sum)?))
+        Ok(self.wrap(ops::reduce::reduce(
+            &self.raw,
+            dims,
+            keepdim,
+            ReduceOp::Sum,
+        )?))
     }
     infallible!(
         /// Sum over dimensions `dims` (all when empty), dropping them unless `keepdim`.
@@ -225,7 +279,12 @@ impl<D: Device, E: Numeric> Tensor<D, E> {
     );
     /// Largest element over `dim`.
     pub fn try_max(&self, dim: isize) -> Result<Self> {
-        Ok(self.wrap(ops::reduce::reduce(&self.raw, &[dim], false, ReduceOp::Max)?))
+        Ok(self.wrap(ops::reduce::reduce(
+            &self.raw,
+            &[dim],
+            false,
+            ReduceOp::Max,
+        )?))
     }
     infallible!(
         /// Largest element over `dim`.
@@ -249,7 +308,12 @@ impl<D: Device, E: Numeric> Tensor<D, E> {
     );
     /// Smallest element over `dim`.
     pub fn try_min(&self, dim: isize) -> Result<Self> {
-        Ok(self.wrap(ops::reduce::reduce(&self.raw, &[dim], false, ReduceOp::Min)?))
+        Ok(self.wrap(ops::reduce::reduce(
+            &self.raw,
+            &[dim],
+            false,
+            ReduceOp::Min,
+        )?))
     }
     infallible!(
         /// Smallest element over `dim`.
@@ -276,7 +340,12 @@ impl<D: Device, E: Numeric> Tensor<D, E> {
 impl<D: Device, E: Float> Tensor<D, E> {
     /// Mean over dimensions `dims` (all when empty), dropping them unless `keepdim`.
     pub fn try_mean_dims(&self, dims: &[isize], keepdim: bool) -> Result<Self> {
-        Ok(self.wrap(ops::reduce::reduce(&self.raw, dims, keepdim, ReduceOp::Mean)?))
+        Ok(self.wrap(ops::reduce::reduce(
+            &self.raw,
+            dims,
+            keepdim,
+            ReduceOp::Mean,
+        )?))
     }
     infallible!(
         /// Mean over dimensions `dims` (all when empty), dropping them unless `keepdim`.
@@ -333,8 +402,16 @@ impl<D: Device, E: Float> Tensor<D, E> {
     );
 
     /// `self @ weight.T + bias`, fused, as `torch.nn.functional.linear`.
-    pub fn try_linear<W: OperandOn<D> + HasDevice<Element = E>>(&self, weight: W, bias: Option<&Tensor<D, E>>) -> Result<Self> {
-        Ok(self.wrap(ops::linear::linear(&self.raw, weight.raw(), bias.map(|b| &b.raw))?))
+    pub fn try_linear<W: OperandOn<D> + HasDevice<Element = E>>(
+        &self,
+        weight: W,
+        bias: Option<&Tensor<D, E>>,
+    ) -> Result<Self> {
+        Ok(self.wrap(ops::linear::linear(
+            &self.raw,
+            weight.raw(),
+            bias.map(|b| &b.raw),
+        )?))
     }
 }
 
@@ -371,7 +448,10 @@ impl<D: Device, E: Element> Tensor<D, E> {
             return Ok(self.clone());
         }
         if self.dims() > 2 {
-            return Err(crate::Error::Shape(format!("t() expects a tensor with <= 2 dimensions, but self is {}D", self.dims())));
+            return Err(crate::Error::Shape(format!(
+                "t() expects a tensor with <= 2 dimensions, but self is {}D",
+                self.dims()
+            )));
         }
         self.try_transpose(0, 1)
     }
@@ -442,7 +522,9 @@ impl<D: Device, E: Element> Tensor<D, E> {
         let device = raws
             .first()
             .and_then(|r| D::from_dyn(r.device))
-            .ok_or_else(|| crate::Error::Shape("torch.cat(): expected a non-empty list of Tensors".into()))?;
+            .ok_or_else(|| {
+                crate::Error::Shape("torch.cat(): expected a non-empty list of Tensors".into())
+            })?;
         Ok(Tensor::from_raw(ops::cat::cat(&raws, dim)?, device))
     }
     /// Joins tensors along `dim`: `Tensor::cat((&a, &b), 0)` or `Tensor::cat(&v, 0)`.
@@ -476,7 +558,11 @@ impl<D: Device, E: Element> Tensor<D, E> {
     }
 
     /// Slices along `dim` picked by the 1-D `index` (PyTorch's `index_select`).
-    pub fn try_index_select<I: OperandOn<D> + HasDevice<Element = i64>>(&self, dim: isize, index: I) -> Result<Self> {
+    pub fn try_index_select<I: OperandOn<D> + HasDevice<Element = i64>>(
+        &self,
+        dim: isize,
+        index: I,
+    ) -> Result<Self> {
         Ok(self.wrap(ops::index::index_select(&self.raw, dim, index.raw())?))
     }
     infallible!(
@@ -484,7 +570,11 @@ impl<D: Device, E: Element> Tensor<D, E> {
         pub fn index_select[I: OperandOn<D> + HasDevice<Element = i64>](&self, dim: isize, index: I) -> Self
     );
     /// `out[i][j] = self[i][index[i][j]]` along `dim` (PyTorch's `gather`).
-    pub fn try_gather<I: OperandOn<D> + HasDevice<Element = i64>>(&self, dim: isize, index: I) -> Result<Self> {
+    pub fn try_gather<I: OperandOn<D> + HasDevice<Element = i64>>(
+        &self,
+        dim: isize,
+        index: I,
+    ) -> Result<Self> {
         Ok(self.wrap(ops::index::gather(&self.raw, dim, index.raw())?))
     }
     infallible!(
@@ -492,7 +582,11 @@ impl<D: Device, E: Element> Tensor<D, E> {
         pub fn gather[I: OperandOn<D> + HasDevice<Element = i64>](&self, dim: isize, index: I) -> Self
     );
 
-    fn compare<R: OperandOn<D> + HasDevice<Element = E>>(&self, rhs: R, op: CompareOp) -> Result<Tensor<D, bool>> {
+    fn compare<R: OperandOn<D> + HasDevice<Element = E>>(
+        &self,
+        rhs: R,
+        op: CompareOp,
+    ) -> Result<Tensor<D, bool>> {
         Ok(self.wrap(ops::binary::compare(&self.raw, rhs.raw(), op)?))
     }
 }
@@ -540,7 +634,11 @@ impl<D: Device> Tensor<D, bool> {
         A: OperandOn<D> + HasDevice<Element = E>,
         B: OperandOn<D> + HasDevice<Element = E>,
     {
-        Ok(self.wrap(ops::where_cond::where_cond(&self.raw, on_true.raw(), on_false.raw())?))
+        Ok(self.wrap(ops::where_cond::where_cond(
+            &self.raw,
+            on_true.raw(),
+            on_false.raw(),
+        )?))
     }
     /// Elements of `on_true` where `self` holds, else of `on_false`.
     ///
@@ -561,7 +659,9 @@ impl<D: Device> Tensor<D, bool> {
 /// `a op b` for the operators: owned operands lend their buffers to the result.
 macro_rules! operator {
     ($trait:ident, $method:ident, $op:ident) => {
-        impl<D: Device, E: Numeric, R: OperandOn<D> + HasDevice<Element = E>> $trait<R> for Tensor<D, E> {
+        impl<D: Device, E: Numeric, R: OperandOn<D> + HasDevice<Element = E>> $trait<R>
+            for Tensor<D, E>
+        {
             type Output = Tensor<D, E>;
             #[track_caller]
             fn $method(self, rhs: R) -> Tensor<D, E> {
@@ -572,11 +672,18 @@ macro_rules! operator {
                 }
             }
         }
-        impl<D: Device, E: Numeric, R: OperandOn<D> + HasDevice<Element = E>> $trait<R> for &Tensor<D, E> {
+        impl<D: Device, E: Numeric, R: OperandOn<D> + HasDevice<Element = E>> $trait<R>
+            for &Tensor<D, E>
+        {
             type Output = Tensor<D, E>;
             #[track_caller]
             fn $method(self, rhs: R) -> Tensor<D, E> {
-                match Tensor::binary(Operand::Borrowed(&self.raw), rhs, BinaryOp::$op, self.device) {
+                match Tensor::binary(
+                    Operand::Borrowed(&self.raw),
+                    rhs,
+                    BinaryOp::$op,
+                    self.device,
+                ) {
                     Ok(t) => t,
                     Err(e) => panic!("{e}"),
                 }
@@ -598,7 +705,12 @@ macro_rules! scalar_operand {
             #[track_caller]
             fn $method(self, rhs: $t) -> Tensor<D, $t> {
                 let device = self.device;
-                match ops::binary::binary_scalar(Operand::Owned(self.raw), rhs.to_f64(), BinaryOp::$op, false) {
+                match ops::binary::binary_scalar(
+                    Operand::Owned(self.raw),
+                    rhs.to_f64(),
+                    BinaryOp::$op,
+                    false,
+                ) {
                     Ok(t) => Tensor::from_raw(t, device),
                     Err(e) => panic!("{e}"),
                 }
@@ -624,7 +736,12 @@ macro_rules! scalar_first {
             #[track_caller]
             fn $method(self, rhs: Tensor<D, $t>) -> Tensor<D, $t> {
                 let device = rhs.device;
-                match ops::binary::binary_scalar(Operand::Owned(rhs.raw), self.to_f64(), BinaryOp::$op, true) {
+                match ops::binary::binary_scalar(
+                    Operand::Owned(rhs.raw),
+                    self.to_f64(),
+                    BinaryOp::$op,
+                    true,
+                ) {
                     Ok(t) => Tensor::from_raw(t, device),
                     Err(e) => panic!("{e}"),
                 }

@@ -27,7 +27,11 @@ pub type Operand<'a> = Cow<'a, RawTensor>;
 
 impl std::fmt::Debug for RawTensor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "RawTensor({:?}, {:?}, {})", self.layout, self.dtype, self.device)
+        write!(
+            f,
+            "RawTensor({:?}, {:?}, {})",
+            self.layout, self.dtype, self.device
+        )
     }
 }
 
@@ -46,7 +50,10 @@ impl RawTensor {
 
     /// A contiguous CPU tensor owning `data` (inline when tiny: one allocation in all).
     #[inline]
-    pub(crate) fn from_cpu_buffer<E: Element>(data: crate::cpu::pool::PooledVec<E>, shape: Dims) -> Self {
+    pub(crate) fn from_cpu_buffer<E: Element>(
+        data: crate::cpu::pool::PooledVec<E>,
+        shape: Dims,
+    ) -> Self {
         debug_assert_eq!(data.as_slice().len(), shape.iter().product::<usize>());
         RawTensor {
             storage: Arc::new(Storage::Cpu(E::buffer_into_cpu_storage(data))),
@@ -57,7 +64,11 @@ impl RawTensor {
     }
 
     /// A contiguous tensor on `device` made from host values (the length is checked).
-    pub(crate) fn from_vec<E: Element>(data: Vec<E>, shape: &[usize], device: DynDevice) -> Result<Self> {
+    pub(crate) fn from_vec<E: Element>(
+        data: Vec<E>,
+        shape: &[usize],
+        device: DynDevice,
+    ) -> Result<Self> {
         let dims = Dims::from_slice(shape)?;
         let numel: usize = dims.iter().product();
         if data.len() != numel {

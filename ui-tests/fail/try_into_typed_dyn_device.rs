@@ -6,7 +6,7 @@
 //     RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!
 //
 // devtype, at compile time: `DynDevice` does not implement the sealed `Device` trait:
-//     error[E0277]: the trait bound `devtype::DynDevice: Device` is not satisfied
+//     error[E0277]: `devtype::DynDevice` is not a device type: use `Cpu` or `Cuda<N>` (or a generic `D: Device`)
 //
 // Fix: name the device type you expect (`try_into_typed::<Cuda<0>>()`), or, to stay generic,
 // write the code as `fn run<D: Device>(dev: D)` and call `try_into_typed::<D>()`; keep a

@@ -1,12 +1,12 @@
 //! CPU kernels for element-wise arithmetic and comparisons.
 
 use super::{BinaryOp, CompareOp};
-use crate::cpu::strided::{map1, map2, zip_contiguous, zip_contiguous_in_place, zip_in_place};
 use crate::cpu::pool::PooledVec;
+use crate::cpu::strided::{map1, map2, zip_contiguous, zip_contiguous_in_place, zip_in_place};
 use crate::error::Result;
+use crate::tensor::dtype::sealed::ElementStorage;
 use crate::tensor::layout::{Dims, Layout};
 use crate::tensor::raw::{Operand, RawTensor};
-use crate::tensor::dtype::sealed::ElementStorage;
 use crate::tensor::{DType, Element, Float};
 
 /// Arithmetic every numeric element type has. Integer ops wrap instead of panicking.
@@ -24,19 +24,41 @@ macro_rules! float_arith {
     ($t:ty) => {
         impl Arith for $t {
             #[inline(always)]
-            fn add(self, o: Self) -> Self { self + o }
+            fn add(self, o: Self) -> Self {
+                self + o
+            }
             #[inline(always)]
-            fn sub(self, o: Self) -> Self { self - o }
+            fn sub(self, o: Self) -> Self {
+                self - o
+            }
             #[inline(always)]
-            fn mul(self, o: Self) -> Self { self * o }
+            fn mul(self, o: Self) -> Self {
+                self * o
+            }
             #[inline(always)]
-            fn div(self, o: Self) -> Self { self / o }
+            fn div(self, o: Self) -> Self {
+                self / o
+            }
             #[inline(always)]
-            fn maximum(self, o: Self) -> Self { if self.is_nan() || self > o { self } else { o } }
+            fn maximum(self, o: Self) -> Self {
+                if self.is_nan() || self > o {
+                    self
+                } else {
+                    o
+                }
+            }
             #[inline(always)]
-            fn minimum(self, o: Self) -> Self { if self.is_nan() || self < o { self } else { o } }
+            fn minimum(self, o: Self) -> Self {
+                if self.is_nan() || self < o {
+                    self
+                } else {
+                    o
+                }
+            }
             #[inline(always)]
-            fn pow(self, o: Self) -> Self { Float::powf(self, o) }
+            fn pow(self, o: Self) -> Self {
+                Float::powf(self, o)
+            }
         }
     };
 }
@@ -45,47 +67,101 @@ float_arith!(f64);
 
 impl Arith for i64 {
     #[inline(always)]
-    fn add(self, o: Self) -> Self { self.wrapping_add(o) }
+    fn add(self, o: Self) -> Self {
+        self.wrapping_add(o)
+    }
     #[inline(always)]
-    fn sub(self, o: Self) -> Self { self.wrapping_sub(o) }
+    fn sub(self, o: Self) -> Self {
+        self.wrapping_sub(o)
+    }
     #[inline(always)]
-    fn mul(self, o: Self) -> Self { self.wrapping_mul(o) }
+    fn mul(self, o: Self) -> Self {
+        self.wrapping_mul(o)
+    }
     #[inline(always)]
-    fn div(self, o: Self) -> Self { self.checked_div(o).unwrap_or(0) }
+    fn div(self, o: Self) -> Self {
+        self.checked_div(o).unwrap_or(0)
+    }
     #[inline(always)]
-    fn maximum(self, o: Self) -> Self { self.max(o) }
+    fn maximum(self, o: Self) -> Self {
+        self.max(o)
+    }
     #[inline(always)]
-    fn minimum(self, o: Self) -> Self { self.min(o) }
+    fn minimum(self, o: Self) -> Self {
+        self.min(o)
+    }
     #[inline(always)]
-    fn pow(self, o: Self) -> Self { self.wrapping_pow(o.clamp(0, u32::MAX as i64) as u32) }
+    fn pow(self, o: Self) -> Self {
+        self.wrapping_pow(o.clamp(0, u32::MAX as i64) as u32)
+    }
 }
 
 impl Arith for bool {
-    fn add(self, o: Self) -> Self { self | o }
-    fn sub(self, o: Self) -> Self { self ^ o }
-    fn mul(self, o: Self) -> Self { self & o }
-    fn div(self, o: Self) -> Self { self & o }
-    fn maximum(self, o: Self) -> Self { self | o }
-    fn minimum(self, o: Self) -> Self { self & o }
-    fn pow(self, o: Self) -> Self { self | !o }
+    fn add(self, o: Self) -> Self {
+        self | o
+    }
+    fn sub(self, o: Self) -> Self {
+        self ^ o
+    }
+    fn mul(self, o: Self) -> Self {
+        self & o
+    }
+    fn div(self, o: Self) -> Self {
+        self & o
+    }
+    fn maximum(self, o: Self) -> Self {
+        self | o
+    }
+    fn minimum(self, o: Self) -> Self {
+        self & o
+    }
+    fn pow(self, o: Self) -> Self {
+        self | !o
+    }
 }
 
 /// Calls `$go` with the op turned into a closure (each op gets its own inlined loop).
 macro_rules! with_op {
     ($op:expr, |$f:ident| $go:expr) => {
         match $op {
-            BinaryOp::Add => { let $f = Arith::add; $go }
-            BinaryOp::Sub => { let $f = Arith::sub; $go }
-            BinaryOp::Mul => { let $f = Arith::mul; $go }
-            BinaryOp::Div => { let $f = Arith::div; $go }
-            BinaryOp::Maximum => { let $f = Arith::maximum; $go }
-            BinaryOp::Minimum => { let $f = Arith::minimum; $go }
-            BinaryOp::Pow => { let $f = Arith::pow; $go }
+            BinaryOp::Add => {
+                let $f = Arith::add;
+                $go
+            }
+            BinaryOp::Sub => {
+                let $f = Arith::sub;
+                $go
+            }
+            BinaryOp::Mul => {
+                let $f = Arith::mul;
+                $go
+            }
+            BinaryOp::Div => {
+                let $f = Arith::div;
+                $go
+            }
+            BinaryOp::Maximum => {
+                let $f = Arith::maximum;
+                $go
+            }
+            BinaryOp::Minimum => {
+                let $f = Arith::minimum;
+                $go
+            }
+            BinaryOp::Pow => {
+                let $f = Arith::pow;
+                $go
+            }
         }
     };
 }
 
-fn binary_typed<T: Arith>(mut a: Operand<'_>, mut b: Operand<'_>, shape: Dims, op: BinaryOp) -> RawTensor {
+fn binary_typed<T: Arith>(
+    mut a: Operand<'_>,
+    mut b: Operand<'_>,
+    shape: Dims,
+    op: BinaryOp,
+) -> RawTensor {
     // Same shape, both contiguous: the common case, without any layout arithmetic.
     let same = *a.shape() == *shape && *b.shape() == *shape;
     if same {
@@ -125,14 +201,22 @@ fn binary_typed<T: Arith>(mut a: Operand<'_>, mut b: Operand<'_>, shape: Dims, o
             }
         }
     }
-    let (x, y) = (a.cpu_slice::<T>().expect("cpu"), b.cpu_slice::<T>().expect("cpu"));
+    let (x, y) = (
+        a.cpu_slice::<T>().expect("cpu"),
+        b.cpu_slice::<T>().expect("cpu"),
+    );
     let mut out = T::pool().take(shape.iter().product());
     with_op!(op, |f| map2(x, &la, y, &lb, &mut out, f));
     RawTensor::from_cpu_vec(out, shape)
 }
 
 #[inline]
-pub(crate) fn binary(a: Operand<'_>, b: Operand<'_>, shape: Dims, op: BinaryOp) -> Result<RawTensor> {
+pub(crate) fn binary(
+    a: Operand<'_>,
+    b: Operand<'_>,
+    shape: Dims,
+    op: BinaryOp,
+) -> Result<RawTensor> {
     Ok(match a.dtype {
         DType::F32 => binary_typed::<f32>(a, b, shape, op),
         DType::F64 => binary_typed::<f64>(a, b, shape, op),
@@ -141,15 +225,24 @@ pub(crate) fn binary(a: Operand<'_>, b: Operand<'_>, shape: Dims, op: BinaryOp) 
     })
 }
 
-fn scalar_typed<T: Arith>(mut a: Operand<'_>, s: f64, op: BinaryOp, scalar_first: bool) -> RawTensor {
+fn scalar_typed<T: Arith>(
+    mut a: Operand<'_>,
+    s: f64,
+    op: BinaryOp,
+    scalar_first: bool,
+) -> RawTensor {
     let s = T::from_f64(s);
     if let Operand::Owned(owner) = &mut a {
         if let Some(dst) = owner.unique_cpu_data::<T>() {
             with_op!(op, |f| {
                 if scalar_first {
-                    crate::cpu::strided::for_each_chunk(dst, |_, c| c.iter_mut().for_each(|x| *x = f(s, *x)))
+                    crate::cpu::strided::for_each_chunk(dst, |_, c| {
+                        c.iter_mut().for_each(|x| *x = f(s, *x))
+                    })
                 } else {
-                    crate::cpu::strided::for_each_chunk(dst, |_, c| c.iter_mut().for_each(|x| *x = f(*x, s)))
+                    crate::cpu::strided::for_each_chunk(dst, |_, c| {
+                        c.iter_mut().for_each(|x| *x = f(*x, s))
+                    })
                 }
             });
             return a.into_owned();
@@ -167,7 +260,12 @@ fn scalar_typed<T: Arith>(mut a: Operand<'_>, s: f64, op: BinaryOp, scalar_first
     RawTensor::from_cpu_buffer(out, a.layout.shape)
 }
 
-pub(crate) fn binary_scalar(a: Operand<'_>, s: f64, op: BinaryOp, scalar_first: bool) -> Result<RawTensor> {
+pub(crate) fn binary_scalar(
+    a: Operand<'_>,
+    s: f64,
+    op: BinaryOp,
+    scalar_first: bool,
+) -> Result<RawTensor> {
     Ok(match a.dtype {
         DType::F32 => scalar_typed::<f32>(a, s, op, scalar_first),
         DType::F64 => scalar_typed::<f64>(a, s, op, scalar_first),
@@ -187,7 +285,12 @@ fn cmp_fn<T: PartialOrd>(op: CompareOp) -> fn(T, T) -> bool {
     }
 }
 
-pub(crate) fn compare(a: &RawTensor, b: &RawTensor, shape: Dims, op: CompareOp) -> Result<RawTensor> {
+pub(crate) fn compare(
+    a: &RawTensor,
+    b: &RawTensor,
+    shape: Dims,
+    op: CompareOp,
+) -> Result<RawTensor> {
     let la: Layout = a.layout.broadcast_to(&shape)?;
     let lb: Layout = b.layout.broadcast_to(&shape)?;
     let mut out = <bool as ElementStorage>::pool().take(shape.iter().product());

@@ -67,7 +67,10 @@ pub enum CompareOp {
 
 fn check_dtypes(op: &'static str, float_only: bool, a: DType, b: DType) -> Result<()> {
     if a != b {
-        return Err(Error::DTypeMismatch { expected: a, found: b });
+        return Err(Error::DTypeMismatch {
+            expected: a,
+            found: b,
+        });
     }
     if a == DType::Bool || (float_only && !a.is_float()) {
         return Err(Error::UnsupportedDType { op, dtype: a });
@@ -79,7 +82,11 @@ fn check_dtypes(op: &'static str, float_only: bool, a: DType, b: DType) -> Resul
 #[inline]
 pub(crate) fn binary(a: Operand<'_>, b: Operand<'_>, op: BinaryOp) -> Result<RawTensor> {
     check_dtypes(op.name(), op.float_only(), a.dtype, b.dtype)?;
-    let shape = if a.layout.shape == b.layout.shape { a.layout.shape } else { broadcast_shapes(a.shape(), b.shape())? };
+    let shape = if a.layout.shape == b.layout.shape {
+        a.layout.shape
+    } else {
+        broadcast_shapes(a.shape(), b.shape())?
+    };
     match (&*a.storage, &*b.storage) {
         (Storage::Cpu(_), Storage::Cpu(_)) => cpu::binary(a, b, shape, op),
         _ => cuda::binary(&a, &b, shape, op),
@@ -87,9 +94,17 @@ pub(crate) fn binary(a: Operand<'_>, b: Operand<'_>, op: BinaryOp) -> Result<Raw
 }
 
 /// `a op scalar`, or `scalar op a` when `scalar_first`.
-pub(crate) fn binary_scalar(a: Operand<'_>, scalar: f64, op: BinaryOp, scalar_first: bool) -> Result<RawTensor> {
+pub(crate) fn binary_scalar(
+    a: Operand<'_>,
+    scalar: f64,
+    op: BinaryOp,
+    scalar_first: bool,
+) -> Result<RawTensor> {
     if a.dtype == DType::Bool || (op.float_only() && !a.dtype.is_float()) {
-        return Err(Error::UnsupportedDType { op: op.name(), dtype: a.dtype });
+        return Err(Error::UnsupportedDType {
+            op: op.name(),
+            dtype: a.dtype,
+        });
     }
     match &*a.storage {
         Storage::Cpu(_) => cpu::binary_scalar(a, scalar, op, scalar_first),
@@ -100,7 +115,10 @@ pub(crate) fn binary_scalar(a: Operand<'_>, scalar: f64, op: BinaryOp, scalar_fi
 /// `a cmp b` with broadcasting, as a `bool` tensor.
 pub(crate) fn compare(a: &RawTensor, b: &RawTensor, op: CompareOp) -> Result<RawTensor> {
     if a.dtype != b.dtype {
-        return Err(Error::DTypeMismatch { expected: a.dtype, found: b.dtype });
+        return Err(Error::DTypeMismatch {
+            expected: a.dtype,
+            found: b.dtype,
+        });
     }
     let shape = broadcast_shapes(a.shape(), b.shape())?;
     match (&*a.storage, &*b.storage) {

@@ -14,7 +14,12 @@ fn typed<T: Element>(tensors: &[&RawTensor], d: usize, shape: Dims) -> RawTensor
         let mut slab = full;
         slab.offset = start * full.strides[d];
         slab.shape[d] = t.shape()[d];
-        copy_into(&mut out, &slab, t.cpu_slice::<T>().expect("dtype checked"), &t.layout);
+        copy_into(
+            &mut out,
+            &slab,
+            t.cpu_slice::<T>().expect("dtype checked"),
+            &t.layout,
+        );
         start += t.shape()[d];
     }
     RawTensor::from_cpu_vec(out, shape)

@@ -14,14 +14,19 @@ fn plan(tensors: &[&RawTensor], dim: isize) -> Result<(usize, Dims)> {
         .first()
         .ok_or_else(|| Error::Shape("torch.cat(): expected a non-empty list of Tensors".into()))?;
     if first.rank() == 0 {
-        return Err(Error::Shape("zero-dimensional tensor (at position 0) cannot be concatenated".into()));
+        return Err(Error::Shape(
+            "zero-dimensional tensor (at position 0) cannot be concatenated".into(),
+        ));
     }
     let d = wrap_dim(dim, first.rank())?;
     let mut shape = first.layout.shape;
     shape[d] = 0;
     for (i, t) in tensors.iter().enumerate() {
         if t.dtype != first.dtype {
-            return Err(Error::DTypeMismatch { expected: first.dtype, found: t.dtype });
+            return Err(Error::DTypeMismatch {
+                expected: first.dtype,
+                found: t.dtype,
+            });
         }
         if t.rank() != first.rank() {
             return Err(Error::Shape(format!(

@@ -38,7 +38,9 @@ pub(crate) fn cast(t: &RawTensor, dtype: DType) -> Result<RawTensor> {
         return Ok(t.clone());
     }
     match &*t.storage {
-        Storage::Cpu(s) => Ok(cpu_dispatch!(s, |data: T| cpu::cast::<T>(data, &t.layout, dtype))),
+        Storage::Cpu(s) => Ok(cpu_dispatch!(s, |data: T| cpu::cast::<T>(
+            data, &t.layout, dtype
+        ))),
         Storage::Cuda(_) => cuda::cast(t, dtype),
     }
 }

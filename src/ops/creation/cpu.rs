@@ -24,7 +24,11 @@ pub(crate) fn create(shape: Dims, dtype: DType, fill: Fill) -> RawTensor {
                 }
             }),
             Fill::Uniform { seed, offset } => {
-                let top = if T::DTYPE == DType::F32 { random::F32_BELOW_ONE } else { 1.0 };
+                let top = if T::DTYPE == DType::F32 {
+                    random::F32_BELOW_ONE
+                } else {
+                    1.0
+                };
                 for_each_chunk(&mut out, |s, c| {
                     for (i, o) in c.iter_mut().enumerate() {
                         *o = T::from_f64(random::uniform(seed, offset + (s + i) as u64).min(top));

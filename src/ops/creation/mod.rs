@@ -41,7 +41,12 @@ impl Fill {
 }
 
 /// A new contiguous tensor of `shape` on `device` filled by `fill`.
-pub(crate) fn create(shape: Dims, dtype: DType, device: DynDevice, fill: Fill) -> Result<RawTensor> {
+pub(crate) fn create(
+    shape: Dims,
+    dtype: DType,
+    device: DynDevice,
+    fill: Fill,
+) -> Result<RawTensor> {
     let device = device.resolved();
     match device.cuda_index() {
         None => Ok(cpu::create(shape, dtype, fill)),

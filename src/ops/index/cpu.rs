@@ -12,7 +12,11 @@ fn checked_indices(index: &RawTensor, dim: usize, size: usize) -> Result<Vec<usi
     raw.iter()
         .map(|&i| {
             if i < 0 || i >= size as i64 {
-                Err(Error::IndexOutOfBounds { index: i, dim, size })
+                Err(Error::IndexOutOfBounds {
+                    index: i,
+                    dim,
+                    size,
+                })
             } else {
                 Ok(i as usize)
             }
@@ -42,7 +46,12 @@ fn select_typed<T: Element>(a: &RawTensor, d: usize, idx: &[usize], shape: Dims)
     RawTensor::from_cpu_vec(out, shape)
 }
 
-pub(crate) fn index_select(a: &RawTensor, d: usize, index: &RawTensor, shape: Dims) -> Result<RawTensor> {
+pub(crate) fn index_select(
+    a: &RawTensor,
+    d: usize,
+    index: &RawTensor,
+    shape: Dims,
+) -> Result<RawTensor> {
     let size = if a.rank() == 0 { 1 } else { a.shape()[d] };
     let idx = checked_indices(index, d, size)?;
     Ok(match a.dtype {

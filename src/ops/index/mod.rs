@@ -12,7 +12,9 @@ use crate::tensor::DType;
 
 fn check_index_dtype(op: &str, index: &RawTensor) -> Result<()> {
     if index.dtype != DType::I64 {
-        return Err(Error::Shape(format!("{op}(): Expected dtype int64 for index")));
+        return Err(Error::Shape(format!(
+            "{op}(): Expected dtype int64 for index"
+        )));
     }
     Ok(())
 }
@@ -21,9 +23,15 @@ fn check_index_dtype(op: &str, index: &RawTensor) -> Result<()> {
 pub(crate) fn index_select(a: &RawTensor, dim: isize, index: &RawTensor) -> Result<RawTensor> {
     check_index_dtype("index_select", index)?;
     if index.rank() > 1 {
-        return Err(Error::Shape("index_select(): Index is supposed to be a vector".into()));
+        return Err(Error::Shape(
+            "index_select(): Index is supposed to be a vector".into(),
+        ));
     }
-    let d = if a.rank() == 0 { wrap_dim(dim, 0)? } else { wrap_dim(dim, a.rank())? };
+    let d = if a.rank() == 0 {
+        wrap_dim(dim, 0)?
+    } else {
+        wrap_dim(dim, a.rank())?
+    };
     if a.rank() == 0 && index.numel() != 1 {
         return Err(Error::Shape(format!(
             "index_select(): Index to scalar can have only 1 value, got {} value(s)",
@@ -45,7 +53,9 @@ pub(crate) fn gather(a: &RawTensor, dim: isize, index: &RawTensor) -> Result<Raw
     check_index_dtype("gather", index)?;
     let d = wrap_dim(dim, a.rank())?;
     if index.rank() != a.rank() && !(a.rank() == 0 && index.rank() <= 1) {
-        return Err(Error::Shape("Index tensor must have the same number of dimensions as input tensor".into()));
+        return Err(Error::Shape(
+            "Index tensor must have the same number of dimensions as input tensor".into(),
+        ));
     }
     for j in 0..a.rank() {
         if j != d && index.shape()[j] > a.shape()[j] {

@@ -7,9 +7,18 @@ use crate::tensor::layout::Dims;
 use crate::tensor::raw::RawTensor;
 use crate::tensor::{DType, Float};
 
-fn typed<T: Float>(x: &RawTensor, w: &RawTensor, bias: Option<&RawTensor>, (rows, k, n, shape): (usize, usize, usize, Dims)) -> Result<RawTensor> {
+fn typed<T: Float>(
+    x: &RawTensor,
+    w: &RawTensor,
+    bias: Option<&RawTensor>,
+    (rows, k, n, shape): (usize, usize, usize, Dims),
+) -> Result<RawTensor> {
     // x as a [rows, k] matrix: a view when the strides allow, else a copy.
-    let x2 = if x.rank() == 2 { x.clone() } else { crate::ops::shape::reshape(x, &[rows as isize, k as isize])? };
+    let x2 = if x.rank() == 2 {
+        x.clone()
+    } else {
+        crate::ops::shape::reshape(x, &[rows as isize, k as isize])?
+    };
     let mut buffer = PooledVec::<T>::with_len(rows * n);
     let out = buffer.as_mut_slice();
     let accumulate = match bias {
@@ -46,7 +55,12 @@ fn typed<T: Float>(x: &RawTensor, w: &RawTensor, bias: Option<&RawTensor>, (rows
     Ok(RawTensor::from_cpu_buffer(buffer, shape))
 }
 
-pub(crate) fn linear(x: &RawTensor, w: &RawTensor, bias: Option<&RawTensor>, plan: (usize, usize, usize, Dims)) -> Result<RawTensor> {
+pub(crate) fn linear(
+    x: &RawTensor,
+    w: &RawTensor,
+    bias: Option<&RawTensor>,
+    plan: (usize, usize, usize, Dims),
+) -> Result<RawTensor> {
     match x.dtype {
         DType::F32 => typed::<f32>(x, w, bias, plan),
         DType::F64 => typed::<f64>(x, w, bias, plan),

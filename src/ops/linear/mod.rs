@@ -10,12 +10,22 @@ use crate::tensor::layout::Dims;
 use crate::tensor::raw::RawTensor;
 
 /// Checks shapes as `F.linear` and returns (rows, in, out, output shape).
-pub(crate) fn plan(x: &RawTensor, weight: &RawTensor, bias: Option<&RawTensor>) -> Result<(usize, usize, usize, Dims)> {
+pub(crate) fn plan(
+    x: &RawTensor,
+    weight: &RawTensor,
+    bias: Option<&RawTensor>,
+) -> Result<(usize, usize, usize, Dims)> {
     if weight.rank() != 2 {
-        return Err(Error::NotAMatrix { op: "addmm", argument: "mat2", dims: weight.rank() });
+        return Err(Error::NotAMatrix {
+            op: "addmm",
+            argument: "mat2",
+            dims: weight.rank(),
+        });
     }
     if x.rank() == 0 {
-        return Err(Error::Shape("both arguments to linear need to be at least 1D, but they are 0D and 2D".into()));
+        return Err(Error::Shape(
+            "both arguments to linear need to be at least 1D, but they are 0D and 2D".into(),
+        ));
     }
     for t in std::iter::once(weight).chain(bias) {
         if t.dtype != x.dtype {
@@ -26,7 +36,10 @@ pub(crate) fn plan(x: &RawTensor, weight: &RawTensor, bias: Option<&RawTensor>) 
         }
     }
     if !x.dtype.is_float() {
-        return Err(Error::UnsupportedDType { op: "addmm_impl_cpu_", dtype: x.dtype });
+        return Err(Error::UnsupportedDType {
+            op: "addmm_impl_cpu_",
+            dtype: x.dtype,
+        });
     }
     let (out_features, in_features) = (weight.shape()[0], weight.shape()[1]);
     let k = *x.shape().last().expect("rank >= 1");
@@ -34,7 +47,13 @@ pub(crate) fn plan(x: &RawTensor, weight: &RawTensor, bias: Option<&RawTensor>) 
     if k != in_features {
         // With a bias PyTorch runs the fused `addmm`, without one `matmul` (so `mm`).
         let op = if bias.is_some() { "addmm" } else { "mm" };
-        return Err(Error::MatmulShape { op, m: rows, k1: k, k2: in_features, n: out_features });
+        return Err(Error::MatmulShape {
+            op,
+            m: rows,
+            k1: k,
+            k2: in_features,
+            n: out_features,
+        });
     }
     if let Some(b) = bias {
         if b.shape() != [out_features] {
@@ -51,7 +70,11 @@ pub(crate) fn plan(x: &RawTensor, weight: &RawTensor, bias: Option<&RawTensor>) 
 }
 
 /// `x @ weight.T + bias`.
-pub(crate) fn linear(x: &RawTensor, weight: &RawTensor, bias: Option<&RawTensor>) -> Result<RawTensor> {
+pub(crate) fn linear(
+    x: &RawTensor,
+    weight: &RawTensor,
+    bias: Option<&RawTensor>,
+) -> Result<RawTensor> {
     let plan = plan(x, weight, bias)?;
     match &*x.storage {
         Storage::Cpu(_) => cpu::linear(x, weight, bias, plan),

@@ -39,7 +39,11 @@ fn typed<T: Float>(
     }
     Ok(match options.reduction {
         Reduction::None => {
-            let shape = if logits.rank() == 1 { Dims::EMPTY } else { Dims::from_slice(&[n])? };
+            let shape = if logits.rank() == 1 {
+                Dims::EMPTY
+            } else {
+                Dims::from_slice(&[n])?
+            };
             RawTensor::from_cpu_vec(losses, shape)
         }
         Reduction::Sum => RawTensor::from_cpu_vec(vec![total], Dims::EMPTY),

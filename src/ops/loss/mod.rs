@@ -29,9 +29,16 @@ pub(crate) struct CrossEntropyOptions {
 }
 
 /// Checks shapes as `nll_loss` does.
-pub(crate) fn check(logits: &RawTensor, targets: &RawTensor, weight: Option<&RawTensor>) -> Result<(usize, usize)> {
+pub(crate) fn check(
+    logits: &RawTensor,
+    targets: &RawTensor,
+    weight: Option<&RawTensor>,
+) -> Result<(usize, usize)> {
     if !logits.dtype.is_float() {
-        return Err(Error::UnsupportedDType { op: "log_softmax_lastdim_kernel_impl", dtype: logits.dtype });
+        return Err(Error::UnsupportedDType {
+            op: "log_softmax_lastdim_kernel_impl",
+            dtype: logits.dtype,
+        });
     }
     if targets.dtype != DType::I64 {
         return Err(Error::Shape(format!(
@@ -48,7 +55,17 @@ pub(crate) fn check(logits: &RawTensor, targets: &RawTensor, weight: Option<&Raw
             )))
         }
     };
-    let target_n = if logits.rank() == 1 { if targets.rank() == 0 { 1 } else { usize::MAX } } else if targets.rank() == 1 { targets.shape()[0] } else { usize::MAX };
+    let target_n = if logits.rank() == 1 {
+        if targets.rank() == 0 {
+            1
+        } else {
+            usize::MAX
+        }
+    } else if targets.rank() == 1 {
+        targets.shape()[0]
+    } else {
+        usize::MAX
+    };
     if target_n != n {
         return Err(Error::Shape(format!(
             "Expected input batch_size ({n}) to match target batch_size ({}).",
@@ -57,7 +74,10 @@ pub(crate) fn check(logits: &RawTensor, targets: &RawTensor, weight: Option<&Raw
     }
     if let Some(w) = weight {
         if w.dtype != logits.dtype {
-            return Err(Error::DTypeMismatch { expected: logits.dtype, found: w.dtype });
+            return Err(Error::DTypeMismatch {
+                expected: logits.dtype,
+                found: w.dtype,
+            });
         }
         if w.shape() != [c] {
             return Err(Error::Shape(format!(

@@ -23,7 +23,8 @@ pub(crate) struct MatrixView<'a, T> {
 impl<T> MatrixView<'_, T> {
     /// The largest index `rows x cols` elements reach, or `None` when the matrix is empty.
     fn last_index(&self, rows: usize, cols: usize) -> Option<usize> {
-        (rows > 0 && cols > 0).then(|| self.offset + (rows - 1) * self.row_stride + (cols - 1) * self.col_stride)
+        (rows > 0 && cols > 0)
+            .then(|| self.offset + (rows - 1) * self.row_stride + (cols - 1) * self.col_stride)
     }
 }
 
@@ -64,8 +65,14 @@ pub(crate) fn gemm_into<T: Float>(
         return;
     }
     // Both operands must stay inside their slices: checked here, relied on below.
-    assert!(a.last_index(m, k).is_some_and(|i| i < a.data.len()), "gemm lhs out of bounds");
-    assert!(b.last_index(k, n).is_some_and(|i| i < b.data.len()), "gemm rhs out of bounds");
+    assert!(
+        a.last_index(m, k).is_some_and(|i| i < a.data.len()),
+        "gemm lhs out of bounds"
+    );
+    assert!(
+        b.last_index(k, n).is_some_and(|i| i < b.data.len()),
+        "gemm rhs out of bounds"
+    );
     if m * n * k <= SMALL_PRODUCT || cfg!(miri) {
         if a.col_stride == 1 && b.row_stride == 1 {
             // Rows of `a` and columns of `b` are contiguous (e.g. `x @ weight.T`): dot products.
@@ -157,7 +164,9 @@ pub(crate) fn batch_offsets(layout: &Layout, batch_rank: usize) -> Vec<usize> {
     batch.strides = strides;
     let count: usize = layout.shape[..batch_rank].iter().product();
     let mut out = Vec::with_capacity(count);
-    Strided::new([&batch]).runs(0..count, |_, [o], len, [s]| out.extend((0..len).map(|i| o + i * s)));
+    Strided::new([&batch]).runs(0..count, |_, [o], len, [s]| {
+        out.extend((0..len).map(|i| o + i * s))
+    });
     out
 }
 
@@ -171,8 +180,18 @@ fn typed<T: Float>(a: &[T], b: &[T], plan: &MatmulPlan) -> RawTensor {
     let offs_a = batch_offsets(&plan.a, br);
     let offs_b = batch_offsets(&plan.b, br);
     for (i, dst) in out.chunks_mut((m * n).max(1)).enumerate().take(batches) {
-        let va = MatrixView { data: a, offset: offs_a[i], row_stride: plan.a.strides[ra - 2], col_stride: plan.a.strides[ra - 1] };
-        let vb = MatrixView { data: b, offset: offs_b[i], row_stride: plan.b.strides[rb - 2], col_stride: plan.b.strides[rb - 1] };
+        let va = MatrixView {
+            data: a,
+            offset: offs_a[i],
+            row_stride: plan.a.strides[ra - 2],
+            col_stride: plan.a.strides[ra - 1],
+        };
+        let vb = MatrixView {
+            data: b,
+            offset: offs_b[i],
+            row_stride: plan.b.strides[rb - 2],
+            col_stride: plan.b.strides[rb - 1],
+        };
         gemm_into(dst, (m, k, n), va, vb, false);
     }
     RawTensor::from_cpu_vec(out, plan.out_shape)
@@ -180,8 +199,16 @@ fn typed<T: Float>(a: &[T], b: &[T], plan: &MatmulPlan) -> RawTensor {
 
 pub(crate) fn matmul(a: &RawTensor, b: &RawTensor, plan: &MatmulPlan) -> Result<RawTensor> {
     Ok(match a.dtype {
-        DType::F32 => typed::<f32>(a.cpu_slice().expect("cpu"), b.cpu_slice().expect("cpu"), plan),
-        DType::F64 => typed::<f64>(a.cpu_slice().expect("cpu"), b.cpu_slice().expect("cpu"), plan),
+        DType::F32 => typed::<f32>(
+            a.cpu_slice().expect("cpu"),
+            b.cpu_slice().expect("cpu"),
+            plan,
+        ),
+        DType::F64 => typed::<f64>(
+            a.cpu_slice().expect("cpu"),
+            b.cpu_slice().expect("cpu"),
+            plan,
+        ),
         _ => unreachable!("checked in plan"),
     })
 }

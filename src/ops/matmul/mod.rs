@@ -36,7 +36,10 @@ pub(crate) fn plan(a: &RawTensor, b: &RawTensor) -> Result<MatmulPlan> {
         )));
     }
     if !a.dtype.is_float() {
-        return Err(Error::UnsupportedDType { op: "addmm_impl_cpu_", dtype: a.dtype });
+        return Err(Error::UnsupportedDType {
+            op: "addmm_impl_cpu_",
+            dtype: a.dtype,
+        });
     }
     if a.rank() == 0 || b.rank() == 0 {
         return Err(Error::Shape(format!(
@@ -46,8 +49,16 @@ pub(crate) fn plan(a: &RawTensor, b: &RawTensor) -> Result<MatmulPlan> {
         )));
     }
     // Vectors become matrices: [k] -> [1, k] on the left, [k] -> [k, 1] on the right.
-    let la = if a.rank() == 1 { a.layout.view(&[1, a.shape()[0]])?.expect("1-D views") } else { a.layout };
-    let lb = if b.rank() == 1 { b.layout.view(&[b.shape()[0], 1])?.expect("1-D views") } else { b.layout };
+    let la = if a.rank() == 1 {
+        a.layout.view(&[1, a.shape()[0]])?.expect("1-D views")
+    } else {
+        a.layout
+    };
+    let lb = if b.rank() == 1 {
+        b.layout.view(&[b.shape()[0], 1])?.expect("1-D views")
+    } else {
+        b.layout
+    };
     let (ra, rb) = (la.rank(), lb.rank());
     let (m, k1) = (la.shape[ra - 2], la.shape[ra - 1]);
     let (k2, n) = (lb.shape[rb - 2], lb.shape[rb - 1]);
@@ -66,7 +77,12 @@ pub(crate) fn plan(a: &RawTensor, b: &RawTensor) -> Result<MatmulPlan> {
     let batch = broadcast_shapes(&la.shape[..ra - 2], &lb.shape[..rb - 2])?;
     if k1 != k2 {
         let count: usize = batch.iter().product();
-        return Err(Error::BatchMatmulShape { batch: count, k: k1, got_batch: count, got_k: k2 });
+        return Err(Error::BatchMatmulShape {
+            batch: count,
+            k: k1,
+            got_batch: count,
+            got_k: k2,
+        });
     }
     let mut full_a = batch;
     full_a.push(m)?;

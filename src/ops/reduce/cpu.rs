@@ -43,15 +43,33 @@ macro_rules! float_reducible {
                 }
             }
             #[inline]
-            fn add(self, o: Self) -> Self { self + o }
+            fn add(self, o: Self) -> Self {
+                self + o
+            }
             #[inline]
-            fn max_of(self, o: Self) -> Self { if self.is_nan() || self >= o { self } else { o } }
+            fn max_of(self, o: Self) -> Self {
+                if self.is_nan() || self >= o {
+                    self
+                } else {
+                    o
+                }
+            }
             #[inline]
-            fn min_of(self, o: Self) -> Self { if self.is_nan() || self <= o { self } else { o } }
+            fn min_of(self, o: Self) -> Self {
+                if self.is_nan() || self <= o {
+                    self
+                } else {
+                    o
+                }
+            }
             #[inline]
-            fn div_count(self, n: usize) -> Self { self / n as $t }
+            fn div_count(self, n: usize) -> Self {
+                self / n as $t
+            }
             #[inline]
-            fn is_nan(self) -> bool { <$t>::is_nan(self) }
+            fn is_nan(self) -> bool {
+                <$t>::is_nan(self)
+            }
         }
     };
 }
@@ -62,24 +80,51 @@ impl Reducible for i64 {
     fn sum_run(data: &[Self], stride: usize, len: usize) -> Self {
         (0..len).fold(0i64, |s, i| s.wrapping_add(data[i * stride]))
     }
-    fn add(self, o: Self) -> Self { self.wrapping_add(o) }
-    fn max_of(self, o: Self) -> Self { self.max(o) }
-    fn min_of(self, o: Self) -> Self { self.min(o) }
-    fn div_count(self, n: usize) -> Self { self / n.max(1) as i64 }
-    fn is_nan(self) -> bool { false }
+    fn add(self, o: Self) -> Self {
+        self.wrapping_add(o)
+    }
+    fn max_of(self, o: Self) -> Self {
+        self.max(o)
+    }
+    fn min_of(self, o: Self) -> Self {
+        self.min(o)
+    }
+    fn div_count(self, n: usize) -> Self {
+        self / n.max(1) as i64
+    }
+    fn is_nan(self) -> bool {
+        false
+    }
 }
 
 impl Reducible for bool {
-    fn sum_run(data: &[Self], stride: usize, len: usize) -> Self { (0..len).any(|i| data[i * stride]) }
-    fn add(self, o: Self) -> Self { self | o }
-    fn max_of(self, o: Self) -> Self { self | o }
-    fn min_of(self, o: Self) -> Self { self & o }
-    fn div_count(self, _: usize) -> Self { self }
-    fn is_nan(self) -> bool { false }
+    fn sum_run(data: &[Self], stride: usize, len: usize) -> Self {
+        (0..len).any(|i| data[i * stride])
+    }
+    fn add(self, o: Self) -> Self {
+        self | o
+    }
+    fn max_of(self, o: Self) -> Self {
+        self | o
+    }
+    fn min_of(self, o: Self) -> Self {
+        self & o
+    }
+    fn div_count(self, _: usize) -> Self {
+        self
+    }
+    fn is_nan(self) -> bool {
+        false
+    }
 }
 
 /// Folds positions `range` of the permuted walk.
-fn fold_range<T: Reducible>(data: &[T], walk: &Strided<1>, range: std::ops::Range<usize>, op: ReduceOp) -> T {
+fn fold_range<T: Reducible>(
+    data: &[T],
+    walk: &Strided<1>,
+    range: std::ops::Range<usize>,
+    op: ReduceOp,
+) -> T {
     let mut acc = match op {
         ReduceOp::Sum | ReduceOp::Mean => T::ZERO,
         ReduceOp::Max | ReduceOp::Min => data[0],
@@ -107,10 +152,20 @@ fn fold_range<T: Reducible>(data: &[T], walk: &Strided<1>, range: std::ops::Rang
 fn typed<T: Reducible>(data: &[T], plan: &ReducePlan, op: ReduceOp) -> RawTensor {
     let walk = Strided::new([&plan.permuted]);
     let r = plan.reduced;
-    let finish = |v: T| if op == ReduceOp::Mean { v.div_count(r) } else { v };
+    let finish = |v: T| {
+        if op == ReduceOp::Mean {
+            v.div_count(r)
+        } else {
+            v
+        }
+    };
     let mut out = T::pool().take(plan.outputs);
     let work = plan.outputs * r;
-    if plan.outputs == 1 && r >= 1 << 16 && !cfg!(miri) && matches!(op, ReduceOp::Sum | ReduceOp::Mean) {
+    if plan.outputs == 1
+        && r >= 1 << 16
+        && !cfg!(miri)
+        && matches!(op, ReduceOp::Sum | ReduceOp::Mean)
+    {
         // One big sum: split the reduction itself across threads.
         let chunk = 1 << 14;
         let total = (0..r.div_ceil(chunk))

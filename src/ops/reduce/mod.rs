@@ -58,7 +58,9 @@ pub(crate) fn plan(a: &RawTensor, dims: &[isize], keepdim: bool) -> Result<Reduc
             continue;
         }
         if reduce_mask[d] {
-            return Err(Error::Shape(format!("dim {d} appears multiple times in the list of dims")));
+            return Err(Error::Shape(format!(
+                "dim {d} appears multiple times in the list of dims"
+            )));
         }
         reduce_mask[d] = true;
     }
@@ -89,7 +91,12 @@ pub(crate) fn plan(a: &RawTensor, dims: &[isize], keepdim: bool) -> Result<Reduc
 }
 
 /// `op` over `dims` (all dims when empty).
-pub(crate) fn reduce(a: &RawTensor, dims: &[isize], keepdim: bool, op: ReduceOp) -> Result<RawTensor> {
+pub(crate) fn reduce(
+    a: &RawTensor,
+    dims: &[isize],
+    keepdim: bool,
+    op: ReduceOp,
+) -> Result<RawTensor> {
     if op == ReduceOp::Mean && !a.dtype.is_float() {
         return Err(Error::Shape(format!(
             "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {}",
@@ -97,7 +104,10 @@ pub(crate) fn reduce(a: &RawTensor, dims: &[isize], keepdim: bool, op: ReduceOp)
         )));
     }
     if a.dtype == DType::Bool {
-        return Err(Error::UnsupportedDType { op: op.name(), dtype: a.dtype });
+        return Err(Error::UnsupportedDType {
+            op: op.name(),
+            dtype: a.dtype,
+        });
     }
     let plan = plan(a, dims, keepdim)?;
     if plan.reduced == 0 && matches!(op, ReduceOp::Max | ReduceOp::Min) && plan.outputs > 0 {
@@ -115,7 +125,10 @@ pub(crate) fn reduce(a: &RawTensor, dims: &[isize], keepdim: bool, op: ReduceOp)
 /// Index of the largest (`max = true`) or smallest element along `dim`, as `i64`.
 pub(crate) fn arg_reduce(a: &RawTensor, dim: isize, keepdim: bool, max: bool) -> Result<RawTensor> {
     if a.dtype == DType::Bool {
-        return Err(Error::UnsupportedDType { op: if max { "argmax" } else { "argmin" }, dtype: a.dtype });
+        return Err(Error::UnsupportedDType {
+            op: if max { "argmax" } else { "argmin" },
+            dtype: a.dtype,
+        });
     }
     let plan = plan(a, &[dim], keepdim)?;
     if plan.reduced == 0 {

@@ -15,7 +15,9 @@ fn check_target_size(shape: &[isize], numel: usize) -> Result<()> {
         .try_fold(1usize, |acc, &s| acc.checked_mul((s as usize).max(1)))
         .is_none();
     if overflows {
-        return Err(Error::Shape(format!("shape '{shape:?}' is invalid for input of size {numel}")));
+        return Err(Error::Shape(format!(
+            "shape '{shape:?}' is invalid for input of size {numel}"
+        )));
     }
     Ok(())
 }
@@ -28,7 +30,10 @@ pub(crate) fn reshape(a: &RawTensor, shape: &[isize]) -> Result<RawTensor> {
         Some(l) => Ok(a.with_layout(l)),
         None => {
             let c = a.contiguous()?;
-            let l = c.layout.view(&shape)?.expect("contiguous tensors always have a view");
+            let l = c
+                .layout
+                .view(&shape)?
+                .expect("contiguous tensors always have a view");
             Ok(c.with_layout(l))
         }
     }
@@ -59,7 +64,14 @@ pub(crate) fn transpose(a: &RawTensor, d0: isize, d1: isize) -> Result<RawTensor
 pub(crate) fn permute(a: &RawTensor, order: &[isize]) -> Result<RawTensor> {
     let mut dims = Vec::with_capacity(order.len());
     for &d in order {
-        dims.push(if a.rank() == 0 { return Err(Error::PermuteRank { rank: 0, given: order.len() }) } else { wrap_dim(d, a.rank())? });
+        dims.push(if a.rank() == 0 {
+            return Err(Error::PermuteRank {
+                rank: 0,
+                given: order.len(),
+            });
+        } else {
+            wrap_dim(d, a.rank())?
+        });
     }
     Ok(a.with_layout(a.layout.permute(&dims)?))
 }
@@ -68,7 +80,11 @@ pub(crate) fn permute(a: &RawTensor, order: &[isize]) -> Result<RawTensor> {
 pub(crate) fn unsqueeze(a: &RawTensor, dim: isize) -> Result<RawTensor> {
     let d = wrap_dim(dim, a.rank() + 1)?;
     let mut l = a.layout;
-    let stride = if d < a.rank() { l.strides[d] * l.shape[d] } else { 1 };
+    let stride = if d < a.rank() {
+        l.strides[d] * l.shape[d]
+    } else {
+        1
+    };
     l.shape.insert(d, 1)?;
     l.strides.insert(d, stride)?;
     Ok(a.with_layout(l))
@@ -97,7 +113,9 @@ pub(crate) fn flatten(a: &RawTensor, start: isize, end: isize) -> Result<RawTens
         return reshape(a, &[1]);
     }
     if s > e {
-        return Err(Error::Shape("flatten() has invalid args: start_dim cannot come after end_dim".into()));
+        return Err(Error::Shape(
+            "flatten() has invalid args: start_dim cannot come after end_dim".into(),
+        ));
     }
     let mut shape: Vec<isize> = a.shape()[..s].iter().map(|&x| x as isize).collect();
     shape.push(a.shape()[s..=e].iter().product::<usize>() as isize);
@@ -108,7 +126,9 @@ pub(crate) fn flatten(a: &RawTensor, start: isize, end: isize) -> Result<RawTens
 /// Elements `start..start + len` of dimension `dim` (a view).
 pub(crate) fn narrow(a: &RawTensor, dim: isize, start: usize, len: usize) -> Result<RawTensor> {
     if a.rank() == 0 {
-        return Err(Error::Shape("narrow() cannot be applied to a 0-dim tensor.".into()));
+        return Err(Error::Shape(
+            "narrow() cannot be applied to a 0-dim tensor.".into(),
+        ));
     }
     let d = wrap_dim(dim, a.rank())?;
     let size = a.shape()[d];

@@ -12,7 +12,11 @@ use crate::tensor::raw::RawTensor;
 pub(crate) fn softmax(a: &RawTensor, dim: isize, log: bool) -> Result<RawTensor> {
     if !a.dtype.is_float() {
         return Err(Error::UnsupportedDType {
-            op: if log { "log_softmax_lastdim_kernel_impl" } else { "softmax_lastdim_kernel_impl" },
+            op: if log {
+                "log_softmax_lastdim_kernel_impl"
+            } else {
+                "softmax_lastdim_kernel_impl"
+            },
             dtype: a.dtype,
         });
     }

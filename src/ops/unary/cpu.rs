@@ -24,25 +24,49 @@ macro_rules! float_math {
     ($t:ty) => {
         impl UnaryMath for $t {
             #[inline(always)]
-            fn neg(self) -> Self { -self }
+            fn neg(self) -> Self {
+                -self
+            }
             #[inline(always)]
-            fn relu(self) -> Self { if self > 0.0 || self.is_nan() { self } else { 0.0 } }
+            fn relu(self) -> Self {
+                if self > 0.0 || self.is_nan() {
+                    self
+                } else {
+                    0.0
+                }
+            }
             #[inline(always)]
-            fn abs(self) -> Self { Float::abs(self) }
+            fn abs(self) -> Self {
+                Float::abs(self)
+            }
             #[inline(always)]
-            fn square(self) -> Self { self * self }
+            fn square(self) -> Self {
+                self * self
+            }
             #[inline(always)]
-            fn exp(self) -> Self { Float::exp(self) }
+            fn exp(self) -> Self {
+                Float::exp(self)
+            }
             #[inline(always)]
-            fn log(self) -> Self { Float::ln(self) }
+            fn log(self) -> Self {
+                Float::ln(self)
+            }
             #[inline(always)]
-            fn sqrt(self) -> Self { Float::sqrt(self) }
+            fn sqrt(self) -> Self {
+                Float::sqrt(self)
+            }
             #[inline(always)]
-            fn tanh(self) -> Self { Float::tanh(self) }
+            fn tanh(self) -> Self {
+                Float::tanh(self)
+            }
             #[inline(always)]
-            fn sigmoid(self) -> Self { 1.0 / (1.0 + Float::exp(-self)) }
+            fn sigmoid(self) -> Self {
+                1.0 / (1.0 + Float::exp(-self))
+            }
             #[inline(always)]
-            fn reciprocal(self) -> Self { 1.0 / self }
+            fn reciprocal(self) -> Self {
+                1.0 / self
+            }
         }
     };
 }
@@ -50,32 +74,82 @@ float_math!(f32);
 float_math!(f64);
 
 impl UnaryMath for i64 {
-    fn neg(self) -> Self { self.wrapping_neg() }
-    fn relu(self) -> Self { self.max(0) }
-    fn abs(self) -> Self { self.wrapping_abs() }
-    fn square(self) -> Self { self.wrapping_mul(self) }
+    fn neg(self) -> Self {
+        self.wrapping_neg()
+    }
+    fn relu(self) -> Self {
+        self.max(0)
+    }
+    fn abs(self) -> Self {
+        self.wrapping_abs()
+    }
+    fn square(self) -> Self {
+        self.wrapping_mul(self)
+    }
     // Integers never reach the floating-point ops (checked in `unary`).
-    fn exp(self) -> Self { self }
-    fn log(self) -> Self { self }
-    fn sqrt(self) -> Self { self }
-    fn tanh(self) -> Self { self }
-    fn sigmoid(self) -> Self { self }
-    fn reciprocal(self) -> Self { self }
+    fn exp(self) -> Self {
+        self
+    }
+    fn log(self) -> Self {
+        self
+    }
+    fn sqrt(self) -> Self {
+        self
+    }
+    fn tanh(self) -> Self {
+        self
+    }
+    fn sigmoid(self) -> Self {
+        self
+    }
+    fn reciprocal(self) -> Self {
+        self
+    }
 }
 
 macro_rules! with_unary {
     ($op:expr, |$f:ident| $go:expr) => {
         match $op {
-            UnaryOp::Neg => { let $f = UnaryMath::neg; $go }
-            UnaryOp::Relu => { let $f = UnaryMath::relu; $go }
-            UnaryOp::Abs => { let $f = UnaryMath::abs; $go }
-            UnaryOp::Square => { let $f = UnaryMath::square; $go }
-            UnaryOp::Exp => { let $f = UnaryMath::exp; $go }
-            UnaryOp::Log => { let $f = UnaryMath::log; $go }
-            UnaryOp::Sqrt => { let $f = UnaryMath::sqrt; $go }
-            UnaryOp::Tanh => { let $f = UnaryMath::tanh; $go }
-            UnaryOp::Sigmoid => { let $f = UnaryMath::sigmoid; $go }
-            UnaryOp::Reciprocal => { let $f = UnaryMath::reciprocal; $go }
+            UnaryOp::Neg => {
+                let $f = UnaryMath::neg;
+                $go
+            }
+            UnaryOp::Relu => {
+                let $f = UnaryMath::relu;
+                $go
+            }
+            UnaryOp::Abs => {
+                let $f = UnaryMath::abs;
+                $go
+            }
+            UnaryOp::Square => {
+                let $f = UnaryMath::square;
+                $go
+            }
+            UnaryOp::Exp => {
+                let $f = UnaryMath::exp;
+                $go
+            }
+            UnaryOp::Log => {
+                let $f = UnaryMath::log;
+                $go
+            }
+            UnaryOp::Sqrt => {
+                let $f = UnaryMath::sqrt;
+                $go
+            }
+            UnaryOp::Tanh => {
+                let $f = UnaryMath::tanh;
+                $go
+            }
+            UnaryOp::Sigmoid => {
+                let $f = UnaryMath::sigmoid;
+                $go
+            }
+            UnaryOp::Reciprocal => {
+                let $f = UnaryMath::reciprocal;
+                $go
+            }
         }
     };
 }
@@ -83,7 +157,9 @@ macro_rules! with_unary {
 fn typed<T: UnaryMath>(mut a: Operand<'_>, op: UnaryOp) -> RawTensor {
     if let Operand::Owned(owner) = &mut a {
         if let Some(dst) = owner.unique_cpu_data::<T>() {
-            with_unary!(op, |f| for_each_chunk(dst, |_, c| c.iter_mut().for_each(|x| *x = f(*x))));
+            with_unary!(op, |f| for_each_chunk(dst, |_, c| c
+                .iter_mut()
+                .for_each(|x| *x = f(*x))));
             return a.into_owned();
         }
     }

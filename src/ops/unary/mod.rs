@@ -51,7 +51,10 @@ impl UnaryOp {
     }
 
     pub(crate) const fn float_only(self) -> bool {
-        !matches!(self, UnaryOp::Neg | UnaryOp::Relu | UnaryOp::Abs | UnaryOp::Square)
+        !matches!(
+            self,
+            UnaryOp::Neg | UnaryOp::Relu | UnaryOp::Abs | UnaryOp::Square
+        )
     }
 }
 

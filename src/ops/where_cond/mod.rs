@@ -18,17 +18,34 @@ pub(crate) fn where_cond(cond: &RawTensor, a: &RawTensor, b: &RawTensor) -> Resu
         )));
     }
     if a.dtype != b.dtype {
-        return Err(Error::DTypeMismatch { expected: a.dtype, found: b.dtype });
+        return Err(Error::DTypeMismatch {
+            expected: a.dtype,
+            found: b.dtype,
+        });
     }
     let shape = broadcast_shapes(&broadcast_shapes(cond.shape(), a.shape())?, b.shape())?;
     match (&*cond.storage, &*a.storage, &*b.storage) {
         (Storage::Cpu(_), Storage::Cpu(_), Storage::Cpu(_)) => {
-            fn go<T: Element>(c: &RawTensor, a: &RawTensor, b: &RawTensor, shape: crate::tensor::layout::Dims) -> Result<RawTensor> {
+            fn go<T: Element>(
+                c: &RawTensor,
+                a: &RawTensor,
+                b: &RawTensor,
+                shape: crate::tensor::layout::Dims,
+            ) -> Result<RawTensor> {
                 let mut out = T::pool().take(shape.iter().product());
                 map3(
-                    (c.cpu_slice::<bool>().expect("cpu"), &c.layout.broadcast_to(&shape)?),
-                    (a.cpu_slice::<T>().expect("cpu"), &a.layout.broadcast_to(&shape)?),
-                    (b.cpu_slice::<T>().expect("cpu"), &b.layout.broadcast_to(&shape)?),
+                    (
+                        c.cpu_slice::<bool>().expect("cpu"),
+                        &c.layout.broadcast_to(&shape)?,
+                    ),
+                    (
+                        a.cpu_slice::<T>().expect("cpu"),
+                        &a.layout.broadcast_to(&shape)?,
+                    ),
+                    (
+                        b.cpu_slice::<T>().expect("cpu"),
+                        &b.layout.broadcast_to(&shape)?,
+                    ),
                     &mut out,
                     |c, x, y| if c { x } else { y },
                 );
