@@ -10,21 +10,14 @@
 use devtype::nn::Linear;
 use devtype::prelude::*;
 use std::hint::black_box;
-use std::time::Instant;
 
 const GEMM_SIZES: [usize; 3] = [256, 1024, 2048];
 const ELEM_N: usize = 16 * 1024 * 1024;
 const TINY_REPS: usize = 100_000;
 
-/// Deterministic values bit-identical to the peers' `det_uniform`, mapped to `[-scale, scale)`.
-fn det_sym(n: usize, seed: u64, scale: f32) -> Vec<f32> {
-    (0..n as u64)
-        .map(|i| {
-            let h = (i.wrapping_add(seed)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40;
-            (2.0 * (h as f32 / 16_777_216.0) - 1.0) * scale
-        })
-        .collect()
-}
+mod common;
+
+use common::{det_sym, median, time_fixed};
 
 #[derive(Clone, Copy)]
 struct Cfg {
@@ -47,63 +40,8 @@ fn cfg() -> Cfg {
 }
 
 /// Seconds per call: warm-up, calibrate to `min_sample_s` per sample, `samples` samples.
-fn time_per_call(cfg: Cfg, mut f: impl FnMut()) -> Vec<f64> {
-    let t0 = Instant::now();
-    let mut warm = 0;
-    while warm < 3 || t0.elapsed().as_secs_f64() < cfg.min_sample_s * 0.5 {
-        f();
-        warm += 1;
-    }
-    let t = Instant::now();
-    f();
-    let one = t.elapsed().as_secs_f64().max(1e-9);
-    let mut iters = ((cfg.min_sample_s / one).ceil() as usize).max(1);
-    if iters > 10 {
-        let probe = (iters / 10).max(1);
-        let t = Instant::now();
-        for _ in 0..probe {
-            f();
-        }
-        iters = ((cfg.min_sample_s / (t.elapsed().as_secs_f64().max(1e-9) / probe as f64)).ceil()
-            as usize)
-            .max(1);
-    }
-    (0..cfg.samples)
-        .map(|_| {
-            let t = Instant::now();
-            for _ in 0..iters {
-                f();
-            }
-            t.elapsed().as_secs_f64() / iters as f64
-        })
-        .collect()
-}
-
-/// Seconds per call with a fixed count per sample (the peers' tiny workloads).
-fn time_fixed(samples: usize, warmup: usize, iters: usize, mut f: impl FnMut()) -> Vec<f64> {
-    for _ in 0..warmup {
-        f();
-    }
-    (0..samples)
-        .map(|_| {
-            let t = Instant::now();
-            for _ in 0..iters {
-                f();
-            }
-            t.elapsed().as_secs_f64() / iters as f64
-        })
-        .collect()
-}
-
-fn median(v: &[f64]) -> f64 {
-    let mut s = v.to_vec();
-    s.sort_by(|a, b| a.total_cmp(b));
-    let n = s.len();
-    if n % 2 == 1 {
-        s[n / 2]
-    } else {
-        0.5 * (s[n / 2 - 1] + s[n / 2])
-    }
+fn time_per_call(cfg: Cfg, f: impl FnMut()) -> Vec<f64> {
+    common::time_per_call(cfg.min_sample_s, cfg.samples, f)
 }
 
 /// One JSON line as the peers print it; `scale` turns seconds into the unit.
