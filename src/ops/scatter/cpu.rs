@@ -17,12 +17,14 @@ fn wrap_index(i: i64, dim: usize, size: usize) -> Result<usize> {
     Ok(j as usize)
 }
 
-fn scatter_typed<T: Float>(
-    shape: Dims,
-    dim: usize,
-    index: &RawTensor,
-    src: &RawTensor,
-) -> Result<RawTensor> {
+/// What both accumulating kernels start with: the indices and values on the host and a zeroed
+/// output, or the whole result when the output is 0-dimensional (every value lands in it).
+enum Setup<T> {
+    Done(RawTensor),
+    Ready(Vec<i64>, Vec<T>, Vec<T>),
+}
+
+fn accumulate_setup<T: Float>(shape: Dims, index: &RawTensor, src: &RawTensor) -> Result<Setup<T>> {
     let idx = index.to_vec::<i64>()?;
     let vals = src.to_vec::<T>()?;
     let numel: usize = shape.iter().product();
@@ -32,8 +34,21 @@ fn scatter_typed<T: Float>(
             wrap_index(i, 0, 1)?;
             out[0] += v;
         }
-        return Ok(RawTensor::from_cpu_vec(out, shape));
+        return Ok(Setup::Done(RawTensor::from_cpu_vec(out, shape)));
     }
+    Ok(Setup::Ready(idx, vals, out))
+}
+
+fn scatter_typed<T: Float>(
+    shape: Dims,
+    dim: usize,
+    index: &RawTensor,
+    src: &RawTensor,
+) -> Result<RawTensor> {
+    let (idx, vals, mut out) = match accumulate_setup::<T>(shape, index, src)? {
+        Setup::Done(t) => return Ok(t),
+        Setup::Ready(idx, vals, out) => (idx, vals, out),
+    };
     let strides = Layout::contiguous(shape).strides;
     let ishape = index.shape();
     let rank = ishape.len();
@@ -64,17 +79,10 @@ fn index_add_typed<T: Float>(
     index: &RawTensor,
     src: &RawTensor,
 ) -> Result<RawTensor> {
-    let idx = index.to_vec::<i64>()?;
-    let vals = src.to_vec::<T>()?;
-    let numel: usize = shape.iter().product();
-    let mut out = vec![T::ZERO; numel];
-    if shape.is_empty() {
-        for (&i, &v) in idx.iter().zip(&vals) {
-            wrap_index(i, 0, 1)?;
-            out[0] += v;
-        }
-        return Ok(RawTensor::from_cpu_vec(out, shape));
-    }
+    let (idx, vals, mut out) = match accumulate_setup::<T>(shape, index, src)? {
+        Setup::Done(t) => return Ok(t),
+        Setup::Ready(idx, vals, out) => (idx, vals, out),
+    };
     // View both as [outer, size, inner] and add slice k of src into slice idx[k] of out.
     let outer: usize = shape[..dim].iter().product();
     let inner: usize = shape[dim + 1..].iter().product();
