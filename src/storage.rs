@@ -1,7 +1,12 @@
-//! The one storage enum behind every tensor: host memory or device memory.
+//! The one storage enum behind every tensor (host memory or device memory), and the shared
+//! handle tensors hold to it.
 
 use crate::cpu::storage::CpuStorage;
 use crate::cuda::storage::CudaStorage;
+use std::cell::RefCell;
+use std::mem::ManuallyDrop;
+use std::ops::Deref;
+use std::sync::Arc;
 
 /// Where a tensor's values are.
 pub(crate) enum Storage {
@@ -9,4 +14,139 @@ pub(crate) enum Storage {
     Cpu(CpuStorage),
     /// Memory of one GPU.
     Cuda(CudaStorage),
+}
+
+impl Storage {
+    /// True for host values kept inside the storage's own allocation (a few elements).
+    #[inline]
+    fn is_tiny_cpu(&self) -> bool {
+        matches!(self, Storage::Cpu(s) if s.is_inline())
+    }
+}
+
+/// A tensor's handle to its storage, shared by every view of it (an `Arc`).
+///
+/// The allocations of tiny host tensors are recycled: when the last handle to one goes, the
+/// allocation waits in a short per-thread list for the next tiny tensor made on that thread.
+/// Scalar-sized arithmetic (a loss, a step size, a one-element add) then costs no trip
+/// through the system allocator. Larger buffers have their own pool (`cpu::pool`).
+pub(crate) struct SharedStorage(ManuallyDrop<Arc<Storage>>);
+
+/// Spare allocations kept per thread.
+const MAX_SPARE: usize = 32;
+
+thread_local! {
+    static SPARE: RefCell<Vec<Arc<Storage>>> = const { RefCell::new(Vec::new()) };
+}
+
+impl SharedStorage {
+    /// A handle to `storage`, in a recycled allocation when it is tiny and one is spare.
+    #[inline]
+    pub(crate) fn new(storage: Storage) -> Self {
+        if storage.is_tiny_cpu() {
+            let spare = SPARE
+                .try_with(|list| list.try_borrow_mut().ok()?.pop())
+                .ok()
+                .flatten();
+            if let Some(mut arc) = spare {
+                // Only unshared allocations are kept, but check: `get_mut` is what proves it.
+                if let Some(slot) = Arc::get_mut(&mut arc) {
+                    // The old value is a tiny host storage too: it owns no heap memory, so
+                    // there is nothing for its drop to free.
+                    std::mem::forget(std::mem::replace(slot, storage));
+                    return SharedStorage(ManuallyDrop::new(arc));
+                }
+            }
+        }
+        SharedStorage(ManuallyDrop::new(Arc::new(storage)))
+    }
+
+    /// The storage, mutably, when no other handle shares it.
+    #[inline]
+    pub(crate) fn get_mut(&mut self) -> Option<&mut Storage> {
+        Arc::get_mut(&mut self.0)
+    }
+
+    /// True when both handles share one storage.
+    #[inline]
+    pub(crate) fn ptr_eq(&self, other: &SharedStorage) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Clone for SharedStorage {
+    #[inline]
+    fn clone(&self) -> Self {
+        SharedStorage(self.0.clone())
+    }
+}
+
+impl Deref for SharedStorage {
+    type Target = Storage;
+    #[inline]
+    fn deref(&self) -> &Storage {
+        &self.0
+    }
+}
+
+impl Drop for SharedStorage {
+    #[inline]
+    fn drop(&mut self) {
+        // SAFETY: this is the handle's drop, so `self.0` is taken once and never used again.
+        let arc = unsafe { ManuallyDrop::take(&mut self.0) };
+        if arc.is_tiny_cpu() && Arc::strong_count(&arc) == 1 {
+            keep_spare(arc);
+        }
+    }
+}
+
+/// Keeps a tiny allocation for reuse, or frees it when the list is full (or the thread is
+/// ending).
+#[cold]
+fn keep_spare(arc: Arc<Storage>) {
+    let _ = SPARE.try_with(move |list| {
+        if let Ok(mut list) = list.try_borrow_mut() {
+            if list.len() < MAX_SPARE {
+                list.push(arc);
+            }
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cpu::pool::PooledVec;
+
+    fn tiny(values: &[f32]) -> Storage {
+        let mut v = PooledVec::<f32>::with_len(values.len());
+        v.as_mut_slice().copy_from_slice(values);
+        Storage::Cpu(CpuStorage::F32(v))
+    }
+
+    fn values(s: &SharedStorage) -> Vec<f32> {
+        match &**s {
+            Storage::Cpu(CpuStorage::F32(v)) => v.as_slice().to_vec(),
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn a_recycled_allocation_holds_the_new_values() {
+        let first = SharedStorage::new(tiny(&[1.0, 2.0]));
+        drop(first);
+        let second = SharedStorage::new(tiny(&[3.0]));
+        assert_eq!(values(&second), [3.0]);
+    }
+
+    #[test]
+    fn a_shared_storage_is_never_recycled_while_a_view_holds_it() {
+        let a = SharedStorage::new(tiny(&[1.0, 2.0]));
+        let view = a.clone();
+        drop(a);
+        let b = SharedStorage::new(tiny(&[5.0, 6.0]));
+        assert!(!b.ptr_eq(&view));
+        assert_eq!(values(&view), [1.0, 2.0]);
+        assert_eq!(values(&b), [5.0, 6.0]);
+    }
 }

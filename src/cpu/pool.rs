@@ -126,6 +126,12 @@ impl<T: crate::Element> PooledVec<T> {
         }
     }
 
+    /// True when the values sit inside this value (no heap buffer).
+    #[inline]
+    pub(crate) fn is_inline(&self) -> bool {
+        matches!(self.repr, Repr::Inline { .. })
+    }
+
     #[inline]
     pub(crate) fn as_slice(&self) -> &[T] {
         match &self.repr {

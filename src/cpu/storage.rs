@@ -13,6 +13,17 @@ pub enum CpuStorage {
 }
 
 impl CpuStorage {
+    /// True when the values sit inside the storage (a few elements, no heap buffer).
+    #[inline]
+    pub(crate) fn is_inline(&self) -> bool {
+        match self {
+            CpuStorage::F32(v) => v.is_inline(),
+            CpuStorage::F64(v) => v.is_inline(),
+            CpuStorage::I64(v) => v.is_inline(),
+            CpuStorage::Bool(v) => v.is_inline(),
+        }
+    }
+
     pub(crate) fn dtype(&self) -> DType {
         match self {
             CpuStorage::F32(_) => DType::F32,

@@ -256,6 +256,13 @@ pub(crate) fn zip_contiguous<T: Send, U: Copy + Sync, V: Copy + Sync>(
     out: &mut [T],
     f: impl Fn(U, V) -> T + Sync,
 ) {
+    if out.len() < PARALLEL_THRESHOLD {
+        // One thread: the plain loop, inlined into the op.
+        for ((o, &a), &b) in out.iter_mut().zip(x).zip(y) {
+            *o = f(a, b);
+        }
+        return;
+    }
     for_each_chunk(out, |start, chunk| {
         let end = start + chunk.len();
         for ((o, &a), &b) in chunk.iter_mut().zip(&x[start..end]).zip(&y[start..end]) {

@@ -12,14 +12,13 @@ use super::context::GpuContext;
 use super::storage::{with_dtype, CudaElement, CudaStorage};
 use crate::device::DynDevice;
 use crate::error::{Error, Result};
-use crate::storage::Storage;
+use crate::storage::{SharedStorage, Storage};
 use crate::tensor::layout::{Dims, Layout};
 use crate::tensor::raw::RawTensor;
 use crate::tensor::DType;
 use cudarc::driver::sys::{self, CUresult};
 use cudarc::driver::CudaSlice;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 
 /// Devices whose memory is accounted (ordinals at or above are not counted).
 const TRACKED_DEVICES: usize = 64;
@@ -175,7 +174,7 @@ pub(crate) fn tensor<T: CudaElement>(
     ordinal: usize,
 ) -> RawTensor {
     RawTensor {
-        storage: Arc::new(Storage::Cuda(T::wrap(slice))),
+        storage: SharedStorage::new(Storage::Cuda(T::wrap(slice))),
         layout: Layout::contiguous(shape),
         dtype: T::DTYPE,
         device: DynDevice::cuda(ordinal),
@@ -186,7 +185,7 @@ pub(crate) fn tensor<T: CudaElement>(
 pub(crate) fn tensor_from_storage(storage: CudaStorage, shape: Dims, ordinal: usize) -> RawTensor {
     RawTensor {
         dtype: storage.dtype(),
-        storage: Arc::new(Storage::Cuda(storage)),
+        storage: SharedStorage::new(Storage::Cuda(storage)),
         layout: Layout::contiguous(shape),
         device: DynDevice::cuda(ordinal),
     }

@@ -151,6 +151,16 @@ compare_methods!(
 
 impl DynTensor {
     fn binary(&self, other: &DynTensor, op: BinaryOp) -> Result<DynTensor> {
+        if self.raw.device == other.raw.device {
+            // The common case: one device, nothing more to check, and the result handed
+            // straight through (no copy of the tensor on the way out).
+            return ops::binary::binary(
+                Operand::Borrowed(&self.raw),
+                Operand::Borrowed(&other.raw),
+                op,
+            )
+            .map(DynTensor::from_raw);
+        }
         same_device_elementwise(&[&self.raw, &other.raw], true)?;
         let out = match cpu_scalar_operand(&self.raw, &other.raw)? {
             Some((value, scalar_first)) => {

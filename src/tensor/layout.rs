@@ -8,7 +8,10 @@ use std::ops::{Deref, DerefMut};
 pub const MAX_DIMS: usize = 8;
 
 /// A short list of sizes or strides, stored inline (no allocation per op).
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+///
+/// Equality and hashing look at the `len` values in use only (the slots past `len` may hold
+/// leftovers of `remove`).
+#[derive(Clone, Copy)]
 pub(crate) struct Dims {
     len: u8,
     values: [usize; MAX_DIMS],
@@ -68,6 +71,22 @@ impl Dims {
         self.values.copy_within(at + 1..n, at);
         self.len -= 1;
         v
+    }
+}
+
+impl PartialEq for Dims {
+    #[inline]
+    fn eq(&self, other: &Self) -> bool {
+        // A plain loop: a tensor has a handful of dims, too few for a `memcmp` call to pay.
+        self.len == other.len && self.iter().zip(other.iter()).all(|(a, b)| a == b)
+    }
+}
+
+impl Eq for Dims {}
+
+impl std::hash::Hash for Dims {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        (**self).hash(state)
     }
 }
 
@@ -195,7 +214,7 @@ impl fmt::Debug for Layout {
 
 impl Layout {
     /// A contiguous row-major layout.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn contiguous(shape: Dims) -> Self {
         Layout {
             strides: contiguous_strides(&shape),
@@ -221,26 +240,26 @@ impl Layout {
 
     /// True when the elements are in row-major order with no gaps (size-1 dims ignored; an
     /// empty tensor is contiguous, as in PyTorch).
+    #[inline]
     pub(crate) fn is_contiguous(&self) -> bool {
-        if self.shape.contains(&0) {
-            return true;
-        }
-        let mut expected = 1usize;
-        for i in (0..self.rank()).rev() {
-            if self.shape[i] != 1 {
-                if self.strides[i] != expected {
-                    return false;
-                }
-                expected *= self.shape[i];
-            }
-        }
-        true
+        self.contiguous_range().is_some()
     }
 
     /// The element range `offset..offset+numel` when contiguous.
+    #[inline]
     pub(crate) fn contiguous_range(&self) -> Option<std::ops::Range<usize>> {
-        self.is_contiguous()
-            .then(|| self.offset..self.offset + self.numel())
+        // One pass for both questions: this runs on every operand of every op.
+        let mut expected = 1usize;
+        let mut in_order = true;
+        for (&size, &stride) in self.shape.iter().zip(self.strides.iter()).rev() {
+            if size != 1 {
+                in_order &= stride == expected;
+                expected = expected.wrapping_mul(size);
+            }
+        }
+        // `expected` is now the element count; an empty tensor is contiguous whatever its
+        // strides.
+        (in_order || expected == 0).then(|| self.offset..self.offset + expected)
     }
 
     /// The same elements seen with `shape`, by zero strides on broadcast dims.

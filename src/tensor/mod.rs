@@ -347,7 +347,7 @@ impl<D: Device, E: Element> Tensor<D, E> {
 
     /// True when both tensors share one storage (as after `to` onto the same device).
     pub fn shares_storage_with<E2: Element>(&self, other: &Tensor<D, E2>) -> bool {
-        std::sync::Arc::ptr_eq(&self.raw.storage, &other.raw.storage)
+        self.raw.storage.ptr_eq(&other.raw.storage)
     }
 }
 

@@ -150,10 +150,7 @@ impl<D: Device, E: Numeric> Tensor<D, E> {
         op: BinaryOp,
         device: D,
     ) -> Result<Self> {
-        Ok(Tensor::from_raw(
-            ops::binary::binary(lhs, rhs.into_operand(), op)?,
-            device,
-        ))
+        ops::binary::binary(lhs, rhs.into_operand(), op).map(|raw| Tensor::from_raw(raw, device))
     }
 
     /// `self + rhs` with broadcasting: the fallible form of `+`.

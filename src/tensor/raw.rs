@@ -9,14 +9,13 @@ use super::{DType, Element};
 use crate::cpu::storage::CpuStorage;
 use crate::device::DynDevice;
 use crate::error::{Error, Result};
-use crate::storage::Storage;
+use crate::storage::{SharedStorage, Storage};
 use std::borrow::Cow;
-use std::sync::Arc;
 
 /// A tensor without a static device or element type.
 #[derive(Clone)]
 pub struct RawTensor {
-    pub(crate) storage: Arc<Storage>,
+    pub(crate) storage: SharedStorage,
     pub(crate) layout: Layout,
     pub(crate) dtype: DType,
     pub(crate) device: DynDevice,
@@ -41,7 +40,7 @@ impl RawTensor {
     pub(crate) fn from_cpu_vec<E: Element>(data: Vec<E>, shape: Dims) -> Self {
         debug_assert_eq!(data.len(), shape.iter().product::<usize>());
         RawTensor {
-            storage: Arc::new(Storage::Cpu(E::into_cpu_storage(data))),
+            storage: SharedStorage::new(Storage::Cpu(E::into_cpu_storage(data))),
             layout: Layout::contiguous(shape),
             dtype: E::DTYPE,
             device: DynDevice::cpu(),
@@ -49,14 +48,14 @@ impl RawTensor {
     }
 
     /// A contiguous CPU tensor owning `data` (inline when tiny: one allocation in all).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn from_cpu_buffer<E: Element>(
         data: crate::cpu::pool::PooledVec<E>,
         shape: Dims,
     ) -> Self {
         debug_assert_eq!(data.as_slice().len(), shape.iter().product::<usize>());
         RawTensor {
-            storage: Arc::new(Storage::Cpu(E::buffer_into_cpu_storage(data))),
+            storage: SharedStorage::new(Storage::Cpu(E::buffer_into_cpu_storage(data))),
             layout: Layout::contiguous(shape),
             dtype: E::DTYPE,
             device: DynDevice::cpu(),
@@ -124,7 +123,7 @@ impl RawTensor {
             return None;
         }
         let numel = self.numel();
-        match Arc::get_mut(&mut self.storage)? {
+        match self.storage.get_mut()? {
             Storage::Cpu(s) => E::cpu_slice_mut(s).filter(|v| v.len() == numel),
             Storage::Cuda(_) => None,
         }

@@ -161,43 +161,43 @@ fn binary_typed<T: Arith>(
     mut b: Operand<'_>,
     shape: Dims,
     op: BinaryOp,
-) -> RawTensor {
+) -> Result<RawTensor> {
     // Same shape, both contiguous: the common case, without any layout arithmetic.
-    let same = *a.shape() == *shape && *b.shape() == *shape;
+    let same = a.layout.shape == shape && b.layout.shape == shape;
     if same {
         if let (Some(ra), Some(rb)) = (a.layout.contiguous_range(), b.layout.contiguous_range()) {
             if let Operand::Owned(owner) = &mut a {
                 let other = &b.cpu_slice::<T>().expect("dtype checked")[rb.clone()];
                 if let Some(dst) = owner.unique_cpu_data::<T>() {
                     with_op!(op, |f| zip_contiguous_in_place(dst, other, f));
-                    return a.into_owned();
+                    return Ok(a.into_owned());
                 }
             }
             let x = &a.cpu_slice::<T>().expect("cpu")[ra];
             let y = &b.cpu_slice::<T>().expect("cpu")[rb];
             let mut out = PooledVec::<T>::with_len(x.len());
             with_op!(op, |f| zip_contiguous(x, y, out.as_mut_slice(), f));
-            return RawTensor::from_cpu_buffer(out, shape);
+            return Ok(RawTensor::from_cpu_buffer(out, shape));
         }
     }
     let la = a.layout.broadcast_to(&shape).expect("broadcast checked");
     let lb = b.layout.broadcast_to(&shape).expect("broadcast checked");
     // Write into an owned operand that nobody else uses and that already has the result's shape.
     if let Operand::Owned(owner) = &mut a {
-        if *owner.shape() == *shape {
+        if owner.layout.shape == shape {
             let other = b.cpu_slice::<T>().expect("dtype checked");
             if let Some(dst) = owner.unique_cpu_data::<T>() {
                 with_op!(op, |f| zip_in_place(dst, other, &lb, f));
-                return a.into_owned();
+                return Ok(a.into_owned());
             }
         }
     }
     if let Operand::Owned(owner) = &mut b {
-        if *owner.shape() == *shape {
+        if owner.layout.shape == shape {
             let other = a.cpu_slice::<T>().expect("dtype checked");
             if let Some(dst) = owner.unique_cpu_data::<T>() {
                 with_op!(op, |f| zip_in_place(dst, other, &la, |y: T, x: T| f(x, y)));
-                return b.into_owned();
+                return Ok(b.into_owned());
             }
         }
     }
@@ -207,22 +207,23 @@ fn binary_typed<T: Arith>(
     );
     let mut out = T::pool().take(shape.iter().product());
     with_op!(op, |f| map2(x, &la, y, &lb, &mut out, f));
-    RawTensor::from_cpu_vec(out, shape)
+    Ok(RawTensor::from_cpu_vec(out, shape))
 }
 
-#[inline]
+#[inline(always)]
 pub(crate) fn binary(
     a: Operand<'_>,
     b: Operand<'_>,
     shape: Dims,
     op: BinaryOp,
 ) -> Result<RawTensor> {
-    Ok(match a.dtype {
+    // Each arm hands back the kernel's own `Result`, so the tensor is written once, in place.
+    match a.dtype {
         DType::F32 => binary_typed::<f32>(a, b, shape, op),
         DType::F64 => binary_typed::<f64>(a, b, shape, op),
         DType::I64 => binary_typed::<i64>(a, b, shape, op),
         DType::Bool => binary_typed::<bool>(a, b, shape, op),
-    })
+    }
 }
 
 fn scalar_typed<T: Arith>(

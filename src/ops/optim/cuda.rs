@@ -12,12 +12,11 @@ use crate::cuda::{launch, memory};
 use crate::error::Result;
 use crate::tensor::raw::RawTensor;
 use cudarc::driver::PushKernelArg;
-use std::sync::Arc;
 
 /// Makes `t` the only owner of a contiguous buffer it covers from its start.
 fn make_unique(t: &mut RawTensor) -> Result<()> {
     let whole = t.layout.offset == 0 && t.layout.is_contiguous();
-    if !(whole && Arc::get_mut(&mut t.storage).is_some()) {
+    if !(whole && t.storage.get_mut().is_some()) {
         *t = launch::contiguous(t)?;
     }
     Ok(())
