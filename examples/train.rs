@@ -1,5 +1,6 @@
 //! The seed's training loop, for real: an MLP learns three interleaved spirals (10,000 points
-//! generated here with a fixed seed), on `Cuda<0>` when it opens, otherwise on the CPU.
+//! from `devtype::data::spirals` with a fixed seed) or MNIST (`devtype::data::Mnist`), on
+//! `Cuda<0>` when it opens, otherwise on the CPU.
 //!
 //! The model moves to the device once; every batch is assembled on the host and moved inside
 //! the loop; the loss is accumulated on the device and read once per epoch (one host sync per
@@ -8,9 +9,11 @@
 //! ```text
 //! cargo run --release --example train                     # spirals
 //! cargo run --release --example train -- --mnist DIR      # MNIST from IDX files in DIR
+//! cargo run --release --example train -- --epochs 5       # fewer or more epochs
 //! cargo run --release --example train -- --out model.safetensors
 //! ```
 
+use devtype::data::{spirals, Dataset, Mnist};
 use devtype::device::{run_on_best_device, DeviceJob};
 use devtype::nn::{CrossEntropyLoss, Linear, ReLU};
 use devtype::optim::Adam;
@@ -19,34 +22,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use std::path::PathBuf;
 use std::time::Instant;
 
-/// A labelled data set on the host: `features` is `[n, dim]` row-major.
-struct Data {
-    features: Vec<f32>,
-    labels: Vec<i64>,
-    dim: usize,
-    classes: usize,
-}
-
-impl Data {
-    fn len(&self) -> usize {
-        self.labels.len()
-    }
-
-    /// Rows `idx` as host tensors (a batch assembled on the host).
-    fn batch(&self, idx: &[usize]) -> (Tensor<Cpu>, Tensor<Cpu, i64>) {
-        let mut x = Vec::with_capacity(idx.len() * self.dim);
-        for &i in idx {
-            x.extend_from_slice(&self.features[i * self.dim..(i + 1) * self.dim]);
-        }
-        let y = idx.iter().map(|&i| self.labels[i]).collect();
-        (
-            Tensor::from_vec(x, [idx.len(), self.dim], Cpu),
-            Tensor::from_vec(y, [idx.len()], Cpu),
-        )
-    }
-}
-
-/// SplitMix64: a small seeded generator, so the data set is the same on every run.
+/// SplitMix64: a small seeded generator, so the batches are the same on every run.
 struct Rng(u64);
 
 impl Rng {
@@ -57,75 +33,11 @@ impl Rng {
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
         z ^ (z >> 31)
     }
-    fn uniform(&mut self) -> f32 {
-        (self.next() >> 40) as f32 / (1u64 << 24) as f32
-    }
-    fn normal(&mut self) -> f32 {
-        let (u1, u2) = (1.0 - self.uniform(), self.uniform());
-        (-2.0 * u1.ln()).sqrt() * (std::f32::consts::TAU * u2).cos()
-    }
     fn shuffle(&mut self, v: &mut [usize]) {
         for i in (1..v.len()).rev() {
             v.swap(i, (self.next() % (i as u64 + 1)) as usize);
         }
     }
-}
-
-/// Three interleaved spirals: point `i` of arm `c` at radius `t` and angle
-/// `2πc/3 + 2·2π·t` (two turns), with a little angular noise.
-fn spirals(n: usize, seed: u64) -> Data {
-    let mut rng = Rng(seed);
-    let (mut features, mut labels) = (Vec::with_capacity(2 * n), Vec::with_capacity(n));
-    for i in 0..n {
-        let c = i % 3;
-        let t = 0.05 + 0.95 * rng.uniform();
-        let angle = std::f32::consts::TAU * (c as f32 / 3.0 + 2.0 * t) + 0.1 * rng.normal();
-        features.extend_from_slice(&[t * angle.cos(), t * angle.sin()]);
-        labels.push(c as i64);
-    }
-    Data {
-        features,
-        labels,
-        dim: 2,
-        classes: 3,
-    }
-}
-
-/// Reads an IDX file (MNIST's format): big-endian dims after a magic number.
-fn read_idx(path: &std::path::Path) -> std::io::Result<(Vec<usize>, Vec<u8>)> {
-    let bytes = std::fs::read(path)?;
-    let bad = || {
-        std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            format!("{} is not an IDX file", path.display()),
-        )
-    };
-    if bytes.len() < 4 || bytes[0] != 0 || bytes[1] != 0 || bytes[2] != 0x08 {
-        return Err(bad());
-    }
-    let rank = bytes[3] as usize;
-    let dims: Vec<usize> = (0..rank)
-        .map(|d| {
-            u32::from_be_bytes(bytes[4 + 4 * d..8 + 4 * d].try_into().expect("4 bytes")) as usize
-        })
-        .collect();
-    let data = bytes[4 + 4 * rank..].to_vec();
-    if data.len() != dims.iter().product::<usize>() {
-        return Err(bad());
-    }
-    Ok((dims, data))
-}
-
-/// MNIST from `dir` (`train-images-idx3-ubyte`, ...): pixels scaled to [0, 1].
-fn mnist(dir: &std::path::Path, split: &str) -> std::io::Result<Data> {
-    let (dims, pixels) = read_idx(&dir.join(format!("{split}-images-idx3-ubyte")))?;
-    let (_, labels) = read_idx(&dir.join(format!("{split}-labels-idx1-ubyte")))?;
-    Ok(Data {
-        features: pixels.iter().map(|&p| p as f32 / 255.0).collect(),
-        labels: labels.iter().map(|&l| l as i64).collect(),
-        dim: dims[1..].iter().product(),
-        classes: 10,
-    })
 }
 
 /// The model: a struct of layers, made a module by one line.
@@ -157,8 +69,8 @@ impl<D: Device> Forward<D> for Mlp<D> {
 }
 
 struct Job {
-    train: Data,
-    test: Data,
+    train: Dataset,
+    test: Dataset,
     hidden: usize,
     epochs: usize,
     batch: usize,
@@ -177,7 +89,7 @@ impl DeviceJob for Job {
             self.epochs
         );
         devtype::manual_seed(0);
-        let model = Mlp::new(self.train.dim, self.hidden, self.train.classes);
+        let model = Mlp::new(self.train.features(), self.hidden, self.train.classes);
         let mut model = model.to(dev); // the model moves once
         let criterion = CrossEntropyLoss::new();
         let mut opt = Adam::new(self.lr);
@@ -223,8 +135,7 @@ impl DeviceJob for Job {
 
         // Held-out accuracy, without recording a graph.
         model.eval();
-        let (x, y) = self.test.batch(&(0..self.test.len()).collect::<Vec<_>>());
-        let (x, y) = (x.to(dev), y.to(dev));
+        let (x, y) = (self.test.inputs.to(dev), self.test.labels.to(dev));
         let correct = no_grad(|| {
             model
                 .forward(&x)
@@ -261,11 +172,10 @@ fn main() {
     };
     let job = match value("--mnist") {
         Some(dir) => {
-            let dir = PathBuf::from(dir);
-            let (train, test) = match (mnist(&dir, "train"), mnist(&dir, "t10k")) {
-                (Ok(a), Ok(b)) => (a, b),
-                (Err(e), _) | (_, Err(e)) => {
-                    eprintln!("cannot read MNIST from {}: {e}", dir.display());
+            let Mnist { train, test } = match Mnist::load(&dir) {
+                Ok(mnist) => mnist,
+                Err(e) => {
+                    eprintln!("cannot read MNIST from {dir}: {e}");
                     std::process::exit(2);
                 }
             };
@@ -280,21 +190,7 @@ fn main() {
             }
         }
         None => {
-            let data = spirals(10_000, 2024);
-            let split = 8_000;
-            let (dim, classes) = (data.dim, data.classes);
-            let train = Data {
-                features: data.features[..split * dim].to_vec(),
-                labels: data.labels[..split].to_vec(),
-                dim,
-                classes,
-            };
-            let test = Data {
-                features: data.features[split * dim..].to_vec(),
-                labels: data.labels[split..].to_vec(),
-                dim,
-                classes,
-            };
+            let (train, test) = spirals(10_000, 2024).split_at(8_000);
             Job {
                 train,
                 test,
@@ -306,8 +202,17 @@ fn main() {
             }
         }
     };
+    let epochs = match value("--epochs").map(|n| n.parse::<usize>()) {
+        None => job.epochs,
+        Some(Ok(n)) if n > 0 => n,
+        Some(_) => {
+            eprintln!("--epochs takes a positive whole number");
+            std::process::exit(2);
+        }
+    };
     let job = Job {
         out: value("--out").map(PathBuf::from).unwrap_or(job.out),
+        epochs,
         ..job
     };
     let accuracy = run_on_best_device(job);

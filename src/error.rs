@@ -330,6 +330,16 @@ pub enum Error {
         /// What went wrong.
         message: String,
     },
+
+    /// A data file that cannot be read or is malformed (an IDX file, one of MNIST's files):
+    /// missing, a bad header, truncated, or values a data set cannot hold.
+    #[error("data file {path}: {message}")]
+    DataFile {
+        /// The file.
+        path: String,
+        /// What is wrong with it.
+        message: String,
+    },
 }
 
 impl Error {

@@ -49,6 +49,7 @@
 pub mod autograd;
 mod cpu;
 pub mod cuda;
+pub mod data;
 pub mod device;
 mod dyn_tensor;
 mod error;
