@@ -181,8 +181,19 @@ where
     if !is_grad_enabled() || inputs.iter().all(Option::is_none) {
         return None;
     }
-    let needs: Vec<bool> = inputs.iter().map(Option::is_some).collect();
-    let rule = make(&needs);
+    // Which inputs want a gradient; on the stack for the usual few inputs.
+    let mut few = [false; 8];
+    let many: Vec<bool>;
+    let needs: &[bool] = if inputs.len() <= few.len() {
+        for (need, input) in few.iter_mut().zip(inputs) {
+            *need = input.is_some();
+        }
+        &few[..inputs.len()]
+    } else {
+        many = inputs.iter().map(Option::is_some).collect();
+        &many
+    };
+    let rule = make(needs);
     Some(Arc::new(Node {
         id: next_id(),
         name,

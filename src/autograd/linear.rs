@@ -22,7 +22,7 @@ pub(crate) fn linear(x: In<'_>, weight: In<'_>, bias: Option<In<'_>>) -> Result<
             let (need_x, need_w, need_b) = (needs[0], needs[1], needs[2]);
             let xs = need_w.then(|| x.value.clone());
             let ws = need_x.then(|| weight.value.clone());
-            let x_shape = x.value.shape().to_vec();
+            let x_shape = x.value.layout.shape;
             let (out_f, in_f) = (weight.value.shape()[0], weight.value.shape()[1]);
             move |g| {
                 let rows = x_shape

@@ -14,10 +14,12 @@ fn typed<T: Float>(
     (rows, k, n, shape): (usize, usize, usize, Dims),
 ) -> Result<RawTensor> {
     // x as a [rows, k] matrix: a view when the strides allow, else a copy.
+    let reshaped;
     let x2 = if x.rank() == 2 {
-        x.clone()
+        x
     } else {
-        crate::ops::shape::reshape(x, &[rows as isize, k as isize])?
+        reshaped = crate::ops::shape::reshape(x, &[rows as isize, k as isize])?;
+        &reshaped
     };
     let mut buffer = PooledVec::<T>::with_len(rows * n);
     let out = buffer.as_mut_slice();
@@ -61,6 +63,7 @@ pub(crate) fn linear(
     bias: Option<&RawTensor>,
     plan: (usize, usize, usize, Dims),
 ) -> Result<RawTensor> {
+    // Each arm hands back the kernel's own `Result`, so the tensor is written once, in place.
     match x.dtype {
         DType::F32 => typed::<f32>(x, w, bias, plan),
         DType::F64 => typed::<f64>(x, w, bias, plan),

@@ -2,6 +2,7 @@
 //! tiny products use a plain loop, which beats any dispatch.
 
 use super::MatmulPlan;
+use crate::cpu::pool::PooledVec;
 use crate::cpu::strided::Strided;
 use crate::error::Result;
 use crate::tensor::layout::Layout;
@@ -176,6 +177,24 @@ fn typed<T: Float>(a: &[T], b: &[T], plan: &MatmulPlan) -> RawTensor {
     let ra = plan.a.rank();
     let rb = plan.b.rank();
     let batches: usize = plan.batch.iter().product();
+    if br == 0 {
+        // One matrix: no per-batch offsets to gather.
+        let mut out = PooledVec::<T>::with_len(m * n);
+        let va = MatrixView {
+            data: a,
+            offset: plan.a.offset,
+            row_stride: plan.a.strides[0],
+            col_stride: plan.a.strides[1],
+        };
+        let vb = MatrixView {
+            data: b,
+            offset: plan.b.offset,
+            row_stride: plan.b.strides[0],
+            col_stride: plan.b.strides[1],
+        };
+        gemm_into(out.as_mut_slice(), (m, k, n), va, vb, false);
+        return RawTensor::from_cpu_buffer(out, plan.out_shape);
+    }
     let mut out = T::pool().take(batches * m * n);
     let offs_a = batch_offsets(&plan.a, br);
     let offs_b = batch_offsets(&plan.b, br);

@@ -73,6 +73,25 @@ pub(crate) fn plan(a: &RawTensor, b: &RawTensor) -> Result<MatmulPlan> {
             _ => Error::MatmulShape { op: "mm", m: rows, k1, k2, n },
         });
     }
+    if ra == 2 && rb == 2 && k1 == k2 {
+        // A plain matrix product (the common case): no batch dims to broadcast.
+        let mut out_shape = Dims::EMPTY;
+        if a.rank() > 1 {
+            out_shape.push(m)?;
+        }
+        if b.rank() > 1 {
+            out_shape.push(n)?;
+        }
+        return Ok(MatmulPlan {
+            m,
+            k: k1,
+            n,
+            batch: Dims::EMPTY,
+            a: la,
+            b: lb,
+            out_shape,
+        });
+    }
     // Otherwise batch dims broadcast first, then `bmm` checks the inner sizes.
     let batch = broadcast_shapes(&la.shape[..ra - 2], &lb.shape[..rb - 2])?;
     if k1 != k2 {
