@@ -170,6 +170,25 @@ fn elementwise(cfg: Cfg) {
         &t,
         ms,
     );
+    let t = time_per_call(cfg, || {
+        black_box(x.add_relu(&y));
+    });
+    report(
+        "devtype",
+        "B",
+        "relu(x+y) fused (add_relu)",
+        "GB/s",
+        &t,
+        gbps(3.0 * bytes),
+    );
+    report(
+        "devtype",
+        "B",
+        "relu(x+y) fused (add_relu) time",
+        "ms",
+        &t,
+        ms,
+    );
     let (dx, dy) = (x.to_dyn(), y.to_dyn());
     let t = time_per_call(cfg, || {
         black_box(dx.add(&dy).unwrap().relu().unwrap());

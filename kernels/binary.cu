@@ -15,6 +15,13 @@ template <typename T> struct MulOp { __device__ __forceinline__ T operator()(T a
 template <typename T> struct DivOp { __device__ __forceinline__ T operator()(T a, T b) const { return a / b; } };
 template <typename T> struct MaximumOp { __device__ __forceinline__ T operator()(T a, T b) const { return MaxNan<T>()(a, b); } };
 template <typename T> struct MinimumOp { __device__ __forceinline__ T operator()(T a, T b) const { return MinNan<T>()(a, b); } };
+// relu(a + b) in one pass; NaN stays NaN, as in ReluOp.
+template <typename T> struct AddReluOp {
+    __device__ __forceinline__ T operator()(T a, T b) const {
+        T s = a + b;
+        return (s > (T)0 || s != s) ? s : (T)0;
+    }
+};
 template <typename T> struct PowOp;
 template <> struct PowOp<float> { __device__ __forceinline__ float operator()(float a, float b) const { return powf(a, b); } };
 template <> struct PowOp<double> { __device__ __forceinline__ double operator()(double a, double b) const { return pow(a, b); } };
@@ -22,6 +29,12 @@ template <> struct PowOp<double> { __device__ __forceinline__ double operator()(
 // Integers wrap instead of overflowing (signed overflow is undefined in C++).
 template <> struct AddOp<i64> { __device__ __forceinline__ i64 operator()(i64 a, i64 b) const { return (i64)((u64)a + (u64)b); } };
 template <> struct SubOp<i64> { __device__ __forceinline__ i64 operator()(i64 a, i64 b) const { return (i64)((u64)a - (u64)b); } };
+template <> struct AddReluOp<i64> {
+    __device__ __forceinline__ i64 operator()(i64 a, i64 b) const {
+        i64 s = (i64)((u64)a + (u64)b);
+        return s > 0 ? s : 0;
+    }
+};
 template <> struct MulOp<i64> { __device__ __forceinline__ i64 operator()(i64 a, i64 b) const { return (i64)((u64)a * (u64)b); } };
 
 template <typename T> struct EqOp { __device__ __forceinline__ bool operator()(T a, T b) const { return a == b; } };
@@ -140,6 +153,7 @@ BINARY_NUMERIC(sub, SubOp)
 BINARY_NUMERIC(mul, MulOp)
 BINARY_NUMERIC(maximum, MaximumOp)
 BINARY_NUMERIC(minimum, MinimumOp)
+BINARY_NUMERIC(add_relu, AddReluOp)
 BINARY_FLOAT(div, DivOp)
 BINARY_FLOAT(pow, PowOp)
 

@@ -29,6 +29,7 @@ fn element_wise_broadcasting_and_unary() {
     check(|v| v[0].mul(&v[1]), &[&a, &b]);
     check(|v| v[0].div(&v[1]), &[&a, &p]);
     check(|v| v[0].maximum(&v[1]), &[&a, &b]);
+    check(|v| v[0].add_relu(&v[1]), &[&a, &b]);
     check(|v| v[0].mul_scalar(3.0)?.add_scalar(1.0), &[&a]);
     check(|v| v[0].tanh(), &[&a]);
     check(|v| v[0].sigmoid(), &[&a]);

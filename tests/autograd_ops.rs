@@ -43,6 +43,7 @@ fn broadcasting_arithmetic_sums_gradients_back_to_each_shape() {
         let c = randn(sb, 60 + i as u64);
         check(|v| v[0].try_maximum(&v[1]), &[&a, &c]);
         check(|v| v[0].try_minimum(&v[1]), &[&a, &c]);
+        check(|v| v[0].try_add_relu(&v[1]), &[&a, &c]);
         check(|v| v[1].try_pow(&v[0]), &[&a, &b]);
     }
 }

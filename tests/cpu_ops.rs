@@ -112,6 +112,7 @@ fn binary_ops<E: Float + Precision>() {
         ("try_div", |a, b| a.try_div(b).unwrap(), |x, y| x / y),
         ("maximum", |a, b| a.maximum(b), f64::max),
         ("minimum", |a, b| a.try_minimum(b).unwrap(), f64::min),
+        ("add_relu", |a, b| a.add_relu(b), |x, y| (x + y).max(0.0)),
     ];
     for (abase, aview, bbase, bview) in binary_cases() {
         let (a, ra) = input::<E>(&mut rng, &abase, &aview, -2.0, 2.0);
@@ -119,7 +120,7 @@ fn binary_ops<E: Float + Precision>() {
         // Big cases (the parallel paths) run a representative subset, to keep debug runs short.
         let big = ra.numel().max(rb.numel()) > 10_000;
         for (name, op, f) in ops.iter().filter(|(n, _, _)| {
-            !big || ["a + b", "a / b", "owned a * owned b", "maximum"].contains(n)
+            !big || ["a + b", "a / b", "owned a * owned b", "maximum", "add_relu"].contains(n)
         }) {
             let got = to_ref(&op(&a, &b));
             // The reference is computed in f64 and rounded once to E: the op must be within

@@ -382,13 +382,14 @@ fn casts_between_every_pair_of_dtypes() {
 
 type BinaryFn = fn(&DynTensor, &DynTensor) -> Result<DynTensor>;
 
-const BINARY: [(&str, BinaryFn); 6] = [
+const BINARY: [(&str, BinaryFn); 7] = [
     ("add", DynTensor::add),
     ("sub", DynTensor::sub),
     ("mul", DynTensor::mul),
     ("div", DynTensor::div),
     ("maximum", DynTensor::maximum),
     ("minimum", DynTensor::minimum),
+    ("add_relu", DynTensor::add_relu),
 ];
 
 /// Pairs of shapes that broadcast, including empty and large ones.

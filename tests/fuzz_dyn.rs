@@ -382,7 +382,7 @@ fn step(rng: &mut Rng, pool: &[Entry]) -> Vec<Entry> {
             let ops: [(
                 &str,
                 fn(&DynTensor, &DynTensor) -> devtype::Result<DynTensor>,
-            ); 13] = [
+            ); 14] = [
                 ("add", DynTensor::add),
                 ("sub", DynTensor::sub),
                 ("mul", DynTensor::mul),
@@ -390,6 +390,7 @@ fn step(rng: &mut Rng, pool: &[Entry]) -> Vec<Entry> {
                 ("maximum", DynTensor::maximum),
                 ("minimum", DynTensor::minimum),
                 ("pow", DynTensor::pow),
+                ("add_relu", DynTensor::add_relu),
                 ("eq", DynTensor::eq),
                 ("ne", DynTensor::ne),
                 ("lt", DynTensor::lt),

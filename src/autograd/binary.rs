@@ -22,6 +22,7 @@ fn name(op: BinaryOp) -> &'static str {
         BinaryOp::Maximum => "MaximumBackward0",
         BinaryOp::Minimum => "MinimumBackward0",
         BinaryOp::Pow => "PowBackward1",
+        BinaryOp::AddRelu => "AddReluBackward0",
     }
 }
 
@@ -36,6 +37,11 @@ pub(crate) fn binary(a: In<'_>, b: In<'_>, op: BinaryOp) -> Result<Out> {
         move |g| {
             let (ga, gb) = match op {
                 BinaryOp::Add => (need_a.then(|| g.clone()), need_b.then_some(g)),
+                BinaryOp::AddRelu => {
+                    // The sum's gradient, where the output passed through.
+                    let g = ops::relu_backward::relu_backward(Operand::Owned(g), &out)?;
+                    (need_a.then(|| g.clone()), need_b.then_some(g))
+                }
                 BinaryOp::Sub => (
                     need_a.then(|| g.clone()),
                     need_b.then(|| kit::neg(g)).transpose()?,
@@ -112,6 +118,9 @@ pub(crate) fn binary_scalar(a: In<'_>, s: f64, op: BinaryOp, scalar_first: bool)
         move |g| {
             let ga = match (op, scalar_first) {
                 (BinaryOp::Add, _) | (BinaryOp::Sub, false) => g,
+                (BinaryOp::AddRelu, _) => {
+                    ops::relu_backward::relu_backward(Operand::Owned(g), &out)?
+                }
                 (BinaryOp::Sub, true) => kit::neg(g)?,
                 (BinaryOp::Mul, _) => kit::mul_scalar(g, s)?,
                 (BinaryOp::Div, false) => kit::scalar(g, s, BinaryOp::Div, false)?,
@@ -177,6 +186,14 @@ impl<D: Device, E: Float> Var<D, E> {
     infallible!(
         /// The smaller of each pair (`torch.minimum`); ties split the gradient evenly.
         pub fn minimum[R: VarOperand<D> + HasDevice<Element = E>](&self, rhs: R) -> Self
+    );
+    /// `relu(self + rhs)` in one pass, with broadcasting (PyTorch's fused `_add_relu`).
+    pub fn try_add_relu<R: VarOperand<D> + HasDevice<Element = E>>(&self, rhs: R) -> Result<Self> {
+        self.bin(&rhs, BinaryOp::AddRelu)
+    }
+    infallible!(
+        /// `relu(self + rhs)` in one pass, with broadcasting (PyTorch's fused `_add_relu`).
+        pub fn add_relu[R: VarOperand<D> + HasDevice<Element = E>](&self, rhs: R) -> Self
     );
     /// `self` to the power `rhs`, element-wise (`torch.pow`).
     pub fn try_pow<R: VarOperand<D> + HasDevice<Element = E>>(&self, rhs: R) -> Result<Self> {
@@ -376,6 +393,8 @@ dyn_binary!(
     minimum => Minimum,
     /// `self` to the power `other`, element-wise.
     pow => Pow,
+    /// `relu(self + other)` in one pass, with broadcasting.
+    add_relu => AddRelu,
 );
 
 macro_rules! dyn_operator {

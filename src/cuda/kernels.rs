@@ -148,6 +148,7 @@ impl Family {
                     BinaryOp::Maximum,
                     BinaryOp::Minimum,
                     BinaryOp::Pow,
+                    BinaryOp::AddRelu,
                 ] {
                     let types: &[&str] = if op.float_only() {
                         &FLOAT_TYPES

@@ -65,6 +65,9 @@ binary_methods!(
     minimum => Minimum,
     /// `self` to the power `other`, element-wise.
     pow => Pow,
+    /// `relu(self + other)` in one pass, with broadcasting (PyTorch's fused `_add_relu`): the
+    /// sum is never written out, so it moves 3 tensors' worth of memory instead of 5.
+    add_relu => AddRelu,
 );
 
 macro_rules! unary_methods {

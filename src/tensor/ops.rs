@@ -212,6 +212,29 @@ impl<D: Device, E: Numeric> Tensor<D, E> {
         )
     }
 
+    /// `relu(self + rhs)` in one pass, with broadcasting: PyTorch's fused `_add_relu`. The sum
+    /// is never written out, so this moves three tensors' worth of memory where
+    /// `(a + b).relu()` moves five.
+    pub fn try_add_relu<R: OperandOn<D> + HasDevice<Element = E>>(&self, rhs: R) -> Result<Self> {
+        Self::binary(
+            Operand::Borrowed(&self.raw),
+            rhs,
+            BinaryOp::AddRelu,
+            self.device,
+        )
+    }
+    infallible!(
+        /// `relu(self + rhs)` in one pass, with broadcasting (PyTorch's fused `_add_relu`).
+        ///
+        /// ```
+        /// use devtype::prelude::*;
+        /// let x = Tensor::from_vec(vec![1.0, -3.0], [2], Cpu);
+        /// let y = Tensor::from_vec(vec![0.5, 1.0], [2], Cpu);
+        /// assert_eq!(x.add_relu(&y).to_vec(), [1.5, 0.0]);
+        /// ```
+        pub fn add_relu[R: OperandOn<D> + HasDevice<Element = E>](&self, rhs: R) -> Self
+    );
+
     fn scalar_op(&self, s: E, op: BinaryOp, scalar_first: bool) -> Result<Self> {
         Ok(self.wrap(ops::binary::binary_scalar(
             Operand::Borrowed(&self.raw),

@@ -18,6 +18,7 @@ pub(crate) trait Arith: Element {
     fn maximum(self, o: Self) -> Self;
     fn minimum(self, o: Self) -> Self;
     fn pow(self, o: Self) -> Self;
+    fn add_relu(self, o: Self) -> Self;
 }
 
 macro_rules! float_arith {
@@ -59,6 +60,15 @@ macro_rules! float_arith {
             fn pow(self, o: Self) -> Self {
                 Float::powf(self, o)
             }
+            #[inline(always)]
+            fn add_relu(self, o: Self) -> Self {
+                let s = self + o;
+                if s > 0.0 || s.is_nan() {
+                    s
+                } else {
+                    0.0
+                }
+            }
         }
     };
 }
@@ -94,6 +104,10 @@ impl Arith for i64 {
     fn pow(self, o: Self) -> Self {
         self.wrapping_pow(o.clamp(0, u32::MAX as i64) as u32)
     }
+    #[inline(always)]
+    fn add_relu(self, o: Self) -> Self {
+        self.wrapping_add(o).max(0)
+    }
 }
 
 impl Arith for bool {
@@ -117,6 +131,9 @@ impl Arith for bool {
     }
     fn pow(self, o: Self) -> Self {
         self | !o
+    }
+    fn add_relu(self, o: Self) -> Self {
+        self | o
     }
 }
 
@@ -150,6 +167,10 @@ macro_rules! with_op {
             }
             BinaryOp::Pow => {
                 let $f = Arith::pow;
+                $go
+            }
+            BinaryOp::AddRelu => {
+                let $f = Arith::add_relu;
                 $go
             }
         }

@@ -26,6 +26,9 @@ pub enum BinaryOp {
     Minimum,
     /// `a` to the power `b` (floating point only).
     Pow,
+    /// `max(a + b, 0)` in one pass: `relu(a + b)` fused (PyTorch's `aten::_add_relu`), so the
+    /// sum is never written out and read back. NaN stays NaN, as in `relu`.
+    AddRelu,
 }
 
 impl BinaryOp {
@@ -39,6 +42,7 @@ impl BinaryOp {
             BinaryOp::Maximum => "maximum",
             BinaryOp::Minimum => "minimum",
             BinaryOp::Pow => "pow",
+            BinaryOp::AddRelu => "add_relu",
         }
     }
 
