@@ -3,7 +3,9 @@
 //! - `relu(x + y)` on 256M f32: GB/s against a device-to-device copy of the same bytes;
 //! - matmul 8192^3 f32: TFLOP/s against cuBLAS called directly;
 //! - a chain of 1000 tiny element-wise ops: microseconds per op (launch overhead);
-//! - a host-to-device copy of 256 MiB: GB/s.
+//! - a host-to-device copy of 256 MiB: GB/s;
+//! - one training step of the peers' workload D (784-512-10 MLP, batch 256, class-weighted
+//!   cross-entropy, SGD): milliseconds, against PyTorch on the same GPU.
 //!
 //! GPU times come from CUDA events (devtype's `Timer`, cudarc events for the baselines); the
 //! launch-overhead and upload numbers are host wall-clock times that end in a synchronize.
@@ -18,6 +20,8 @@
 use cudarc::cublas::{CudaBlas, Gemm, GemmConfig};
 use cudarc::driver::sys::CUevent_flags;
 use devtype::cuda::Timer;
+use devtype::nn::{CrossEntropyLoss, Linear, ReLU, Sequential};
+use devtype::optim::Sgd;
 use devtype::prelude::*;
 use std::time::Instant;
 
@@ -116,6 +120,8 @@ fn main() {
     }
     results.push(("h2d_gbs", median(&mut samples)));
 
+    results.push(("train_step_ms", train_step_ms(gpu, reps.max(20))));
+
     let get = |k: &str| {
         results
             .iter()
@@ -149,6 +155,7 @@ fn main() {
         get("chain_us_per_op")
     );
     println!("  host -> device 256 MiB  {:8.1} GB/s", get("h2d_gbs"));
+    println!("  MLP train step (D)      {:8.3} ms", get("train_step_ms"));
     if let Some(path) = json_path {
         let body: Vec<String> = results
             .iter()
@@ -165,6 +172,31 @@ fn median(v: &mut [f64]) -> f64 {
 }
 
 /// Median GPU milliseconds of `f` (after one warm-up run), timed with CUDA events.
+/// Milliseconds per training step of workload D on `gpu`: the model built on the host and
+/// moved once, the batch moved once, then zero_grad, forward, backward and SGD per step.
+fn train_step_ms(gpu: Cuda<0>, reps: usize) -> f64 {
+    const B: usize = 256;
+    const I: usize = 784;
+    const H: usize = 512;
+    const O: usize = 10;
+    devtype::manual_seed(0);
+    let x = Tensor::randn([B, I], Cpu).to(gpu);
+    let y =
+        Tensor::<Cpu, i64>::from_vec((0..B).map(|k| ((7 * k + 3) % O) as i64).collect(), [B], Cpu)
+            .to(gpu);
+    let weights = Tensor::from_vec((0..O).map(|c| 0.5 + 0.1 * c as f32).collect(), [O], Cpu);
+    let model = Sequential::new((Linear::cpu(I, H), ReLU, Linear::cpu(H, O)));
+    let mut model = model.to(gpu);
+    let criterion = CrossEntropyLoss::new().with_weight(weights).to(gpu);
+    let mut opt = Sgd::new(0.01);
+    gpu_ms(reps, || {
+        model.zero_grad();
+        let loss = criterion.forward(&model.forward(&x), &y);
+        loss.backward();
+        opt.step(&mut model);
+    })
+}
+
 fn gpu_ms(reps: usize, mut f: impl FnMut()) -> f64 {
     f();
     let mut samples = Vec::new();
