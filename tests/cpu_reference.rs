@@ -8,64 +8,10 @@
 
 use devtype::{Cpu, Element, Tensor};
 
-/// SplitMix64: fresh random inputs for every run; the seed is printed so a failure replays.
-pub struct Rng(u64);
+#[path = "common/mod.rs"]
+mod common;
 
-impl Rng {
-    /// Seeded from `DEVTYPE_TEST_SEED` or the clock (printed; shown by the harness on failure).
-    pub fn new(test: &str) -> Rng {
-        let seed = std::env::var("DEVTYPE_TEST_SEED")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| {
-                if cfg!(miri) {
-                    return 0x5EED; // no clock under Miri's isolation
-                }
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map(|d| d.as_nanos() as u64)
-                    .unwrap_or(1)
-            });
-        println!("{test}: seed = {seed} (rerun with DEVTYPE_TEST_SEED={seed})");
-        // Different tests get different streams from one seed.
-        let salt = test
-            .bytes()
-            .fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(b as u64));
-        Rng(seed ^ salt.wrapping_mul(0x9E37_79B9_7F4A_7C15))
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `[0, 1)`.
-    pub fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    /// Uniform in `[lo, hi)`.
-    pub fn uniform(&mut self, lo: f64, hi: f64) -> f64 {
-        lo + (hi - lo) * self.unit()
-    }
-
-    /// Uniform in `0..n`.
-    pub fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n.max(1) as u64) as usize
-    }
-
-    pub fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
-        xs[self.below(xs.len())]
-    }
-
-    /// `n` values uniform in `[lo, hi)`, never all zero.
-    pub fn values(&mut self, n: usize, lo: f64, hi: f64) -> Vec<f64> {
-        (0..n).map(|_| self.uniform(lo, hi)).collect()
-    }
-}
+pub use common::Rng;
 
 /// Row-major strides.
 pub fn strides(shape: &[usize]) -> Vec<usize> {

@@ -5,22 +5,10 @@ use devtype::data::{read_idx, Mnist, MnistSplit};
 use devtype::Error;
 use std::path::{Path, PathBuf};
 
-/// SplitMix64: seeded random contents, so a reader that mixes up rows or bytes is caught.
-struct Random(u64);
+mod common;
 
-impl Random {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn bytes(&mut self, count: usize, below: u64) -> Vec<u8> {
-        (0..count).map(|_| (self.next() % below) as u8).collect()
-    }
-}
+// Seeded random contents, so a reader that mixes up rows or bytes is caught.
+use common::Rng;
 
 /// A folder of its own under the system's temp dir, removed when dropped.
 struct TempFolder(PathBuf);
@@ -65,7 +53,7 @@ struct SplitBytes {
 
 /// Writes MNIST's four files with random contents: `train` and `test` images of 28x28.
 fn write_mnist(folder: &TempFolder, seed: u64, train: usize, test: usize) -> [SplitBytes; 2] {
-    let mut random = Random(seed);
+    let mut random = Rng(seed);
     [(MnistSplit::Train, train), (MnistSplit::Test, test)].map(|(split, count)| {
         let pixels = random.bytes(count * 28 * 28, 256);
         let labels = random.bytes(count, 10);
@@ -115,7 +103,7 @@ fn every_value_read_back_equals_the_byte_written() {
 #[test]
 fn read_idx_returns_the_header_dims_and_the_bytes() {
     let folder = TempFolder::new("read-idx");
-    let mut random = Random(5);
+    let mut random = Rng(5);
     for dims in [vec![], vec![17], vec![3, 5, 7], vec![2, 3, 1, 4]] {
         let values = random.bytes(dims.iter().product::<u32>() as usize, 256);
         let path = folder.write("array", &idx(&dims, &values));
@@ -182,7 +170,7 @@ fn truncated_data_says_how_many_bytes_were_expected_and_found() {
     write_mnist(&folder, 5, 4, 2);
     let file = folder.write(
         MnistSplit::Train.images_file(),
-        &idx(&[4, 28, 28], &Random(6).bytes(4 * 784 - 1, 256)),
+        &idx(&[4, 28, 28], &Rng(6).bytes(4 * 784 - 1, 256)),
     );
     let message = train_error(&folder, &file);
     assert!(

@@ -13,56 +13,9 @@ use devtype::nn::{DynCrossEntropyLoss, DynLinear, Reduction};
 use devtype::{Cpu, DType, DynDevice, DynTensor};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-struct Rng(u64);
+mod common;
 
-impl Rng {
-    fn next_u64(&mut self) -> u64 {
-        // SplitMix64.
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n.max(1) as u64) as usize
-    }
-    fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-    fn chance(&mut self, p: f64) -> bool {
-        self.unit() < p
-    }
-    fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
-        xs[self.below(xs.len())]
-    }
-    /// Uniform in `lo..=hi` (`lo` when the range is empty).
-    fn int(&mut self, lo: i64, hi: i64) -> i64 {
-        if hi <= lo {
-            return lo;
-        }
-        lo.wrapping_add(
-            (self.next_u64() % (hi.wrapping_sub(lo) as u64).wrapping_add(1).max(1)) as i64,
-        )
-    }
-}
-
-fn seed() -> u64 {
-    let seed = std::env::var("DEVTYPE_TEST_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            if cfg!(miri) {
-                return 0x5EED; // no clock under Miri's isolation
-            }
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos() as u64)
-                .unwrap_or(1)
-        });
-    println!("seed = {seed} (rerun with DEVTYPE_TEST_SEED={seed})");
-    seed
-}
+use common::Rng;
 
 /// A live tensor and how it was made.
 #[derive(Clone)]
@@ -1135,7 +1088,8 @@ fn step(rng: &mut Rng, pool: &[Entry]) -> Vec<Entry> {
 
 #[test]
 fn no_dyn_tensor_method_panics() {
-    let seed = seed();
+    let seed = common::test_seed();
+    println!("seed = {seed} (rerun with DEVTYPE_TEST_SEED={seed})");
     let mut rng = Rng(seed);
     // About a second in a debug build; Miri gets a token run.
     let default_steps = if cfg!(miri) { 60 } else { 50_000 };
