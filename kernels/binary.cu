@@ -78,37 +78,6 @@ __device__ __forceinline__ void map2(O* __restrict__ out, const T* __restrict__ 
     }
 }
 
-// out[i] = f(a[i]) over a strided layout.
-template <typename O, typename T, typename F>
-__device__ __forceinline__ void map1(O* __restrict__ out, const T* __restrict__ a, const Strided<1>& L, u64 n, F f) {
-    const u64 start = global_thread();
-    const u64 step = global_threads();
-    if (is_contiguous_run(L)) {
-        u64 done = 0;
-        if (aligned_for_pack(out) && aligned_for_pack(a)) {
-            const u64 packs = n / 4;
-            const Pack4<T>* pa = reinterpret_cast<const Pack4<T>*>(a);
-            Pack4<O>* po = reinterpret_cast<Pack4<O>*>(out);
-#pragma unroll 4
-            for (u64 j = start; j < packs; j += step) {
-                const Pack4<T> x = pa[j];
-                Pack4<O> r;
-#pragma unroll
-                for (int v = 0; v < 4; ++v) r.v[v] = f(x.v[v]);
-                po[j] = r;
-            }
-            done = packs * 4;
-        }
-        for (u64 i = done + start; i < n; i += step) out[i] = f(a[i]);
-        return;
-    }
-    for (u64 i = start; i < n; i += step) {
-        u64 off[1];
-        strided_offsets(L, i, off);
-        out[i] = f(a[off[0]]);
-    }
-}
-
 template <typename T, typename F>
 struct ScalarRight {
     T s;

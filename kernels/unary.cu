@@ -37,38 +37,9 @@ template <typename T> struct SigmoidOp {
 };
 template <typename T> struct ReciprocalOp { __device__ __forceinline__ T operator()(T x) const { return (T)1 / x; } };
 
-template <typename T, typename F>
-__device__ __forceinline__ void unary_map(T* __restrict__ out, const T* __restrict__ a, const Strided<1>& L, u64 n, F f) {
-    const u64 start = global_thread();
-    const u64 step = global_threads();
-    if (is_contiguous_run(L)) {
-        u64 done = 0;
-        if (aligned_for_pack(out) && aligned_for_pack(a)) {
-            const u64 packs = n / 4;
-            const Pack4<T>* pa = reinterpret_cast<const Pack4<T>*>(a);
-            Pack4<T>* po = reinterpret_cast<Pack4<T>*>(out);
-#pragma unroll 4
-            for (u64 j = start; j < packs; j += step) {
-                Pack4<T> x = pa[j];
-#pragma unroll
-                for (int v = 0; v < 4; ++v) x.v[v] = f(x.v[v]);
-                po[j] = x;
-            }
-            done = packs * 4;
-        }
-        for (u64 i = done + start; i < n; i += step) out[i] = f(a[i]);
-        return;
-    }
-    for (u64 i = start; i < n; i += step) {
-        u64 off[1];
-        strided_offsets(L, i, off);
-        out[i] = f(a[off[0]]);
-    }
-}
-
 #define UNARY(NAME, OP, T, SUFFIX)                                                                     \
     extern "C" __global__ void unary_##NAME##_##SUFFIX(T* out, const T* a, Strided<1> L, u64 n) {       \
-        unary_map(out, a, L, n, OP<T>());                                                              \
+        map1(out, a, L, n, OP<T>());                                                                   \
     }
 
 #define UNARY_NUMERIC(NAME, OP) \
