@@ -1,7 +1,7 @@
 //! CPU kernels of the fused optimizer updates: one pass over parameter, gradient and state,
 //! in place, split across threads for large parameters.
 
-use super::{AdamUpdate, SgdUpdate};
+use super::{AdamScalars, AdamUpdate, SgdUpdate};
 use crate::error::Result;
 use crate::tensor::raw::RawTensor;
 use crate::tensor::{DType, Float};
@@ -101,22 +101,17 @@ fn adam_typed<T: Float>(
         v.unique_cpu_data::<T>().expect("unique"),
     );
     let p = param.unique_cpu_data::<T>().expect("made unique");
-    let t = u.step as i32;
-    let bc1 = 1.0 - u.beta1.powi(t);
-    let bc2 = 1.0 - u.beta2.powi(t);
-    let step_size = T::from_f64(u.lr / bc1);
-    let inv_sqrt_bc2 = T::from_f64(1.0 / bc2.sqrt());
-    let (b1, b2, eps) = (
-        T::from_f64(u.beta1),
-        T::from_f64(u.beta2),
-        T::from_f64(u.eps),
-    );
-    let (one_b1, one_b2) = (T::from_f64(1.0 - u.beta1), T::from_f64(1.0 - u.beta2));
-    let (l2, decay) = if u.decoupled {
-        (T::ZERO, T::from_f64(1.0 - u.lr * u.weight_decay))
-    } else {
-        (T::from_f64(u.weight_decay), T::ONE)
-    };
+    let AdamScalars {
+        b1,
+        b2,
+        one_b1,
+        one_b2,
+        eps,
+        l2,
+        decay,
+        step_size,
+        inv_sqrt_bc2,
+    } = u.scalars::<T>();
     let step = |p: &mut [T], g: &[T], m: &mut [T], v: &mut [T]| {
         for (((p, &g), m), v) in p.iter_mut().zip(g).zip(m.iter_mut()).zip(v.iter_mut()) {
             let g = g + l2 * *p;

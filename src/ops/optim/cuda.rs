@@ -4,7 +4,7 @@
 //! (or is a view) is first replaced by a private contiguous copy, so other handles never see
 //! the update, as on the CPU.
 
-use super::{AdamUpdate, SgdUpdate};
+use super::{AdamScalars, AdamUpdate, SgdUpdate};
 use crate::cuda::context::GpuContext;
 use crate::cuda::kernels::{self, Family};
 use crate::cuda::storage::{with_dtype, CudaElement};
@@ -138,23 +138,18 @@ fn adam_typed<T: CudaElement>(
     if n == 0 {
         return Ok(());
     }
-    // The CPU kernel's hyper-parameters, computed the same way.
-    let t = u.step as i32;
-    let bc1 = 1.0 - u.beta1.powi(t);
-    let bc2 = 1.0 - u.beta2.powi(t);
-    let step_size = T::from_f64(u.lr / bc1);
-    let inv_sqrt_bc2 = T::from_f64(1.0 / bc2.sqrt());
-    let (b1, b2, eps) = (
-        T::from_f64(u.beta1),
-        T::from_f64(u.beta2),
-        T::from_f64(u.eps),
-    );
-    let (one_b1, one_b2) = (T::from_f64(1.0 - u.beta1), T::from_f64(1.0 - u.beta2));
-    let (l2, decay) = if u.decoupled {
-        (T::ZERO, T::from_f64(1.0 - u.lr * u.weight_decay))
-    } else {
-        (T::from_f64(u.weight_decay), T::ONE)
-    };
+    // The same scalars as the CPU kernel, from one place.
+    let AdamScalars {
+        b1,
+        b2,
+        one_b1,
+        one_b2,
+        eps,
+        l2,
+        decay,
+        step_size,
+        inv_sqrt_bc2,
+    } = u.scalars::<T>();
     let f = kernels::function(gpu, Family::Optim, &format!("adam_{}", T::SUFFIX))?;
     let (pp, pg) = (ptr(param)?, ptr(&g)?);
     let pm = ptr(exp_avg.as_ref().expect("created above"))?;

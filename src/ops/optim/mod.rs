@@ -31,6 +31,49 @@ pub(crate) struct AdamUpdate {
     pub(crate) step: u64,
 }
 
+/// The per-step scalars both Adam kernels take, in the parameters' element type: computed
+/// once here so the CPU and the GPU update with identical numbers.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct AdamScalars<T> {
+    pub(crate) b1: T,
+    pub(crate) b2: T,
+    pub(crate) one_b1: T,
+    pub(crate) one_b2: T,
+    pub(crate) eps: T,
+    /// Weight decay added to the gradient (Adam); zero when decoupled.
+    pub(crate) l2: T,
+    /// The factor on the parameter before the step (AdamW); one when not decoupled.
+    pub(crate) decay: T,
+    /// `lr / (1 - beta1^t)`.
+    pub(crate) step_size: T,
+    /// `1 / sqrt(1 - beta2^t)`.
+    pub(crate) inv_sqrt_bc2: T,
+}
+
+impl AdamUpdate {
+    pub(crate) fn scalars<T: crate::tensor::Element>(&self) -> AdamScalars<T> {
+        let t = self.step as i32;
+        let bc1 = 1.0 - self.beta1.powi(t);
+        let bc2 = 1.0 - self.beta2.powi(t);
+        let (l2, decay) = if self.decoupled {
+            (T::ZERO, T::from_f64(1.0 - self.lr * self.weight_decay))
+        } else {
+            (T::from_f64(self.weight_decay), T::ONE)
+        };
+        AdamScalars {
+            b1: T::from_f64(self.beta1),
+            b2: T::from_f64(self.beta2),
+            one_b1: T::from_f64(1.0 - self.beta1),
+            one_b2: T::from_f64(1.0 - self.beta2),
+            eps: T::from_f64(self.eps),
+            l2,
+            decay,
+            step_size: T::from_f64(self.lr / bc1),
+            inv_sqrt_bc2: T::from_f64(1.0 / bc2.sqrt()),
+        }
+    }
+}
+
 fn check(param: &RawTensor, grad: &RawTensor) -> Result<()> {
     if param.shape() != grad.shape() {
         return Err(Error::Shape(format!(
