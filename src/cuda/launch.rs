@@ -102,6 +102,23 @@ pub(crate) fn row_blocks(gpu: &GpuContext, rows: usize, threads: u32) -> u32 {
     rows.clamp(1, resident * 4).min(i32::MAX as usize) as u32
 }
 
+/// One block per row (grid-stride over the rest) of `rows` rows of `row_len` elements, with
+/// the row's threads a power of two between 32 and `max_threads`: the launch of the row-wise
+/// kernels (softmax, cross-entropy and its gradient).
+pub(crate) fn per_row(
+    gpu: &GpuContext,
+    rows: usize,
+    row_len: usize,
+    max_threads: u32,
+) -> LaunchConfig {
+    let threads = block_for(row_len, max_threads);
+    LaunchConfig {
+        grid_dim: (row_blocks(gpu, rows, threads), 1, 1),
+        block_dim: (threads, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
 /// Queues `dst[i] = src[i]` over `shape`, each side a strided view given by its first
 /// element's device address and its strides (in elements of `dtype`).
 pub(crate) fn copy_strided(

@@ -56,12 +56,7 @@ fn typed<T: CudaElement>(
             Family::Loss,
             &format!("cross_entropy_rows_{}", T::SUFFIX),
         )?;
-        let threads = launch::block_for(c, 256);
-        let cfg = LaunchConfig {
-            grid_dim: (launch::row_blocks(gpu, n, threads), 1, 1),
-            block_dim: (threads, 1, 1),
-            shared_mem_bytes: 0,
-        };
+        let cfg = launch::per_row(gpu, n, c, 256);
         let (px, pt) = (ptr(&x)?, ptr(&t)?);
         let pweight = match &w {
             Some(w) => ptr(w)?,

@@ -5,7 +5,7 @@ use crate::cuda::storage::suffix;
 use crate::cuda::{launch, memory};
 use crate::error::Result;
 use crate::tensor::raw::RawTensor;
-use cudarc::driver::{LaunchConfig, PushKernelArg};
+use cudarc::driver::PushKernelArg;
 
 /// `a` is contiguous (the caller moved the softmax dim last); rows are its last dimension.
 pub(crate) fn softmax(a: &RawTensor, log: bool) -> Result<RawTensor> {
@@ -21,12 +21,7 @@ pub(crate) fn softmax(a: &RawTensor, log: bool) -> Result<RawTensor> {
             Family::Softmax,
             &format!("softmax_{}", suffix(a.dtype)),
         )?;
-        let threads = launch::block_for(cols, 512);
-        let cfg = LaunchConfig {
-            grid_dim: (launch::row_blocks(gpu, rows, threads), 1, 1),
-            block_dim: (threads, 1, 1),
-            shared_mem_bytes: 0,
-        };
+        let cfg = launch::per_row(gpu, rows, cols, 512);
         let (po, pa, rows, cols, log) = (
             out.device_ptr(),
             memory::element_ptr(&a, sa),
