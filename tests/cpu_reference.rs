@@ -11,7 +11,8 @@ use devtype::{Cpu, Element, Tensor};
 #[path = "common/mod.rs"]
 mod common;
 
-pub use common::Rng;
+#[allow(unused_imports)] // not every file that includes the reference reads DynTensors
+pub use common::{values_f64, Rng};
 
 /// Row-major strides.
 pub fn strides(shape: &[usize]) -> Vec<usize> {

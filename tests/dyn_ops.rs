@@ -38,29 +38,7 @@ fn make(r: &Ref, dtype: DType) -> DynTensor {
 }
 
 fn read(t: &DynTensor) -> Ref {
-    let data: Vec<f64> = match t.dtype() {
-        DType::F32 => t
-            .to_vec::<f32>()
-            .unwrap()
-            .into_iter()
-            .map(f64::from)
-            .collect(),
-        DType::F64 => t.to_vec::<f64>().unwrap(),
-        DType::I64 => t
-            .to_vec::<i64>()
-            .unwrap()
-            .into_iter()
-            .map(|v| v as f64)
-            .collect(),
-        DType::Bool => t
-            .to_vec::<bool>()
-            .unwrap()
-            .into_iter()
-            .map(|v| v as u8 as f64)
-            .collect(),
-        #[allow(unreachable_patterns)]
-        other => panic!("cannot read {other:?}"),
-    };
+    let data = values_f64(t);
     Ref::new(t.shape(), data)
 }
 

@@ -15,7 +15,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 mod common;
 
-use common::Rng;
+use common::{values_f64, Rng};
 
 /// A live tensor and how it was made.
 #[derive(Clone)]
@@ -156,32 +156,6 @@ fn random_dim(rng: &mut Rng, rank: usize) -> isize {
     rng.int(-r, r - 1) as isize
 }
 
-fn values_of(t: &DynTensor) -> Vec<f64> {
-    match t.dtype() {
-        DType::F32 => t
-            .to_vec::<f32>()
-            .unwrap()
-            .into_iter()
-            .map(f64::from)
-            .collect(),
-        DType::F64 => t.to_vec::<f64>().unwrap(),
-        DType::I64 => t
-            .to_vec::<i64>()
-            .unwrap()
-            .into_iter()
-            .map(|v| v as f64)
-            .collect(),
-        DType::Bool => t
-            .to_vec::<bool>()
-            .unwrap()
-            .into_iter()
-            .map(|v| v as u8 as f64)
-            .collect(),
-        #[allow(unreachable_patterns)]
-        other => panic!("fuzz does not know {other:?}"),
-    }
-}
-
 fn same_values(a: &[f64], b: &[f64]) -> bool {
     a.len() == b.len()
         && a.iter()
@@ -193,7 +167,7 @@ fn same_values(a: &[f64], b: &[f64]) -> bool {
 fn check_consistent(t: &DynTensor) {
     assert_eq!(t.dims(), t.shape().len());
     assert_eq!(t.numel(), t.shape().iter().product::<usize>());
-    assert_eq!(values_of(t).len(), t.numel());
+    assert_eq!(values_f64(t).len(), t.numel());
     assert!(t.dims() <= devtype::MAX_DIMS);
 }
 
@@ -588,7 +562,7 @@ fn step(rng: &mut Rng, pool: &[Entry]) -> Vec<Entry> {
                     })
                     .collect(),
             };
-            let before = values_of(&a.t);
+            let before = values_f64(&a.t);
             let use_view = rng.chance(0.5);
             note(&format!("({}).view/reshape({shape:?})", short(&a.recipe)));
             let r = if use_view {
@@ -598,7 +572,7 @@ fn step(rng: &mut Rng, pool: &[Entry]) -> Vec<Entry> {
             };
             if let Ok(t) = &r {
                 assert!(
-                    same_values(&values_of(t), &before),
+                    same_values(&values_f64(t), &before),
                     "reshape/view changed the order"
                 );
             }
@@ -619,7 +593,7 @@ fn step(rng: &mut Rng, pool: &[Entry]) -> Vec<Entry> {
                 // Transposing back gives the same values.
                 let back = t.transpose(d0, d1).unwrap();
                 assert!(
-                    same_values(&values_of(&back), &values_of(&a.t)),
+                    same_values(&values_f64(&back), &values_f64(&a.t)),
                     "transpose twice"
                 );
             }
@@ -651,32 +625,32 @@ fn step(rng: &mut Rng, pool: &[Entry]) -> Vec<Entry> {
         }
         11 => {
             let d = random_dim(rng, rank + 1);
-            let before = values_of(&a.t);
+            let before = values_f64(&a.t);
             note(&format!("({}).unsqueeze({d})", short(&a.recipe)));
             let r = a.t.unsqueeze(d);
             if let Ok(t) = &r {
-                assert!(same_values(&values_of(t), &before));
+                assert!(same_values(&values_f64(t), &before));
                 assert_eq!(t.dims(), rank + 1);
             }
             keep(r, format!("({}).unsqueeze({d})", short(&a.recipe)));
         }
         12 => {
             let d = random_dim(rng, rank);
-            let before = values_of(&a.t);
+            let before = values_f64(&a.t);
             note(&format!("({}).squeeze({d})", short(&a.recipe)));
             let r = a.t.squeeze(d);
             if let Ok(t) = &r {
-                assert!(same_values(&values_of(t), &before));
+                assert!(same_values(&values_f64(t), &before));
             }
             keep(r, format!("({}).squeeze({d})", short(&a.recipe)));
         }
         13 => {
             let (s, e) = (random_dim(rng, rank), random_dim(rng, rank));
-            let before = values_of(&a.t);
+            let before = values_f64(&a.t);
             note(&format!("({}).flatten({s}, {e})", short(&a.recipe)));
             let r = a.t.flatten(s, e);
             if let Ok(t) = &r {
-                assert!(same_values(&values_of(t), &before));
+                assert!(same_values(&values_f64(t), &before));
             }
             keep(r, format!("({}).flatten({s}, {e})", short(&a.recipe)));
         }
@@ -704,11 +678,11 @@ fn step(rng: &mut Rng, pool: &[Entry]) -> Vec<Entry> {
             );
         }
         15 => {
-            let before = values_of(&a.t);
+            let before = values_f64(&a.t);
             note(&format!("({}).contiguous()", short(&a.recipe)));
             let r = a.t.contiguous();
             if let Ok(t) = &r {
-                assert!(same_values(&values_of(t), &before));
+                assert!(same_values(&values_f64(t), &before));
             }
             keep(r, format!("({}).contiguous()", short(&a.recipe)));
         }
@@ -945,7 +919,7 @@ fn step(rng: &mut Rng, pool: &[Entry]) -> Vec<Entry> {
                     note(&format!("({}).to({s:?})", short(&a.recipe)));
                     let r = a.t.to(dev);
                     if let Ok(t) = &r {
-                        assert!(same_values(&values_of(t), &values_of(&a.t)));
+                        assert!(same_values(&values_f64(t), &values_f64(&a.t)));
                     }
                     keep(r, format!("({}).to({s:?})", short(&a.recipe)));
                     attempt(&mut keep, format!("zeros({shape:?}, {s:?})"), || {

@@ -6,7 +6,7 @@
 //! GPU fails the test instead, so a broken driver setup cannot pass silently.
 #![allow(dead_code)]
 
-use devtype::Cuda;
+use devtype::{Cuda, DType, DynTensor};
 
 /// True when `DEVTYPE_REQUIRE_CUDA=1`.
 pub fn cuda_required() -> bool {
@@ -125,5 +125,32 @@ impl Rng {
         (0..count)
             .map(|_| (self.next_u64() % below) as u8)
             .collect()
+    }
+}
+
+/// A tensor's values as f64, whatever its element type (booleans as 0 and 1).
+pub fn values_f64(t: &DynTensor) -> Vec<f64> {
+    match t.dtype() {
+        DType::F32 => t
+            .to_vec::<f32>()
+            .unwrap()
+            .into_iter()
+            .map(f64::from)
+            .collect(),
+        DType::F64 => t.to_vec::<f64>().unwrap(),
+        DType::I64 => t
+            .to_vec::<i64>()
+            .unwrap()
+            .into_iter()
+            .map(|v| v as f64)
+            .collect(),
+        DType::Bool => t
+            .to_vec::<bool>()
+            .unwrap()
+            .into_iter()
+            .map(|v| v as u8 as f64)
+            .collect(),
+        #[allow(unreachable_patterns)]
+        other => panic!("no f64 view of {other:?}"),
     }
 }
