@@ -214,23 +214,9 @@ fn cudarc_copy_ms(reps: usize, n: usize) -> f64 {
     let stream = ctx.default_stream();
     let src = stream.alloc_zeros::<f32>(n).unwrap();
     let mut dst = stream.alloc_zeros::<f32>(n).unwrap();
-    let mut samples = Vec::new();
-    for i in 0..=reps {
-        let start = ctx
-            .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
-            .unwrap();
-        let end = ctx
-            .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
-            .unwrap();
-        start.record(&stream).unwrap();
+    event_median_ms(&ctx, &stream, reps, || {
         stream.memcpy_dtod(&src, &mut dst).unwrap();
-        end.record(&stream).unwrap();
-        let ms = start.elapsed_ms(&end).unwrap() as f64;
-        if i > 0 {
-            samples.push(ms);
-        }
-    }
-    median(&mut samples)
+    })
 }
 
 /// Milliseconds of one cublasSgemm of `n x n x n` f32, called directly through cudarc.
@@ -264,6 +250,21 @@ fn cublas_ms(reps: usize, n: usize) -> f64 {
         beta: 0.0f32,
         ldc: n as i32,
     };
+    event_median_ms(&ctx, &stream, reps, || {
+        // SAFETY: a, b and c each hold n * n f32 on this stream's device, matching the config
+        // (column-major n x n, leading dimension n); the events order the timing around it.
+        unsafe { blas.gemm(cfg, &a, &b, &mut c) }.unwrap();
+    })
+}
+
+/// Median milliseconds of `f`'s work on `stream`, timed with CUDA events around each of
+/// `reps` calls after one warm-up call (the baselines' side of `gpu_ms`).
+fn event_median_ms(
+    ctx: &std::sync::Arc<cudarc::driver::CudaContext>,
+    stream: &std::sync::Arc<cudarc::driver::CudaStream>,
+    reps: usize,
+    mut f: impl FnMut(),
+) -> f64 {
     let mut samples = Vec::new();
     for i in 0..=reps {
         let start = ctx
@@ -272,11 +273,9 @@ fn cublas_ms(reps: usize, n: usize) -> f64 {
         let end = ctx
             .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
             .unwrap();
-        start.record(&stream).unwrap();
-        // SAFETY: a, b and c each hold n * n f32 on this stream's device, matching the config
-        // (column-major n x n, leading dimension n); the events order the timing around it.
-        unsafe { blas.gemm(cfg, &a, &b, &mut c) }.unwrap();
-        end.record(&stream).unwrap();
+        start.record(stream).unwrap();
+        f();
+        end.record(stream).unwrap();
         let ms = start.elapsed_ms(&end).unwrap() as f64;
         if i > 0 {
             samples.push(ms);

@@ -35,17 +35,21 @@ fn main() {
     let y =
         Tensor::<Cpu, i64>::from_vec((0..B).map(|k| ((7 * k + 3) % O) as i64).collect(), [B], dev);
     let class_weights = Tensor::from_vec((0..O).map(|c| 0.5 + 0.1 * c as f32).collect(), [O], dev);
-    let mut model = Sequential::new((
-        Linear::from_parameters(
-            Tensor::from_vec(det_sym(H * I, 2, s1), [H, I], dev),
-            Some(Tensor::from_vec(det_sym(H, 3, s1), [H], dev)),
-        ),
-        ReLU,
-        Linear::from_parameters(
-            Tensor::from_vec(det_sym(O * H, 4, s2), [O, H], dev),
-            Some(Tensor::from_vec(det_sym(O, 5, s2), [O], dev)),
-        ),
-    ));
+    // The peers' deterministic weights (`det_sym`), the same for every model made here.
+    let new_model = || {
+        Sequential::new((
+            Linear::from_parameters(
+                Tensor::from_vec(det_sym(H * I, 2, s1), [H, I], dev),
+                Some(Tensor::from_vec(det_sym(H, 3, s1), [H], dev)),
+            ),
+            ReLU,
+            Linear::from_parameters(
+                Tensor::from_vec(det_sym(O * H, 4, s2), [O, H], dev),
+                Some(Tensor::from_vec(det_sym(O, 5, s2), [O], dev)),
+            ),
+        ))
+    };
+    let mut model = new_model();
     let criterion = CrossEntropyLoss::new().with_weight(class_weights);
     let mut opt = Sgd::new(0.01);
     let loss0 = no_grad(|| criterion.forward(&model.forward(&x), &y).item());
@@ -72,17 +76,7 @@ fn main() {
     let calibrated = time_per_call(min_sample_s, samples, &mut step);
 
     // Loss check against PyTorch: a fresh model trained 55 steps.
-    let mut fresh = Sequential::new((
-        Linear::from_parameters(
-            Tensor::from_vec(det_sym(H * I, 2, s1), [H, I], dev),
-            Some(Tensor::from_vec(det_sym(H, 3, s1), [H], dev)),
-        ),
-        ReLU,
-        Linear::from_parameters(
-            Tensor::from_vec(det_sym(O * H, 4, s2), [O, H], dev),
-            Some(Tensor::from_vec(det_sym(O, 5, s2), [O], dev)),
-        ),
-    ));
+    let mut fresh = new_model();
     let mut opt = Sgd::new(0.01);
     for _ in 0..55 {
         fresh.zero_grad();
