@@ -3,7 +3,7 @@
 // binary_<op>_<dtype>(out, a, b, Strided<2> layout, n)         out[i] = a[i] op b[i]
 // binary_scalar_<op>_<dtype>(out, a, Strided<1>, n, s, first)  out[i] = a[i] op s (s op a[i] when first)
 // compare_<op>_<dtype>(out, a, b, Strided<2>, n)               out[i] = a[i] cmp b[i]  (bool)
-// compare_scalar_<op>_<dtype>(out, a, Strided<1>, n, s)        out[i] = (double)a[i] cmp s
+// compare_scalar_<op>_<dtype>(out, a, Strided<1>, n, s)        out[i] = a[i] cmp s  (in T: exact for i64)
 //
 // `out` is contiguous. When every operand is one contiguous run the loop loads four elements
 // at a time (16 bytes for f32) if the pointers allow it.
@@ -90,8 +90,8 @@ struct ScalarLeft {
 };
 template <typename T, typename F>
 struct CompareScalar {
-    double s;
-    __device__ __forceinline__ bool operator()(T x) const { return F()(to_double(x), s); }
+    T s;
+    __device__ __forceinline__ bool operator()(T x) const { return F()(x, s); }
 };
 
 #define BINARY(NAME, OP, T, SUFFIX)                                                                  \
@@ -132,8 +132,8 @@ BINARY_FLOAT(pow, PowOp)
         map2(out, a, b, L, n, OP<T>());                                                               \
     }                                                                                                 \
     extern "C" __global__ void compare_scalar_##NAME##_##SUFFIX(bool* out, const T* a, Strided<1> L,  \
-                                                               u64 n, double s) {                     \
-        map1(out, a, L, n, CompareScalar<T, OP<double> >{s});                                         \
+                                                               u64 n, T s) {                          \
+        map1(out, a, L, n, CompareScalar<T, OP<T> >{s});                                              \
     }
 
 #define COMPARE_ALL(NAME, OP)        \

@@ -262,6 +262,22 @@ pub enum Error {
         got: usize,
     },
 
+    /// A shape whose element count (or the strides of a contiguous tensor of it) does not fit
+    /// in memory's address range: no such tensor can exist, so nothing is allocated for it.
+    #[error("Storage size calculation overflowed with sizes={sizes:?}")]
+    SizeOverflow {
+        /// The sizes asked for.
+        sizes: Vec<usize>,
+    },
+
+    /// The host has no room for an allocation (PyTorch's CPU allocator text). Nothing was
+    /// allocated and nothing half-written is left behind.
+    #[error("DefaultCPUAllocator: can't allocate memory: you tried to allocate {bytes} bytes. Error code 12 (Cannot allocate memory)")]
+    CpuOutOfMemory {
+        /// Bytes asked for.
+        bytes: u64,
+    },
+
     /// Two tensors of different element types in one op.
     #[error("expected scalar type {expected} but found {found}")]
     DTypeMismatch {

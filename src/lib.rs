@@ -69,7 +69,8 @@ pub use error::{format_size, Error, Result};
 pub use ops::{BinaryOp, CompareOp, ReduceOp, UnaryOp};
 pub use random::manual_seed;
 pub use tensor::{
-    DType, Element, Float, HasDevice, IntoShape, ModuleInput, Numeric, OperandOn, Tensor, MAX_DIMS,
+    DType, Element, Float, HasDevice, IntoShape, ModuleInput, Numeric, OperandOn, Scalar, Tensor,
+    MAX_DIMS,
 };
 
 /// Everything the seed's code needs: `use devtype::prelude::*;`.

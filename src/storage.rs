@@ -119,7 +119,7 @@ mod tests {
     use crate::cpu::pool::PooledVec;
 
     fn tiny(values: &[f32]) -> Storage {
-        let mut v = PooledVec::<f32>::with_len(values.len());
+        let mut v = PooledVec::<f32>::with_len(values.len()).unwrap();
         v.as_mut_slice().copy_from_slice(values);
         Storage::Cpu(CpuStorage::F32(v))
     }

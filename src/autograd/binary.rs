@@ -10,7 +10,7 @@ use crate::dyn_tensor::check::same_device_elementwise;
 use crate::error::Result;
 use crate::ops::{self, BinaryOp, CompareOp, UnaryOp};
 use crate::tensor::raw::Operand;
-use crate::tensor::{infallible, Float, HasDevice};
+use crate::tensor::{infallible, Float, HasDevice, Scalar};
 use std::ops::{Add, Div, Mul, Neg, Sub};
 
 fn name(op: BinaryOp) -> &'static str {
@@ -110,8 +110,15 @@ pub(crate) fn binary(a: In<'_>, b: In<'_>, op: BinaryOp) -> Result<Out> {
 }
 
 /// `a op s` (or `s op a` when `scalar_first`), recorded.
-pub(crate) fn binary_scalar(a: In<'_>, s: f64, op: BinaryOp, scalar_first: bool) -> Result<Out> {
-    let value = ops::binary::binary_scalar(Operand::Borrowed(a.value), s, op, scalar_first)?;
+pub(crate) fn binary_scalar(
+    a: In<'_>,
+    scalar: Scalar,
+    op: BinaryOp,
+    scalar_first: bool,
+) -> Result<Out> {
+    let value = ops::binary::binary_scalar(Operand::Borrowed(a.value), scalar, op, scalar_first)?;
+    // Gradients flow through floating-point tensors only, where the scalar is a float.
+    let s = scalar.to_f64();
     let out = value.clone();
     let node = record(name(op), &[a.node], |_| {
         let x = a.value.clone();
@@ -152,7 +159,12 @@ impl<D: Device, E: Float> Var<D, E> {
     }
 
     fn bin_scalar(&self, s: E, op: BinaryOp, scalar_first: bool) -> Result<Self> {
-        Ok(self.wrap(binary_scalar(self.input(), s.to_f64(), op, scalar_first)?))
+        Ok(self.wrap(binary_scalar(
+            self.input(),
+            s.to_scalar(),
+            op,
+            scalar_first,
+        )?))
     }
 
     /// `self + rhs` with broadcasting: the fallible form of `+`.
@@ -371,7 +383,7 @@ macro_rules! dyn_binary {
                 paste::paste! {
                     #[doc = concat!("`self ", stringify!($name), " s`, element-wise.")]
                     pub fn [<$name _scalar>](&self, s: f64) -> Result<DynVar> {
-                        Ok(DynVar::from_out(binary_scalar(self.input(), s, BinaryOp::$op, false)?))
+                        Ok(DynVar::from_out(binary_scalar(self.input(), Scalar::Float(s), BinaryOp::$op, false)?))
                     }
                 }
             )*

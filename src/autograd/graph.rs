@@ -97,6 +97,26 @@ impl Node {
     }
 }
 
+impl Drop for Node {
+    /// Frees the graph behind this node without recursion, as PyTorch's `deleteNode`: a long
+    /// chain of ops (`total = total + loss` over a long run) would otherwise drop one node
+    /// inside the other and overflow the stack. Inputs that this node held last are taken
+    /// apart on a heap list instead, so a graph of any depth drops in constant stack space.
+    fn drop(&mut self) {
+        let mut pending: Vec<Arc<Node>> = std::mem::take(&mut self.inputs)
+            .into_iter()
+            .flatten()
+            .collect();
+        while let Some(node) = pending.pop() {
+            // Only the last handle takes the node apart; shared nodes stay for their other
+            // users (and drop later, the same way).
+            if let Some(mut node) = Arc::into_inner(node) {
+                pending.extend(std::mem::take(&mut node.inputs).into_iter().flatten());
+            }
+        }
+    }
+}
+
 /// `a + b` for gradients, reusing `a`'s buffer when nothing else holds it.
 pub(crate) fn add_grads(a: RawTensor, b: RawTensor) -> Result<RawTensor> {
     crate::ops::binary::binary(Operand::Owned(a), Operand::Owned(b), BinaryOp::Add)

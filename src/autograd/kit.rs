@@ -6,6 +6,7 @@ use crate::ops::creation::{create, Fill};
 use crate::ops::{self, BinaryOp, CompareOp, ReduceOp, UnaryOp};
 use crate::tensor::layout::Dims;
 use crate::tensor::raw::{Operand, RawTensor};
+use crate::tensor::Scalar;
 
 /// `a op b` with broadcasting; `a`'s buffer is reused when it is owned and unique.
 pub(crate) fn binary(a: RawTensor, b: &RawTensor, op: BinaryOp) -> Result<RawTensor> {
@@ -29,7 +30,7 @@ pub(crate) fn sub(a: RawTensor, b: &RawTensor) -> Result<RawTensor> {
 
 /// `a op s` (or `s op a` when `scalar_first`).
 pub(crate) fn scalar(a: RawTensor, s: f64, op: BinaryOp, scalar_first: bool) -> Result<RawTensor> {
-    ops::binary::binary_scalar(Operand::Owned(a), s, op, scalar_first)
+    ops::binary::binary_scalar(Operand::Owned(a), Scalar::Float(s), op, scalar_first)
 }
 
 /// `a * s`.
@@ -49,7 +50,10 @@ pub(crate) fn neg(a: RawTensor) -> Result<RawTensor> {
 
 /// `(a op s)` as a 0/1 tensor of `a`'s element type.
 pub(crate) fn mask_scalar(a: &RawTensor, s: f64, op: CompareOp) -> Result<RawTensor> {
-    ops::copy::cast(&ops::binary::compare_scalar(a, s, op)?, a.dtype)
+    ops::copy::cast(
+        &ops::binary::compare_scalar(a, Scalar::Float(s), op)?,
+        a.dtype,
+    )
 }
 
 /// `(a op b)` as a 0/1 tensor of `a`'s element type.
@@ -60,16 +64,21 @@ pub(crate) fn mask(a: &RawTensor, b: &RawTensor, op: CompareOp) -> Result<RawTen
 /// Zeros of `shape` with `like`'s element type and device.
 pub(crate) fn zeros(shape: &[usize], like: &RawTensor) -> Result<RawTensor> {
     create(
-        Dims::from_slice(shape)?,
+        Dims::shape(shape)?,
         like.dtype,
         like.device,
-        Fill::Constant(0.0),
+        Fill::Constant(Scalar::Int(0)),
     )
 }
 
 /// A 0-dim tensor holding `value`, with `like`'s element type and device.
 pub(crate) fn full_scalar(value: f64, like: &RawTensor) -> Result<RawTensor> {
-    create(Dims::EMPTY, like.dtype, like.device, Fill::Constant(value))
+    create(
+        Dims::EMPTY,
+        like.dtype,
+        like.device,
+        Fill::Constant(Scalar::Float(value)),
+    )
 }
 
 /// `shape` as the `isize`s `reshape` takes.

@@ -5,6 +5,7 @@
 //! devtype keeps a few freed large buffers and hands them to the next op of about the same size.
 //! Small buffers go straight to the system allocator, which is already fast for them.
 
+use crate::error::{Error, Result};
 use std::sync::Mutex;
 
 /// Buffers smaller than this many bytes are not cached.
@@ -31,8 +32,11 @@ impl<T: Copy + Default> Pool<T> {
     }
 
     /// A buffer of `len` elements whose values are unspecified (but initialised): callers
-    /// overwrite every element.
-    pub(crate) fn take(&self, len: usize) -> Vec<T> {
+    /// overwrite every element. Fails with [`Error::CpuOutOfMemory`] when the host has no room.
+    pub(crate) fn take(&self, len: usize) -> Result<Vec<T>>
+    where
+        T: crate::Element,
+    {
         if Self::cacheable(len) {
             if let Ok(mut free) = self.free.lock() {
                 // Best fit among buffers no more than twice as large.
@@ -45,20 +49,13 @@ impl<T: Copy + Default> Pool<T> {
                 if let Some(i) = best {
                     let mut v = free.swap_remove(i);
                     drop(free);
+                    // Within the capacity: no allocation.
                     v.resize(len, T::default());
-                    return v;
+                    return Ok(v);
                 }
             }
         }
-        if Self::cacheable(len) {
-            // Large: `calloc` maps zero pages lazily.
-            vec![T::default(); len]
-        } else {
-            // Small: plain `malloc` (glibc's `calloc` bypasses its per-thread cache).
-            let mut v = Vec::with_capacity(len);
-            v.resize(len, T::default());
-            v
-        }
+        zeroed_vec(len)
     }
 
     /// Returns a buffer to the pool, or frees it.
@@ -109,20 +106,21 @@ impl<T: crate::Element> PooledVec<T> {
     }
 
     /// `len` elements with unspecified (initialised) values, for a kernel to overwrite:
-    /// inline when tiny, from the pool when large.
+    /// inline when tiny, from the pool when large. Fails with [`Error::CpuOutOfMemory`] when
+    /// the host has no room.
     #[inline]
-    pub(crate) fn with_len(len: usize) -> Self {
+    pub(crate) fn with_len(len: usize) -> Result<Self> {
         if len <= INLINE {
-            PooledVec {
+            Ok(PooledVec {
                 repr: Repr::Inline {
                     len: len as u8,
                     data: [T::default(); INLINE],
                 },
-            }
+            })
         } else {
-            PooledVec {
-                repr: Repr::Heap(T::pool().take(len)),
-            }
+            Ok(PooledVec {
+                repr: Repr::Heap(T::pool().take(len)?),
+            })
         }
     }
 
@@ -149,14 +147,6 @@ impl<T: crate::Element> PooledVec<T> {
     }
 }
 
-impl<T: crate::Element> Clone for PooledVec<T> {
-    fn clone(&self) -> Self {
-        let mut out = PooledVec::with_len(self.as_slice().len());
-        out.as_mut_slice().copy_from_slice(self.as_slice());
-        out
-    }
-}
-
 impl<T: crate::Element> Drop for PooledVec<T> {
     fn drop(&mut self) {
         if let Repr::Heap(v) = &mut self.repr {
@@ -175,4 +165,50 @@ pub fn empty_cache() {
     <f64 as ElementStorage>::pool().clear();
     <i64 as ElementStorage>::pool().clear();
     <bool as ElementStorage>::pool().clear();
+}
+
+/// The error for an allocation of `len` elements of `T` that the host cannot make.
+pub(crate) fn out_of_memory<T>(len: usize) -> Error {
+    Error::CpuOutOfMemory {
+        bytes: (len as u64).saturating_mul(std::mem::size_of::<T>() as u64),
+    }
+}
+
+/// `len` elements of `T`, all zero (`0`, `0.0`, `false`), allocated fallibly: an allocation
+/// the host cannot make is [`Error::CpuOutOfMemory`], never an abort of the process.
+///
+/// Large buffers come zeroed from the allocator (`calloc`), which maps zero pages lazily, so
+/// no page is touched before a kernel writes it; small ones from `malloc`, filled here
+/// (glibc's `calloc` bypasses its per-thread cache).
+pub(crate) fn zeroed_vec<T: crate::Element>(len: usize) -> Result<Vec<T>> {
+    if len == 0 {
+        return Ok(Vec::new());
+    }
+    if len * std::mem::size_of::<T>() < MIN_CACHED_BYTES {
+        // Small (so `len * size` cannot overflow): `len` is below 1 MiB of elements.
+        let mut v = Vec::new();
+        v.try_reserve_exact(len)
+            .map_err(|_| out_of_memory::<T>(len))?;
+        v.resize(len, T::ZERO);
+        return Ok(v);
+    }
+    let layout = std::alloc::Layout::array::<T>(len).map_err(|_| out_of_memory::<T>(len))?;
+    // SAFETY: `layout` has a non-zero size: `len > 0` and no element type is zero-sized.
+    let ptr = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<T>();
+    if ptr.is_null() {
+        return Err(out_of_memory::<T>(len));
+    }
+    // SAFETY: `ptr` comes from the global allocator with the layout of `[T; len]`, which is the
+    // layout `Vec<T>` frees a capacity of `len` with; its `len` elements are all-zero bytes,
+    // a valid value of every element type (`Element` is sealed to f32, f64, i64 and bool).
+    Ok(unsafe { Vec::from_raw_parts(ptr, len, len) })
+}
+
+/// A copy of `values` in a new buffer, allocated fallibly (see [`zeroed_vec`]).
+pub(crate) fn copy_to_vec<T: crate::Element>(values: &[T]) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(values.len())
+        .map_err(|_| out_of_memory::<T>(values.len()))?;
+    v.extend_from_slice(values);
+    Ok(v)
 }

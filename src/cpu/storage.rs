@@ -4,7 +4,6 @@ use super::pool::PooledVec;
 use crate::tensor::DType;
 
 /// The values of a CPU tensor.
-#[derive(Clone)]
 pub enum CpuStorage {
     F32(PooledVec<f32>),
     F64(PooledVec<f64>),

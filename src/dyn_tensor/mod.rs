@@ -14,7 +14,7 @@ use crate::ops::creation::{create, Fill};
 use crate::tensor::layout::checked_numel;
 use crate::tensor::layout::Dims;
 use crate::tensor::raw::RawTensor;
-use crate::tensor::{DType, Element, IntoShape, Tensor};
+use crate::tensor::{DType, Element, IntoShape, Scalar, Tensor};
 
 /// A tensor whose device and element type are run-time values.
 ///
@@ -41,25 +41,30 @@ impl DynTensor {
     }
 
     fn create(shape: impl IntoShape, dtype: DType, dev: DynDevice, fill: Fill) -> Result<Self> {
-        let dims = Dims::from_slice(shape.as_dims())?;
-        checked_numel(shape.as_dims(), dtype)?;
+        let dims = Dims::shape(shape.as_dims())?;
         let dev = dev.open()?;
         Ok(DynTensor::from_raw(create(dims, dtype, dev, fill)?))
     }
 
     /// `f32` zeros on `dev`.
     pub fn zeros(shape: impl IntoShape, dev: DynDevice) -> Result<Self> {
-        Self::create(shape, DType::F32, dev, Fill::Constant(0.0))
+        Self::create(shape, DType::F32, dev, Fill::Constant(Scalar::Int(0)))
     }
 
     /// `f32` ones on `dev`.
     pub fn ones(shape: impl IntoShape, dev: DynDevice) -> Result<Self> {
-        Self::create(shape, DType::F32, dev, Fill::Constant(1.0))
+        Self::create(shape, DType::F32, dev, Fill::Constant(Scalar::Int(1)))
     }
 
-    /// Every element `value`, of element type `dtype`, on `dev`.
-    pub fn full(shape: impl IntoShape, value: f64, dtype: DType, dev: DynDevice) -> Result<Self> {
-        Self::create(shape, dtype, dev, Fill::Constant(value))
+    /// Every element `value` (an `f64`, `i64` or `bool`: integers stay exact), of element type
+    /// `dtype`, on `dev`.
+    pub fn full(
+        shape: impl IntoShape,
+        value: impl Into<Scalar>,
+        dtype: DType,
+        dev: DynDevice,
+    ) -> Result<Self> {
+        Self::create(shape, dtype, dev, Fill::Constant(value.into()))
     }
 
     /// Zeros with the shape, element type and device of `other`.
@@ -87,13 +92,13 @@ impl DynTensor {
 
     /// `f32` uniform random values in `[0, 1)` on `dev`.
     pub fn rand(shape: impl IntoShape, dev: DynDevice) -> Result<Self> {
-        let n = checked_numel(shape.as_dims(), DType::F32)?;
+        let n = checked_numel(shape.as_dims())?;
         Self::create(shape, DType::F32, dev, Fill::uniform(n))
     }
 
     /// `f32` standard normal random values on `dev`.
     pub fn randn(shape: impl IntoShape, dev: DynDevice) -> Result<Self> {
-        let n = checked_numel(shape.as_dims(), DType::F32)?;
+        let n = checked_numel(shape.as_dims())?;
         Self::create(shape, DType::F32, dev, Fill::normal(n))
     }
 
@@ -103,7 +108,6 @@ impl DynTensor {
         shape: impl IntoShape,
         dev: DynDevice,
     ) -> Result<Self> {
-        checked_numel(shape.as_dims(), E::DTYPE)?;
         let dev = dev.open()?;
         Ok(DynTensor::from_raw(RawTensor::from_vec(
             data,

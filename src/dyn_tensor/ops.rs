@@ -6,18 +6,18 @@ use crate::error::Result;
 use crate::ops::loss::{CrossEntropyOptions, Reduction};
 use crate::ops::{self, BinaryOp, CompareOp, ReduceOp, UnaryOp};
 use crate::tensor::raw::{Operand, RawTensor};
-use crate::tensor::DType;
+use crate::tensor::{DType, Element, Scalar};
 use std::ops::{Add, Div, Mul, Neg, Sub};
 
 /// When a CPU 0-dim operand joins a GPU op, its value is passed as a scalar (read from the
 /// host, so no sync). Returns `Some((value, scalar_is_first))` in that case.
-fn cpu_scalar_operand(a: &RawTensor, b: &RawTensor) -> Result<Option<(f64, bool)>> {
-    let to_f64 = |t: &RawTensor| -> Result<f64> {
+fn cpu_scalar_operand(a: &RawTensor, b: &RawTensor) -> Result<Option<(Scalar, bool)>> {
+    let to_f64 = |t: &RawTensor| -> Result<Scalar> {
         Ok(match t.dtype {
-            DType::F32 => t.item::<f32>()? as f64,
-            DType::F64 => t.item::<f64>()?,
-            DType::I64 => t.item::<i64>()? as f64,
-            DType::Bool => t.item::<bool>()? as u8 as f64,
+            DType::F32 => t.item::<f32>()?.to_scalar(),
+            DType::F64 => t.item::<f64>()?.to_scalar(),
+            DType::I64 => t.item::<i64>()?.to_scalar(),
+            DType::Bool => t.item::<bool>()?.to_scalar(),
         })
     };
     if a.device == b.device {
@@ -41,9 +41,9 @@ macro_rules! binary_methods {
                     self.binary(other, BinaryOp::$op)
                 }
                 paste::paste! {
-                    #[doc = concat!("`self ", stringify!($name), " scalar`.")]
-                    pub fn [<$name _scalar>](&self, scalar: f64) -> Result<DynTensor> {
-                        Ok(DynTensor::from_raw(ops::binary::binary_scalar(Operand::Borrowed(&self.raw), scalar, BinaryOp::$op, false)?))
+                    #[doc = concat!("`self ", stringify!($name), " scalar` (an `f64`, `i64` or `bool`; integers stay exact).")]
+                    pub fn [<$name _scalar>](&self, scalar: impl Into<Scalar>) -> Result<DynTensor> {
+                        Ok(DynTensor::from_raw(ops::binary::binary_scalar(Operand::Borrowed(&self.raw), scalar.into(), BinaryOp::$op, false)?))
                     }
                 }
             )*

@@ -81,13 +81,15 @@ fn write_value(v: f64, style: &Style) -> String {
     }
 }
 
-/// Index lists per dimension, with `None` standing for the `...` of a summarised dimension.
+/// Positions to print along a dimension of `size`, with `None` standing for the `...` of a
+/// summarised dimension. Positions index the values read: a summarised dimension holds only
+/// its first and last `EDGE_ITEMS` (see [`summarized`]).
 fn shown_indices(size: usize, summarize: bool) -> Vec<Option<usize>> {
     if summarize && size > 2 * EDGE_ITEMS {
         (0..EDGE_ITEMS)
             .map(Some)
             .chain(std::iter::once(None))
-            .chain((size - EDGE_ITEMS..size).map(Some))
+            .chain((EDGE_ITEMS..2 * EDGE_ITEMS).map(Some))
             .collect()
     } else {
         (0..size).map(Some).collect()
@@ -148,24 +150,48 @@ impl Printer<'_> {
     }
 }
 
+/// The elements a summarised print shows, as PyTorch's `get_summarized_data`: along every
+/// dimension longer than `2 * EDGE_ITEMS`, the first and last `EDGE_ITEMS`. At most
+/// `(2 * EDGE_ITEMS)^rank` elements are read, however large (or expanded) the tensor is.
+fn summarized(t: &RawTensor) -> crate::error::Result<RawTensor> {
+    let mut out = t.clone();
+    for d in 0..t.rank() {
+        let size = out.shape()[d];
+        if size > 2 * EDGE_ITEMS {
+            let head = crate::ops::shape::narrow(&out, d as isize, 0, EDGE_ITEMS)?;
+            let tail = crate::ops::shape::narrow(&out, d as isize, size - EDGE_ITEMS, EDGE_ITEMS)?;
+            out = crate::ops::cat::cat(&[&head, &tail], d as isize)?;
+        }
+    }
+    Ok(out)
+}
+
 /// Writes `tensor(...)` for any tensor.
 pub(crate) fn format(t: &RawTensor, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-    let values: Vec<f64> = match t.dtype {
-        DType::F32 => t
+    let summarize = t.numel() > SUMMARIZE_ABOVE;
+    let data;
+    let shown_data = if summarize {
+        data = summarized(t).map_err(|_| fmt::Error)?;
+        &data
+    } else {
+        t
+    };
+    let values: Vec<f64> = match shown_data.dtype {
+        DType::F32 => shown_data
             .to_vec::<f32>()
             .map(|v| v.into_iter().map(f64::from).collect()),
-        DType::F64 => t.to_vec::<f64>(),
-        DType::I64 => t
+        DType::F64 => shown_data.to_vec::<f64>(),
+        DType::I64 => shown_data
             .to_vec::<i64>()
             .map(|v| v.into_iter().map(|x| x as f64).collect()),
-        DType::Bool => t
+        DType::Bool => shown_data
             .to_vec::<bool>()
             .map(|v| v.into_iter().map(|x| if x { 1.0 } else { 0.0 }).collect()),
     }
     .map_err(|_| fmt::Error)?;
     let shape = t.shape();
-    let summarize = values.len() > SUMMARIZE_ABOVE;
-    let strides = super::layout::contiguous_strides(shape).to_vec();
+    // Strides of the values read: summarised dims hold `2 * EDGE_ITEMS` of them.
+    let strides = super::layout::contiguous_strides(shown_data.shape()).to_vec();
     // The numbers actually shown decide the style and the column width.
     let mut shown = Vec::new();
     collect_shown(&values, shape, &strides, 0, 0, summarize, &mut shown);

@@ -52,6 +52,65 @@ impl DType {
     }
 }
 
+/// A scalar operand (`x + 2`, `x.eq_scalar(7)`, `Tensor::full(.., v, ..)`), kept exactly: an
+/// integer stays an integer, so `i64` tensors with integer scalars are exact beyond 2^53, as in
+/// PyTorch. Made from `f64`, `f32`, `i64`, `i32` and `bool` with `into()`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Scalar {
+    /// A floating-point value.
+    Float(f64),
+    /// An integer value.
+    Int(i64),
+    /// A boolean.
+    Bool(bool),
+}
+
+impl Scalar {
+    /// The value as `f64` (rounded for integers beyond 2^53).
+    pub fn to_f64(self) -> f64 {
+        match self {
+            Scalar::Float(v) => v,
+            Scalar::Int(v) => v as f64,
+            Scalar::Bool(b) => b as u8 as f64,
+        }
+    }
+
+    /// True for `0`, `0.0`, `-0.0` and `false`.
+    pub fn is_zero(self) -> bool {
+        match self {
+            Scalar::Float(v) => v == 0.0,
+            Scalar::Int(v) => v == 0,
+            Scalar::Bool(b) => !b,
+        }
+    }
+}
+
+impl From<f64> for Scalar {
+    fn from(v: f64) -> Self {
+        Scalar::Float(v)
+    }
+}
+impl From<f32> for Scalar {
+    fn from(v: f32) -> Self {
+        Scalar::Float(v as f64)
+    }
+}
+impl From<i64> for Scalar {
+    fn from(v: i64) -> Self {
+        Scalar::Int(v)
+    }
+}
+impl From<i32> for Scalar {
+    fn from(v: i32) -> Self {
+        Scalar::Int(v as i64)
+    }
+}
+impl From<bool> for Scalar {
+    fn from(v: bool) -> Self {
+        Scalar::Bool(v)
+    }
+}
+
 impl fmt::Display for DType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.scalar_type_name())
@@ -96,6 +155,11 @@ pub trait Element:
     fn from_f64(value: f64) -> Self;
     /// Converts to `f64`.
     fn to_f64(self) -> f64;
+    /// The value as an exact [`Scalar`].
+    fn to_scalar(self) -> Scalar;
+    /// Converts from a [`Scalar`]: exact for integers into `i64`; floats into integers round
+    /// toward zero (saturating), anything into `bool` is `!= 0`.
+    fn from_scalar(s: Scalar) -> Self;
 }
 
 /// Floating-point elements: the ones with `exp`, `log`, `softmax`, `matmul` and gradients.
@@ -129,7 +193,8 @@ pub trait Float:
 }
 
 macro_rules! element {
-    ($t:ty, $variant:ident, $zero:expr, $one:expr, |$v:ident| $from:expr, |$s:ident| $to:expr) => {
+    ($t:ty, $variant:ident, $zero:expr, $one:expr, |$v:ident| $from:expr, |$s:ident| $to:expr,
+     |$sc:ident| $to_scalar:expr, |$fs:ident| $from_scalar:expr) => {
         impl sealed::ElementStorage for $t {
             #[inline]
             fn cpu_slice(storage: &CpuStorage) -> Option<&[Self]> {
@@ -171,18 +236,67 @@ macro_rules! element {
                 let $s = self;
                 $to
             }
+            #[inline]
+            fn to_scalar(self) -> Scalar {
+                let $sc = self;
+                $to_scalar
+            }
+            #[inline]
+            fn from_scalar($fs: Scalar) -> Self {
+                $from_scalar
+            }
         }
     };
 }
 
-element!(f32, F32, 0.0, 1.0, |v| v as f32, |s| s as f64);
-element!(f64, F64, 0.0, 1.0, |v| v, |s| s);
-element!(i64, I64, 0, 1, |v| v as i64, |s| s as f64);
-element!(bool, Bool, false, true, |v| v != 0.0, |s| if s {
-    1.0
-} else {
-    0.0
-});
+element!(
+    f32,
+    F32,
+    0.0,
+    1.0,
+    |v| v as f32,
+    |s| s as f64,
+    |s| Scalar::Float(s as f64),
+    |s| s.to_f64() as f32
+);
+element!(
+    f64,
+    F64,
+    0.0,
+    1.0,
+    |v| v,
+    |s| s,
+    |s| Scalar::Float(s),
+    |s| s.to_f64()
+);
+element!(
+    i64,
+    I64,
+    0,
+    1,
+    |v| v as i64,
+    |s| s as f64,
+    |s| Scalar::Int(s),
+    |s| match s {
+        Scalar::Int(v) => v,
+        Scalar::Float(v) => v as i64,
+        Scalar::Bool(b) => b as i64,
+    }
+);
+element!(
+    bool,
+    Bool,
+    false,
+    true,
+    |v| v != 0.0,
+    |s| if s { 1.0 } else { 0.0 },
+    |s| Scalar::Bool(s),
+    |s| match s {
+        Scalar::Int(v) => v != 0,
+        Scalar::Float(v) => v != 0.0,
+        Scalar::Bool(b) => b,
+    }
+);
 
 macro_rules! float {
     ($t:ty) => {

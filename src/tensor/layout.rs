@@ -23,7 +23,9 @@ impl Dims {
         values: [0; MAX_DIMS],
     };
 
-    pub(crate) fn from_slice(values: &[usize]) -> Result<Self> {
+    /// A shape: at most [`MAX_DIMS`] sizes whose element count fits (see [`checked_numel`]).
+    /// Every shape a tensor gets is made here or checked with [`Dims::check_shape`].
+    pub(crate) fn shape(values: &[usize]) -> Result<Self> {
         if values.len() > MAX_DIMS {
             return Err(Error::TooManyDims {
                 max: MAX_DIMS,
@@ -33,7 +35,15 @@ impl Dims {
         let mut d = Dims::EMPTY;
         d.len = values.len() as u8;
         d.values[..values.len()].copy_from_slice(values);
+        d.check_shape()?;
         Ok(d)
+    }
+
+    /// The element count of this shape, or [`Error::SizeOverflow`] when no tensor of it can
+    /// exist (see [`checked_numel`]).
+    #[inline]
+    pub(crate) fn check_shape(&self) -> Result<usize> {
+        checked_numel(self)
     }
 
     /// `len` copies of `value`.
@@ -124,27 +134,29 @@ pub(crate) fn contiguous_strides(shape: &[usize]) -> Dims {
     strides
 }
 
-/// The number of elements of `shape`, or PyTorch's error when it (or its size in bytes, or the
-/// strides of an empty tensor of that shape) overflows: no such tensor can exist, and nothing is
-/// allocated for it.
-pub(crate) fn checked_numel(shape: &[usize], dtype: crate::tensor::DType) -> Result<usize> {
-    let strides_fit = shape
-        .iter()
-        .try_fold(1usize, |acc, &s| acc.checked_mul(s.max(1)))
-        .is_some();
-    shape
-        .iter()
-        .try_fold(1usize, |acc, &s| acc.checked_mul(s))
-        .filter(|n| {
-            strides_fit
-                && n.checked_mul(dtype.size_in_bytes())
-                    .is_some_and(|b| b <= isize::MAX as usize)
-        })
-        .ok_or_else(|| {
-            Error::Shape(format!(
-                "Storage size calculation overflowed with sizes={shape:?}"
-            ))
-        })
+/// The most elements a tensor may have, and the most its contiguous strides may span: the
+/// byte size of the widest element type (8 bytes) must still fit in `isize`, as every
+/// allocator requires. Sizes are checked against it once, where a shape is made, so all later
+/// arithmetic on sizes, strides and offsets (`numel`, `offset + i * stride`) cannot overflow.
+pub(crate) const MAX_NUMEL: usize = isize::MAX as usize / 8;
+
+/// The number of elements of `shape`, or PyTorch's error when it (or the strides of a
+/// contiguous tensor of that shape, which an empty tensor has too) exceeds [`MAX_NUMEL`]: no
+/// such tensor can exist, and nothing is allocated for it.
+#[inline]
+pub(crate) fn checked_numel(shape: &[usize]) -> Result<usize> {
+    let mut numel = 1usize;
+    let mut extent = 1usize;
+    for &s in shape {
+        numel = numel.saturating_mul(s);
+        extent = extent.saturating_mul(s.max(1));
+    }
+    if extent > MAX_NUMEL {
+        return Err(Error::SizeOverflow {
+            sizes: shape.to_vec(),
+        });
+    }
+    Ok(numel)
 }
 
 /// Normalises a possibly negative dimension index (`-1` is the last), as PyTorch's `maybe_wrap_dim`.
@@ -191,6 +203,7 @@ pub(crate) fn broadcast_shapes(a: &[usize], b: &[usize]) -> Result<Dims> {
             });
         };
     }
+    out.check_shape()?;
     Ok(out)
 }
 
@@ -225,7 +238,7 @@ impl Layout {
 
     #[cfg(test)]
     pub(crate) fn from_shape(shape: &[usize]) -> Result<Self> {
-        Ok(Layout::contiguous(Dims::from_slice(shape)?))
+        Ok(Layout::contiguous(Dims::shape(shape)?))
     }
 
     #[inline]
@@ -264,6 +277,7 @@ impl Layout {
 
     /// The same elements seen with `shape`, by zero strides on broadcast dims.
     pub(crate) fn broadcast_to(&self, shape: &[usize]) -> Result<Layout> {
+        let target = Dims::shape(shape)?;
         let rank = shape.len();
         if rank < self.rank() {
             return Err(Error::Shape(format!(
@@ -287,7 +301,7 @@ impl Layout {
             };
         }
         Ok(Layout {
-            shape: Dims::from_slice(shape)?,
+            shape: target,
             strides,
             offset: self.offset,
         })
@@ -331,7 +345,7 @@ impl Layout {
 
     /// A view with `shape` when the strides allow one (PyTorch's `computeStride`), else `None`.
     pub(crate) fn view(&self, shape: &[usize]) -> Result<Option<Layout>> {
-        let new_shape = Dims::from_slice(shape)?;
+        let new_shape = Dims::shape(shape)?;
         if self.is_contiguous() {
             return Ok(Some(Layout {
                 strides: contiguous_strides(&new_shape),

@@ -7,7 +7,7 @@ pub(crate) mod operand;
 mod ops;
 pub(crate) mod raw;
 
-pub use dtype::{DType, Element, Float};
+pub use dtype::{DType, Element, Float, Scalar};
 pub use layout::MAX_DIMS;
 pub use operand::{HasDevice, ModuleInput, OperandOn};
 pub use ops::Numeric;
@@ -134,8 +134,7 @@ impl<D: Device, E: Element> Tensor<D, E> {
     }
 
     fn create(shape: impl IntoShape, dev: D, fill: Fill) -> Result<Self> {
-        layout::checked_numel(shape.as_dims(), E::DTYPE)?;
-        let dims = Dims::from_slice(shape.as_dims())?;
+        let dims = Dims::shape(shape.as_dims())?;
         Ok(Tensor::from_raw(
             create(dims, E::DTYPE, dev.dyn_device(), fill)?,
             dev,
@@ -144,7 +143,7 @@ impl<D: Device, E: Element> Tensor<D, E> {
 
     /// A tensor of zeros, created directly on `dev` (PyTorch's `torch.zeros(4, 2, device=dev)`).
     pub fn try_zeros(shape: impl IntoShape, dev: D) -> Result<Self> {
-        Self::create(shape, dev, Fill::Constant(0.0))
+        Self::create(shape, dev, Fill::Constant(Scalar::Int(0)))
     }
     infallible!(
         /// A tensor of zeros, created directly on `dev` (PyTorch's `torch.zeros(4, 2, device=dev)`).
@@ -153,7 +152,7 @@ impl<D: Device, E: Element> Tensor<D, E> {
 
     /// A tensor of ones, created directly on `dev`.
     pub fn try_ones(shape: impl IntoShape, dev: D) -> Result<Self> {
-        Self::create(shape, dev, Fill::Constant(1.0))
+        Self::create(shape, dev, Fill::Constant(Scalar::Int(1)))
     }
     infallible!(
         /// A tensor of ones, created directly on `dev`.
@@ -162,7 +161,7 @@ impl<D: Device, E: Element> Tensor<D, E> {
 
     /// A tensor with every element `value`, created directly on `dev`.
     pub fn try_full(shape: impl IntoShape, value: E, dev: D) -> Result<Self> {
-        Self::create(shape, dev, Fill::Constant(value.to_f64()))
+        Self::create(shape, dev, Fill::Constant(value.to_scalar()))
     }
     infallible!(
         /// A tensor with every element `value`, created directly on `dev`.
@@ -354,7 +353,7 @@ impl<D: Device, E: Element> Tensor<D, E> {
 impl<D: Device, E: Float> Tensor<D, E> {
     /// Uniform random values in `[0, 1)`, created directly on `dev` (seeded by [`manual_seed`](crate::manual_seed)).
     pub fn try_rand(shape: impl IntoShape, dev: D) -> Result<Self> {
-        let numel = layout::checked_numel(shape.as_dims(), E::DTYPE)?;
+        let numel = layout::checked_numel(shape.as_dims())?;
         Self::create(shape, dev, Fill::uniform(numel))
     }
     infallible!(
@@ -364,7 +363,7 @@ impl<D: Device, E: Float> Tensor<D, E> {
 
     /// Standard normal random values, created directly on `dev` (PyTorch's `torch.randn`).
     pub fn try_randn(shape: impl IntoShape, dev: D) -> Result<Self> {
-        let numel = layout::checked_numel(shape.as_dims(), E::DTYPE)?;
+        let numel = layout::checked_numel(shape.as_dims())?;
         Self::create(shape, dev, Fill::normal(numel))
     }
     infallible!(

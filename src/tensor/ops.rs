@@ -238,7 +238,7 @@ impl<D: Device, E: Numeric> Tensor<D, E> {
     fn scalar_op(&self, s: E, op: BinaryOp, scalar_first: bool) -> Result<Self> {
         Ok(self.wrap(ops::binary::binary_scalar(
             Operand::Borrowed(&self.raw),
-            s.to_f64(),
+            s.to_scalar(),
             op,
             scalar_first,
         )?))
@@ -622,7 +622,7 @@ macro_rules! comparisons {
                     }
                     $(#[$doc])*
                     pub fn [<try_ $name _scalar>](&self, rhs: E) -> Result<Tensor<D, bool>> {
-                        Ok(self.wrap(ops::binary::compare_scalar(&self.raw, rhs.to_f64(), CompareOp::$op)?))
+                        Ok(self.wrap(ops::binary::compare_scalar(&self.raw, rhs.to_scalar(), CompareOp::$op)?))
                     }
                     infallible!($(#[$doc])* pub fn [<$name _scalar>](&self, rhs: E) -> Tensor<D, bool>);
                 }
@@ -727,7 +727,7 @@ macro_rules! scalar_operand {
                 let device = self.device;
                 match ops::binary::binary_scalar(
                     Operand::Owned(self.raw),
-                    rhs.to_f64(),
+                    rhs.to_scalar(),
                     BinaryOp::$op,
                     false,
                 ) {
@@ -758,7 +758,7 @@ macro_rules! scalar_first {
                 let device = rhs.device;
                 match ops::binary::binary_scalar(
                     Operand::Owned(rhs.raw),
-                    self.to_f64(),
+                    self.to_scalar(),
                     BinaryOp::$op,
                     true,
                 ) {

@@ -68,7 +68,7 @@ impl RawTensor {
         shape: &[usize],
         device: DynDevice,
     ) -> Result<Self> {
-        let dims = Dims::from_slice(shape)?;
+        let dims = Dims::shape(shape)?;
         let numel: usize = dims.iter().product();
         if data.len() != numel {
             return Err(Error::LengthMismatch {
@@ -163,9 +163,9 @@ impl RawTensor {
                     found: s.dtype(),
                 })?;
                 if let Some(r) = self.layout.contiguous_range() {
-                    return Ok(data[r].to_vec());
+                    return crate::cpu::pool::copy_to_vec(&data[r]);
                 }
-                let mut out = vec![E::ZERO; self.numel()];
+                let mut out = crate::cpu::pool::zeroed_vec::<E>(self.numel())?;
                 crate::cpu::strided::map1(data, &self.layout, &mut out, |x| x);
                 Ok(out)
             }

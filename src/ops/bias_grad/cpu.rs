@@ -23,7 +23,7 @@ fn typed<T: Float>(grad: &RawTensor) -> Result<RawTensor> {
     let range = g.layout.contiguous_range().expect("contiguous");
     let data = &g.cpu_slice::<T>().expect("cpu")[range];
     let rows = data.len().checked_div(n).unwrap_or(0);
-    let mut out = vec![T::ZERO; n];
+    let mut out = crate::cpu::pool::zeroed_vec::<T>(n)?;
     if n > 0 {
         if rows * n >= crate::cpu::strided::PARALLEL_THRESHOLD && !cfg!(miri) {
             let partial = data
@@ -45,7 +45,7 @@ fn typed<T: Float>(grad: &RawTensor) -> Result<RawTensor> {
             add_rows(&mut out, data);
         }
     }
-    Ok(RawTensor::from_cpu_vec(out, Dims::from_slice(&[n])?))
+    Ok(RawTensor::from_cpu_vec(out, Dims::shape(&[n])?))
 }
 
 pub(crate) fn bias_grad(grad: &RawTensor) -> Result<RawTensor> {

@@ -7,7 +7,7 @@ use crate::error::Result;
 use crate::tensor::dtype::sealed::ElementStorage;
 use crate::tensor::layout::{Dims, Layout};
 use crate::tensor::raw::{Operand, RawTensor};
-use crate::tensor::{DType, Element, Float};
+use crate::tensor::{DType, Element, Float, Scalar};
 
 /// Arithmetic every numeric element type has. Integer ops wrap instead of panicking.
 pub(crate) trait Arith: Element {
@@ -196,7 +196,7 @@ fn binary_typed<T: Arith>(
             }
             let x = &a.cpu_slice::<T>().expect("cpu")[ra];
             let y = &b.cpu_slice::<T>().expect("cpu")[rb];
-            let mut out = PooledVec::<T>::with_len(x.len());
+            let mut out = PooledVec::<T>::with_len(x.len())?;
             with_op!(op, |f| zip_contiguous(x, y, out.as_mut_slice(), f));
             return Ok(RawTensor::from_cpu_buffer(out, shape));
         }
@@ -226,7 +226,7 @@ fn binary_typed<T: Arith>(
         a.cpu_slice::<T>().expect("cpu"),
         b.cpu_slice::<T>().expect("cpu"),
     );
-    let mut out = T::pool().take(shape.iter().product());
+    let mut out = T::pool().take(shape.iter().product())?;
     with_op!(op, |f| map2(x, &la, y, &lb, &mut out, f));
     Ok(RawTensor::from_cpu_vec(out, shape))
 }
@@ -249,11 +249,11 @@ pub(crate) fn binary(
 
 fn scalar_typed<T: Arith>(
     mut a: Operand<'_>,
-    s: f64,
+    s: Scalar,
     op: BinaryOp,
     scalar_first: bool,
-) -> RawTensor {
-    let s = T::from_f64(s);
+) -> Result<RawTensor> {
+    let s = T::from_scalar(s);
     if let Operand::Owned(owner) = &mut a {
         if let Some(dst) = owner.unique_cpu_data::<T>() {
             with_op!(op, |f| {
@@ -267,11 +267,11 @@ fn scalar_typed<T: Arith>(
                     })
                 }
             });
-            return a.into_owned();
+            return Ok(a.into_owned());
         }
     }
     let x = a.cpu_slice::<T>().expect("cpu");
-    let mut out = PooledVec::<T>::with_len(a.numel());
+    let mut out = PooledVec::<T>::with_len(a.numel())?;
     with_op!(op, |f| {
         if scalar_first {
             map1(x, &a.layout, out.as_mut_slice(), |v| f(s, v))
@@ -279,21 +279,21 @@ fn scalar_typed<T: Arith>(
             map1(x, &a.layout, out.as_mut_slice(), |v| f(v, s))
         }
     });
-    RawTensor::from_cpu_buffer(out, a.layout.shape)
+    Ok(RawTensor::from_cpu_buffer(out, a.layout.shape))
 }
 
 pub(crate) fn binary_scalar(
     a: Operand<'_>,
-    s: f64,
+    s: Scalar,
     op: BinaryOp,
     scalar_first: bool,
 ) -> Result<RawTensor> {
-    Ok(match a.dtype {
+    match a.dtype {
         DType::F32 => scalar_typed::<f32>(a, s, op, scalar_first),
         DType::F64 => scalar_typed::<f64>(a, s, op, scalar_first),
         DType::I64 => scalar_typed::<i64>(a, s, op, scalar_first),
         DType::Bool => scalar_typed::<bool>(a, s, op, scalar_first),
-    })
+    }
 }
 
 fn cmp_fn<T: PartialOrd>(op: CompareOp) -> fn(T, T) -> bool {
@@ -315,7 +315,7 @@ pub(crate) fn compare(
 ) -> Result<RawTensor> {
     let la: Layout = a.layout.broadcast_to(&shape)?;
     let lb: Layout = b.layout.broadcast_to(&shape)?;
-    let mut out = <bool as ElementStorage>::pool().take(shape.iter().product());
+    let mut out = <bool as ElementStorage>::pool().take(shape.iter().product())?;
     let sa = a.cpu_storage().expect("cpu");
     cpu_dispatch!(sa, |x: T| {
         let y = b.cpu_slice::<T>().expect("dtype checked");
@@ -325,12 +325,13 @@ pub(crate) fn compare(
     Ok(RawTensor::from_cpu_vec(out, shape))
 }
 
-pub(crate) fn compare_scalar(a: &RawTensor, s: f64, op: CompareOp) -> Result<RawTensor> {
-    let mut out = <bool as ElementStorage>::pool().take(a.numel());
+pub(crate) fn compare_scalar(a: &RawTensor, s: Scalar, op: CompareOp) -> Result<RawTensor> {
+    let mut out = <bool as ElementStorage>::pool().take(a.numel())?;
     let sa = a.cpu_storage().expect("cpu");
     cpu_dispatch!(sa, |x: T| {
-        let f = cmp_fn::<f64>(op);
-        map1(x, &a.layout, &mut out, |v| f(v.to_f64(), s));
+        let f = cmp_fn::<T>(op);
+        let s = T::from_scalar(s);
+        map1(x, &a.layout, &mut out, |v| f(v, s));
     });
     Ok(RawTensor::from_cpu_vec(out, a.layout.shape))
 }

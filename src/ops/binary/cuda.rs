@@ -11,7 +11,7 @@ use crate::cuda::{launch, memory};
 use crate::error::Result;
 use crate::tensor::layout::Dims;
 use crate::tensor::raw::RawTensor;
-use crate::tensor::DType;
+use crate::tensor::{DType, Element, Scalar};
 use cudarc::driver::PushKernelArg;
 
 /// Queues `kernel(out, a, b, Strided<2>, n)` over `shape` and returns `out`.
@@ -66,7 +66,7 @@ fn scalar_typed<T: CudaElement>(
     gpu: &'static GpuContext,
     a: &RawTensor,
     pa: u64,
-    s: f64,
+    s: Scalar,
     op: BinaryOp,
     scalar_first: bool,
 ) -> Result<RawTensor> {
@@ -76,11 +76,11 @@ fn scalar_typed<T: CudaElement>(
         let name = format!("binary_scalar_{}_{}", op.name(), T::SUFFIX);
         let f = kernels::function(gpu, Family::Binary, &name)?;
         let layout = launch::strided::<1>(&a.layout.shape, [&a.layout.strides]);
-        // The scalar converted as the CPU converts it (`T::from_f64`).
+        // The scalar converted as the CPU converts it (`T::from_scalar`).
         let (po, count, value, first) = (
             crate::cuda::storage::slice_ptr(&out),
             n as u64,
-            T::from_f64(s),
+            T::from_scalar(s),
             scalar_first as u32,
         );
         let mut builder = gpu.stream.launch_builder(f);
@@ -101,7 +101,7 @@ fn scalar_typed<T: CudaElement>(
 
 pub(crate) fn binary_scalar(
     a: &RawTensor,
-    s: f64,
+    s: Scalar,
     op: BinaryOp,
     scalar_first: bool,
 ) -> Result<RawTensor> {
@@ -127,8 +127,24 @@ pub(crate) fn compare(
     launch2(&name, a, b, shape, DType::Bool)
 }
 
-pub(crate) fn compare_scalar(a: &RawTensor, s: f64, op: CompareOp) -> Result<RawTensor> {
+pub(crate) fn compare_scalar(a: &RawTensor, s: Scalar, op: CompareOp) -> Result<RawTensor> {
     let (gpu, sa) = memory::gpu_of("compare_scalar", a)?;
+    with_dtype!(a.dtype, |T| compare_scalar_typed::<T>(
+        gpu,
+        sa,
+        a,
+        T::from_scalar(s),
+        op
+    ))
+}
+
+fn compare_scalar_typed<T: CudaElement>(
+    gpu: &'static GpuContext,
+    sa: &crate::cuda::storage::CudaStorage,
+    a: &RawTensor,
+    s: T,
+    op: CompareOp,
+) -> Result<RawTensor> {
     let n = a.numel();
     let out = memory::alloc::<bool>(gpu, n)?;
     if n > 0 {
@@ -142,7 +158,7 @@ pub(crate) fn compare_scalar(a: &RawTensor, s: f64, op: CompareOp) -> Result<Raw
         );
         let mut builder = gpu.stream.launch_builder(f);
         builder.arg(&po).arg(&pa).arg(&layout).arg(&count).arg(&s);
-        // SAFETY: `compare_scalar_<op>_<T>(bool* out, const T* a, Strided<1>, u64 n, double s)`
+        // SAFETY: `compare_scalar_<op>_<T>(bool* out, const T* a, Strided<1>, u64 n, T s)`
         // matches; `a` is a view inside its buffer and `out` holds `n` booleans.
         unsafe { builder.launch(launch::elementwise(gpu, n)) }
             .map_err(|e| gpu.error("cuLaunchKernel(compare_scalar)", e))?;

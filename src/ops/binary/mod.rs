@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use crate::storage::Storage;
 use crate::tensor::layout::broadcast_shapes;
 use crate::tensor::raw::{Operand, RawTensor};
-use crate::tensor::DType;
+use crate::tensor::{DType, Scalar};
 
 /// An element-wise arithmetic op.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -97,10 +97,11 @@ pub(crate) fn binary(a: Operand<'_>, b: Operand<'_>, op: BinaryOp) -> Result<Raw
     }
 }
 
-/// `a op scalar`, or `scalar op a` when `scalar_first`.
+/// `a op scalar`, or `scalar op a` when `scalar_first`. The scalar is converted to `a`'s
+/// element type once (exactly, for integers).
 pub(crate) fn binary_scalar(
     a: Operand<'_>,
-    scalar: f64,
+    scalar: Scalar,
     op: BinaryOp,
     scalar_first: bool,
 ) -> Result<RawTensor> {
@@ -131,10 +132,103 @@ pub(crate) fn compare(a: &RawTensor, b: &RawTensor, op: CompareOp) -> Result<Raw
     }
 }
 
-/// `a cmp scalar`, as a `bool` tensor.
-pub(crate) fn compare_scalar(a: &RawTensor, scalar: f64, op: CompareOp) -> Result<RawTensor> {
+/// `a cmp scalar`, as a `bool` tensor, computed exactly.
+///
+/// As in PyTorch, a floating-point tensor compares with the scalar cast to its element type.
+/// An integer tensor compares exactly with any scalar: a fractional or out-of-range float
+/// becomes the integer threshold that gives the same answer (`x < 2.5` is `x < 3`), so no
+/// value is ever rounded through `f64`. A `bool` tensor compares as the integers 0 and 1.
+pub(crate) fn compare_scalar(a: &RawTensor, scalar: Scalar, op: CompareOp) -> Result<RawTensor> {
+    if a.dtype == DType::Bool {
+        let ints = crate::ops::copy::cast(a, DType::I64)?;
+        return compare_scalar(&ints, scalar, op);
+    }
+    let scalar = match (a.dtype, scalar) {
+        (DType::I64, Scalar::Float(f)) => match integer_threshold(f, op) {
+            Threshold::Compare(op, i) => return compare_dispatch(a, Scalar::Int(i), op),
+            Threshold::Always(value) => {
+                return crate::ops::creation::create(
+                    a.layout.shape,
+                    DType::Bool,
+                    a.device,
+                    crate::ops::creation::Fill::Constant(Scalar::Bool(value)),
+                )
+            }
+        },
+        (DType::I64, Scalar::Bool(b)) => Scalar::Int(b as i64),
+        (_, s) => s,
+    };
+    compare_dispatch(a, scalar, op)
+}
+
+fn compare_dispatch(a: &RawTensor, scalar: Scalar, op: CompareOp) -> Result<RawTensor> {
     match &*a.storage {
         Storage::Cpu(_) => cpu::compare_scalar(a, scalar, op),
         Storage::Cuda(_) => cuda::compare_scalar(a, scalar, op),
+    }
+}
+
+/// How an integer `x` compares with a float `f`, as a comparison with an integer or a constant.
+#[derive(Debug, PartialEq)]
+enum Threshold {
+    Compare(CompareOp, i64),
+    Always(bool),
+}
+
+/// The exact integer form of `x op f` for every `i64` value `x`.
+fn integer_threshold(f: f64, op: CompareOp) -> Threshold {
+    // i64::MAX + 1 = 2^63, exactly representable; every i64 lies in [-2^63, 2^63).
+    const TOP: f64 = 9_223_372_036_854_775_808.0;
+    if f.is_nan() {
+        return Threshold::Always(op == CompareOp::Ne);
+    }
+    // `x < f` is `x < ceil(f)`, `x >= f` is `x >= ceil(f)`, `x <= f` is `x <= floor(f)`,
+    // `x > f` is `x > floor(f)`; `x == f` needs `f` integral.
+    let (bound, below, above) = match op {
+        CompareOp::Lt => (f.ceil(), false, true),
+        CompareOp::Ge => (f.ceil(), true, false),
+        CompareOp::Le => (f.floor(), false, true),
+        CompareOp::Gt => (f.floor(), true, false),
+        CompareOp::Eq | CompareOp::Ne => {
+            let exact = f.fract() == 0.0 && (-TOP..TOP).contains(&f);
+            return if exact {
+                Threshold::Compare(op, f as i64)
+            } else {
+                Threshold::Always(op == CompareOp::Ne)
+            };
+        }
+    };
+    if bound >= TOP {
+        // Beyond every i64: `x < bound` and `x <= bound` always hold.
+        Threshold::Always(above)
+    } else if bound < -TOP {
+        Threshold::Always(below)
+    } else {
+        Threshold::Compare(op, bound as i64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integer_thresholds_are_exact() {
+        use CompareOp::*;
+        assert_eq!(integer_threshold(2.5, Lt), Threshold::Compare(Lt, 3));
+        assert_eq!(integer_threshold(2.5, Le), Threshold::Compare(Le, 2));
+        assert_eq!(integer_threshold(-2.5, Gt), Threshold::Compare(Gt, -3));
+        assert_eq!(integer_threshold(-2.5, Ge), Threshold::Compare(Ge, -2));
+        assert_eq!(integer_threshold(2.5, Eq), Threshold::Always(false));
+        assert_eq!(integer_threshold(2.5, Ne), Threshold::Always(true));
+        assert_eq!(integer_threshold(1e19, Lt), Threshold::Always(true));
+        assert_eq!(integer_threshold(1e19, Ge), Threshold::Always(false));
+        assert_eq!(integer_threshold(-1e19, Gt), Threshold::Always(true));
+        assert_eq!(integer_threshold(f64::NAN, Eq), Threshold::Always(false));
+        assert_eq!(integer_threshold(f64::NAN, Ne), Threshold::Always(true));
+        assert_eq!(
+            integer_threshold(-9.223372036854775808e18, Ge),
+            Threshold::Compare(Ge, i64::MIN)
+        );
     }
 }

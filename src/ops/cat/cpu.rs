@@ -6,8 +6,8 @@ use crate::tensor::layout::{Dims, Layout};
 use crate::tensor::raw::RawTensor;
 use crate::tensor::{DType, Element};
 
-fn typed<T: Element>(tensors: &[&RawTensor], d: usize, shape: Dims) -> RawTensor {
-    let mut out = T::pool().take(shape.iter().product());
+fn typed<T: Element>(tensors: &[&RawTensor], d: usize, shape: Dims) -> Result<RawTensor> {
+    let mut out = T::pool().take(shape.iter().product())?;
     let full = Layout::contiguous(shape);
     let mut start = 0;
     for t in tensors {
@@ -22,14 +22,14 @@ fn typed<T: Element>(tensors: &[&RawTensor], d: usize, shape: Dims) -> RawTensor
         );
         start += t.shape()[d];
     }
-    RawTensor::from_cpu_vec(out, shape)
+    Ok(RawTensor::from_cpu_vec(out, shape))
 }
 
 pub(crate) fn cat(tensors: &[&RawTensor], d: usize, shape: Dims) -> Result<RawTensor> {
-    Ok(match tensors[0].dtype {
+    match tensors[0].dtype {
         DType::F32 => typed::<f32>(tensors, d, shape),
         DType::F64 => typed::<f64>(tensors, d, shape),
         DType::I64 => typed::<i64>(tensors, d, shape),
         DType::Bool => typed::<bool>(tensors, d, shape),
-    })
+    }
 }

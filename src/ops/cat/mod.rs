@@ -44,8 +44,13 @@ fn plan(tensors: &[&RawTensor], dim: isize) -> Result<(usize, Dims)> {
                 )));
             }
         }
-        shape[d] += t.shape()[d];
+        shape[d] = shape[d]
+            .checked_add(t.shape()[d])
+            .ok_or_else(|| Error::SizeOverflow {
+                sizes: shape.to_vec(),
+            })?;
     }
+    shape.check_shape()?;
     Ok((d, shape))
 }
 

@@ -1,15 +1,16 @@
 //! CPU kernels for copies and casts.
 
 use crate::cpu::strided::{map1, Strided};
+use crate::error::Result;
 use crate::tensor::layout::Layout;
 use crate::tensor::raw::RawTensor;
 use crate::tensor::{DType, Element};
 
 /// The elements of a view in row-major order.
-pub(crate) fn gather_strided<T: Element>(data: &[T], layout: &Layout) -> Vec<T> {
-    let mut out = T::pool().take(layout.numel());
+pub(crate) fn gather_strided<T: Element>(data: &[T], layout: &Layout) -> Result<Vec<T>> {
+    let mut out = T::pool().take(layout.numel())?;
     map1(data, layout, &mut out, |x| x);
-    out
+    Ok(out)
 }
 
 /// Writes `src` (seen through `lsrc`) into `dst` (seen through `ldst`); shapes match.
@@ -27,11 +28,11 @@ pub(crate) fn copy_into<T: Element>(dst: &mut [T], ldst: &Layout, src: &[T], lsr
 }
 
 /// Converts every element to `dtype`.
-pub(crate) fn cast<T: Element>(data: &[T], layout: &Layout, dtype: DType) -> RawTensor {
-    fn go<T: Element, U: Element>(data: &[T], layout: &Layout) -> RawTensor {
-        let mut out = U::pool().take(layout.numel());
+pub(crate) fn cast<T: Element>(data: &[T], layout: &Layout, dtype: DType) -> Result<RawTensor> {
+    fn go<T: Element, U: Element>(data: &[T], layout: &Layout) -> Result<RawTensor> {
+        let mut out = U::pool().take(layout.numel())?;
         map1(data, layout, &mut out, |x| U::from_f64(x.to_f64()));
-        RawTensor::from_cpu_vec(out, layout.shape)
+        Ok(RawTensor::from_cpu_vec(out, layout.shape))
     }
     match dtype {
         DType::F32 => go::<T, f32>(data, layout),

@@ -55,9 +55,11 @@ pub(crate) fn download(t: &RawTensor) -> Result<RawTensor> {
     let (_, storage) = memory::gpu_of("download", &src)?;
     let range = src.layout.contiguous_range().expect("contiguous");
     let out = with_cuda_slice!(storage, |slice: T| {
-        let host: Vec<T> = gpu
-            .stream
-            .clone_dtoh(&slice.slice(range))
+        // The host buffer is allocated fallibly: a download too large for the host is an
+        // error, not an abort.
+        let mut host: Vec<T> = crate::cpu::pool::zeroed_vec::<T>(range.len())?;
+        gpu.stream
+            .memcpy_dtoh(&slice.slice(range), &mut host)
             .map_err(|e| gpu.error("cuMemcpyDtoHAsync", e))?;
         RawTensor::from_cpu_vec(host, shape)
     });

@@ -15,7 +15,7 @@ use crate::tensor::DType;
 pub(crate) fn contiguous(t: &RawTensor) -> Result<RawTensor> {
     match &*t.storage {
         Storage::Cpu(s) => Ok(cpu_dispatch!(s, |data: T| RawTensor::from_cpu_vec(
-            cpu::gather_strided::<T>(data, &t.layout),
+            cpu::gather_strided::<T>(data, &t.layout)?,
             t.layout.shape
         ))),
         Storage::Cuda(_) => cuda::contiguous(t),
@@ -38,9 +38,7 @@ pub(crate) fn cast(t: &RawTensor, dtype: DType) -> Result<RawTensor> {
         return Ok(t.clone());
     }
     match &*t.storage {
-        Storage::Cpu(s) => Ok(cpu_dispatch!(s, |data: T| cpu::cast::<T>(
-            data, &t.layout, dtype
-        ))),
+        Storage::Cpu(s) => cpu_dispatch!(s, |data: T| cpu::cast::<T>(data, &t.layout, dtype)),
         Storage::Cuda(_) => cuda::cast(t, dtype),
     }
 }

@@ -1,23 +1,26 @@
 //! CPU kernels for creation.
 
 use super::Fill;
+use crate::cpu::pool::zeroed_vec;
 use crate::cpu::strided::for_each_chunk;
+use crate::error::Result;
 use crate::random;
 use crate::tensor::layout::Dims;
 use crate::tensor::raw::RawTensor;
 use crate::tensor::{DType, Element};
 
-pub(crate) fn create(shape: Dims, dtype: DType, fill: Fill) -> RawTensor {
-    fn go<T: Element>(shape: Dims, fill: Fill) -> RawTensor {
+pub(crate) fn create(shape: Dims, dtype: DType, fill: Fill) -> Result<RawTensor> {
+    fn go<T: Element>(shape: Dims, fill: Fill) -> Result<RawTensor> {
         let numel: usize = shape.iter().product();
-        let mut out = if fill == Fill::Constant(0.0) {
-            vec![T::ZERO; numel]
+        let zero = matches!(fill, Fill::Constant(s) if s.is_zero());
+        let mut out = if zero {
+            zeroed_vec::<T>(numel)?
         } else {
-            T::pool().take(numel)
+            T::pool().take(numel)?
         };
         match fill {
-            Fill::Constant(0.0) => {}
-            Fill::Constant(v) => out.fill(T::from_f64(v)),
+            Fill::Constant(_) if zero => {}
+            Fill::Constant(v) => out.fill(T::from_scalar(v)),
             Fill::Range { start, step } => for_each_chunk(&mut out, |s, c| {
                 for (i, o) in c.iter_mut().enumerate() {
                     *o = T::from_f64(start + (s + i) as f64 * step);
@@ -41,7 +44,7 @@ pub(crate) fn create(shape: Dims, dtype: DType, fill: Fill) -> RawTensor {
                 }
             }),
         }
-        RawTensor::from_cpu_vec(out, shape)
+        Ok(RawTensor::from_cpu_vec(out, shape))
     }
     match dtype {
         DType::F32 => go::<f32>(shape, fill),

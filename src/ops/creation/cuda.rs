@@ -24,8 +24,8 @@ fn create_typed<T: CudaElement>(
     fill: Fill,
 ) -> Result<RawTensor> {
     let n: usize = shape.iter().product();
-    // `Constant(0.0)` (which also matches -0.0, as on the CPU) is a memset.
-    if fill == Fill::Constant(0.0) {
+    // A zero constant (`0.0`, `-0.0`, `0`, `false`, as on the CPU) is a memset.
+    if matches!(fill, Fill::Constant(s) if s.is_zero()) {
         return Ok(memory::tensor(
             memory::alloc_zeros::<T>(gpu, n)?,
             shape,
@@ -40,7 +40,7 @@ fn create_typed<T: CudaElement>(
         match fill {
             Fill::Constant(v) => {
                 let f = kernels::function(gpu, Family::Creation, &format!("fill_{}", T::SUFFIX))?;
-                let value = T::from_f64(v);
+                let value = T::from_scalar(v);
                 let mut b = gpu.stream.launch_builder(f);
                 b.arg(&ptr).arg(&count).arg(&value);
                 // SAFETY: `fill_<T>(T* out, u64 n, T value)` matches; `out` holds `n` elements.

@@ -8,13 +8,13 @@ use crate::device::DynDevice;
 use crate::error::Result;
 use crate::tensor::layout::Dims;
 use crate::tensor::raw::RawTensor;
-use crate::tensor::DType;
+use crate::tensor::{DType, Scalar};
 
 /// How values are produced.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) enum Fill {
-    /// Every element the same.
-    Constant(f64),
+    /// Every element the same (exactly, for integers).
+    Constant(Scalar),
     /// `start + i * step`.
     Range { start: f64, step: f64 },
     /// Uniform in `[0, 1)` from the random stream.
@@ -49,7 +49,7 @@ pub(crate) fn create(
 ) -> Result<RawTensor> {
     let device = device.resolved();
     match device.cuda_index() {
-        None => Ok(cpu::create(shape, dtype, fill)),
+        None => cpu::create(shape, dtype, fill),
         Some(ordinal) => cuda::create(shape, dtype, ordinal, fill),
     }
 }

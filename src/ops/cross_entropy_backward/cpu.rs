@@ -30,7 +30,7 @@ fn typed<T: Float>(
     let x = logits.contiguous()?;
     let start = x.layout.offset;
     let data = &x.cpu_slice::<T>().expect("cpu")[start..start + n * c];
-    let mut out = T::pool().take(n * c);
+    let mut out = T::pool().take(n * c)?;
     for (i, (row, dst)) in data
         .chunks(c.max(1))
         .zip(out.chunks_mut(c.max(1)))

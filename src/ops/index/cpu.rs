@@ -24,14 +24,19 @@ fn checked_indices(index: &RawTensor, dim: usize, size: usize) -> Result<Vec<usi
         .collect()
 }
 
-fn select_typed<T: Element>(a: &RawTensor, d: usize, idx: &[usize], shape: Dims) -> RawTensor {
+fn select_typed<T: Element>(
+    a: &RawTensor,
+    d: usize,
+    idx: &[usize],
+    shape: Dims,
+) -> Result<RawTensor> {
     let src = a.cpu_slice::<T>().expect("cpu");
-    let mut out = T::pool().take(shape.iter().product());
+    let mut out = T::pool().take(shape.iter().product())?;
     if a.rank() == 0 {
         for o in out.iter_mut() {
             *o = src[a.layout.offset];
         }
-        return RawTensor::from_cpu_vec(out, shape);
+        return Ok(RawTensor::from_cpu_vec(out, shape));
     }
     let dst_layout = Layout::contiguous(shape);
     for (k, &i) in idx.iter().enumerate() {
@@ -43,7 +48,7 @@ fn select_typed<T: Element>(a: &RawTensor, d: usize, idx: &[usize], shape: Dims)
         to.shape[d] = 1;
         crate::ops::copy::copy_into(&mut out, &to, src, &from);
     }
-    RawTensor::from_cpu_vec(out, shape)
+    Ok(RawTensor::from_cpu_vec(out, shape))
 }
 
 pub(crate) fn index_select(
@@ -54,18 +59,23 @@ pub(crate) fn index_select(
 ) -> Result<RawTensor> {
     let size = if a.rank() == 0 { 1 } else { a.shape()[d] };
     let idx = checked_indices(index, d, size)?;
-    Ok(match a.dtype {
+    match a.dtype {
         DType::F32 => select_typed::<f32>(a, d, &idx, shape),
         DType::F64 => select_typed::<f64>(a, d, &idx, shape),
         DType::I64 => select_typed::<i64>(a, d, &idx, shape),
         DType::Bool => select_typed::<bool>(a, d, &idx, shape),
-    })
+    }
 }
 
-fn gather_typed<T: Element>(a: &RawTensor, d: usize, idx: &[usize], shape: Dims) -> RawTensor {
+fn gather_typed<T: Element>(
+    a: &RawTensor,
+    d: usize,
+    idx: &[usize],
+    shape: Dims,
+) -> Result<RawTensor> {
     let src = a.cpu_slice::<T>().expect("cpu");
     let numel: usize = shape.iter().product();
-    let mut out = T::pool().take(numel);
+    let mut out = T::pool().take(numel)?;
     let rank = shape.len();
     let mut pos = [0usize; crate::tensor::layout::MAX_DIMS];
     for (n, o) in out.iter_mut().enumerate() {
@@ -82,16 +92,16 @@ fn gather_typed<T: Element>(a: &RawTensor, d: usize, idx: &[usize], shape: Dims)
         }
         *o = src[off];
     }
-    RawTensor::from_cpu_vec(out, shape)
+    Ok(RawTensor::from_cpu_vec(out, shape))
 }
 
 pub(crate) fn gather(a: &RawTensor, d: usize, index: &RawTensor, shape: Dims) -> Result<RawTensor> {
     let size = if a.rank() == 0 { 1 } else { a.shape()[d] };
     let idx = checked_indices(index, d, size)?;
-    Ok(match a.dtype {
+    match a.dtype {
         DType::F32 => gather_typed::<f32>(a, d, &idx, shape),
         DType::F64 => gather_typed::<f64>(a, d, &idx, shape),
         DType::I64 => gather_typed::<i64>(a, d, &idx, shape),
         DType::Bool => gather_typed::<bool>(a, d, &idx, shape),
-    })
+    }
 }

@@ -21,7 +21,7 @@ fn typed<T: Float>(
         reshaped = crate::ops::shape::reshape(x, &[rows as isize, k as isize])?;
         &reshaped
     };
-    let mut buffer = PooledVec::<T>::with_len(rows * n);
+    let mut buffer = PooledVec::<T>::with_len(rows * n)?;
     let out = buffer.as_mut_slice();
     let accumulate = match bias {
         Some(b) => {

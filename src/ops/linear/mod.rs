@@ -66,6 +66,7 @@ pub(crate) fn plan(
     }
     let mut shape = x.layout.shape;
     *shape.last_mut().expect("rank >= 1") = out_features;
+    shape.check_shape()?;
     Ok((rows, in_features, out_features, shape))
 }
 

@@ -22,7 +22,7 @@ fn typed<T: Float>(
     let weight = weight.map(|w| w.to_vec::<T>()).transpose()?;
     let x = logits.contiguous()?;
     let data = &x.cpu_slice::<T>().expect("cpu")[x.layout.offset..x.layout.offset + n * c];
-    let mut losses = vec![T::ZERO; n];
+    let mut losses = crate::cpu::pool::zeroed_vec::<T>(n)?;
     let (mut total, mut total_weight) = (T::ZERO, T::ZERO);
     for (i, row) in data.chunks(c.max(1)).enumerate().take(n) {
         let t = targets[i];
@@ -42,7 +42,7 @@ fn typed<T: Float>(
             let shape = if logits.rank() == 1 {
                 Dims::EMPTY
             } else {
-                Dims::from_slice(&[n])?
+                Dims::shape(&[n])?
             };
             RawTensor::from_cpu_vec(losses, shape)
         }

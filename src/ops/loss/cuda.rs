@@ -86,7 +86,7 @@ fn typed<T: CudaElement>(
             let shape = if logits.rank() == 1 {
                 Dims::EMPTY
             } else {
-                Dims::from_slice(&[n])?
+                Dims::shape(&[n])?
             };
             Ok(memory::tensor(loss, shape, gpu.ordinal))
         }

@@ -22,10 +22,18 @@ pub(crate) struct MatrixView<'a, T> {
 }
 
 impl<T> MatrixView<'_, T> {
-    /// The largest index `rows x cols` elements reach, or `None` when the matrix is empty.
-    fn last_index(&self, rows: usize, cols: usize) -> Option<usize> {
-        (rows > 0 && cols > 0)
-            .then(|| self.offset + (rows - 1) * self.row_stride + (cols - 1) * self.col_stride)
+    /// True when all `rows x cols` elements lie inside `data` (checked arithmetic: a layout
+    /// whose offsets overflow is out of bounds, never wrapped around into bounds).
+    fn fits(&self, rows: usize, cols: usize) -> bool {
+        if rows == 0 || cols == 0 {
+            return true;
+        }
+        (rows - 1)
+            .checked_mul(self.row_stride)
+            .zip((cols - 1).checked_mul(self.col_stride))
+            .and_then(|(r, c)| r.checked_add(c))
+            .and_then(|rc| rc.checked_add(self.offset))
+            .is_some_and(|last| last < self.data.len())
     }
 }
 
@@ -55,26 +63,25 @@ pub(crate) fn gemm_into<T: Float>(
     b: MatrixView<'_, T>,
     accumulate: bool,
 ) {
-    assert!(dst.len() >= m * n, "gemm destination too small");
+    // The preconditions of the `unsafe` call below, with checked arithmetic throughout. Every
+    // layout was checked when it was made, so these hold for every tensor; a failure is a bug
+    // in devtype, reported by a panic rather than by memory corruption.
+    let out_len = m.checked_mul(n).expect("gemm: m * n overflows");
+    assert!(dst.len() >= out_len, "gemm destination too small");
     if m == 0 || n == 0 {
         return;
     }
     if k == 0 {
         if !accumulate {
-            dst[..m * n].fill(T::ZERO);
+            dst[..out_len].fill(T::ZERO);
         }
         return;
     }
     // Both operands must stay inside their slices: checked here, relied on below.
-    assert!(
-        a.last_index(m, k).is_some_and(|i| i < a.data.len()),
-        "gemm lhs out of bounds"
-    );
-    assert!(
-        b.last_index(k, n).is_some_and(|i| i < b.data.len()),
-        "gemm rhs out of bounds"
-    );
-    if m * n * k <= SMALL_PRODUCT || cfg!(miri) {
+    assert!(a.fits(m, k), "gemm lhs out of bounds");
+    assert!(b.fits(k, n), "gemm rhs out of bounds");
+    let flops = out_len.saturating_mul(k);
+    if flops <= SMALL_PRODUCT || cfg!(miri) {
         if a.col_stride == 1 && b.row_stride == 1 {
             // Rows of `a` and columns of `b` are contiguous (e.g. `x @ weight.T`): dot products.
             for i in 0..m {
@@ -117,7 +124,7 @@ pub(crate) fn gemm_into<T: Float>(
         return;
     }
     let threads = rayon::current_num_threads();
-    let parallelism = if m * n * k >= 1 << 18 && threads > 1 {
+    let parallelism = if flops >= 1 << 18 && threads > 1 {
         gemm::Parallelism::Rayon(threads)
     } else {
         gemm::Parallelism::None
@@ -152,7 +159,7 @@ pub(crate) fn gemm_into<T: Float>(
 }
 
 /// Offsets of each batch's matrix for a layout `[batch..., r, c]`.
-pub(crate) fn batch_offsets(layout: &Layout, batch_rank: usize) -> Vec<usize> {
+pub(crate) fn batch_offsets(layout: &Layout, batch_rank: usize) -> Result<Vec<usize>> {
     let mut batch = *layout;
     let r = layout.rank();
     let mut shape = batch.shape;
@@ -164,14 +171,16 @@ pub(crate) fn batch_offsets(layout: &Layout, batch_rank: usize) -> Vec<usize> {
     batch.shape = shape;
     batch.strides = strides;
     let count: usize = layout.shape[..batch_rank].iter().product();
-    let mut out = Vec::with_capacity(count);
+    let mut out = Vec::new();
+    out.try_reserve_exact(count)
+        .map_err(|_| crate::cpu::pool::out_of_memory::<usize>(count))?;
     Strided::new([&batch]).runs(0..count, |_, [o], len, [s]| {
         out.extend((0..len).map(|i| o + i * s))
     });
-    out
+    Ok(out)
 }
 
-fn typed<T: Float>(a: &[T], b: &[T], plan: &MatmulPlan) -> RawTensor {
+fn typed<T: Float>(a: &[T], b: &[T], plan: &MatmulPlan) -> Result<RawTensor> {
     let (m, k, n) = (plan.m, plan.k, plan.n);
     let br = plan.batch.len();
     let ra = plan.a.rank();
@@ -179,7 +188,7 @@ fn typed<T: Float>(a: &[T], b: &[T], plan: &MatmulPlan) -> RawTensor {
     let batches: usize = plan.batch.iter().product();
     if br == 0 {
         // One matrix: no per-batch offsets to gather.
-        let mut out = PooledVec::<T>::with_len(m * n);
+        let mut out = PooledVec::<T>::with_len(m * n)?;
         let va = MatrixView {
             data: a,
             offset: plan.a.offset,
@@ -193,11 +202,16 @@ fn typed<T: Float>(a: &[T], b: &[T], plan: &MatmulPlan) -> RawTensor {
             col_stride: plan.b.strides[1],
         };
         gemm_into(out.as_mut_slice(), (m, k, n), va, vb, false);
-        return RawTensor::from_cpu_buffer(out, plan.out_shape);
+        return Ok(RawTensor::from_cpu_buffer(out, plan.out_shape));
     }
-    let mut out = T::pool().take(batches * m * n);
-    let offs_a = batch_offsets(&plan.a, br);
-    let offs_b = batch_offsets(&plan.b, br);
+    // The output's size was checked when the plan was made, so this cannot overflow.
+    let mut out = T::pool().take(batches * m * n)?;
+    if out.is_empty() {
+        // Nothing to compute (and no per-batch offsets to list, however many batches).
+        return Ok(RawTensor::from_cpu_vec(out, plan.out_shape));
+    }
+    let offs_a = batch_offsets(&plan.a, br)?;
+    let offs_b = batch_offsets(&plan.b, br)?;
     for (i, dst) in out.chunks_mut((m * n).max(1)).enumerate().take(batches) {
         let va = MatrixView {
             data: a,
@@ -213,11 +227,11 @@ fn typed<T: Float>(a: &[T], b: &[T], plan: &MatmulPlan) -> RawTensor {
         };
         gemm_into(dst, (m, k, n), va, vb, false);
     }
-    RawTensor::from_cpu_vec(out, plan.out_shape)
+    Ok(RawTensor::from_cpu_vec(out, plan.out_shape))
 }
 
 pub(crate) fn matmul(a: &RawTensor, b: &RawTensor, plan: &MatmulPlan) -> Result<RawTensor> {
-    Ok(match a.dtype {
+    match a.dtype {
         DType::F32 => typed::<f32>(
             a.cpu_slice().expect("cpu"),
             b.cpu_slice().expect("cpu"),
@@ -229,5 +243,5 @@ pub(crate) fn matmul(a: &RawTensor, b: &RawTensor, plan: &MatmulPlan) -> Result<
             plan,
         ),
         _ => unreachable!("checked in plan"),
-    })
+    }
 }

@@ -82,6 +82,7 @@ pub(crate) fn plan(a: &RawTensor, b: &RawTensor) -> Result<MatmulPlan> {
         if b.rank() > 1 {
             out_shape.push(n)?;
         }
+        out_shape.check_shape()?;
         return Ok(MatmulPlan {
             m,
             k: k1,
@@ -116,6 +117,7 @@ pub(crate) fn plan(a: &RawTensor, b: &RawTensor) -> Result<MatmulPlan> {
     if b.rank() > 1 {
         out_shape.push(n)?;
     }
+    out_shape.check_shape()?;
     Ok(MatmulPlan {
         m,
         k: k1,

@@ -21,8 +21,11 @@ fn make_unique<T: Float>(t: &mut RawTensor) -> Result<()> {
 }
 
 /// A new state buffer of zeros shaped like `like`.
-fn zeros_like<T: Float>(like: &RawTensor) -> RawTensor {
-    RawTensor::from_cpu_vec(vec![T::ZERO; like.numel()], like.layout.shape)
+fn zeros_like<T: Float>(like: &RawTensor) -> Result<RawTensor> {
+    Ok(RawTensor::from_cpu_vec(
+        crate::cpu::pool::zeroed_vec::<T>(like.numel())?,
+        like.layout.shape,
+    ))
 }
 
 fn parallel(len: usize) -> bool {
@@ -57,7 +60,10 @@ fn sgd_typed<T: Float>(
         return Ok(());
     }
     let first = buffer.is_none();
-    let buf = buffer.get_or_insert_with(|| zeros_like::<T>(param));
+    if buffer.is_none() {
+        *buffer = Some(zeros_like::<T>(param)?);
+    }
+    let buf = buffer.as_mut().expect("set above");
     make_unique::<T>(buf)?;
     let b = buf.unique_cpu_data::<T>().expect("made unique");
     let p = param.unique_cpu_data::<T>().expect("made unique");
@@ -92,9 +98,15 @@ fn adam_typed<T: Float>(
     let g = grad.contiguous()?;
     let gs = &g.cpu_slice::<T>().expect("cpu")[g.layout.contiguous_range().expect("contiguous")];
     make_unique::<T>(param)?;
-    let m = exp_avg.get_or_insert_with(|| zeros_like::<T>(param));
+    if exp_avg.is_none() {
+        *exp_avg = Some(zeros_like::<T>(param)?);
+    }
+    let m = exp_avg.as_mut().expect("set above");
     make_unique::<T>(m)?;
-    let v = exp_avg_sq.get_or_insert_with(|| zeros_like::<T>(param));
+    if exp_avg_sq.is_none() {
+        *exp_avg_sq = Some(zeros_like::<T>(param)?);
+    }
+    let v = exp_avg_sq.as_mut().expect("set above");
     make_unique::<T>(v)?;
     let (m, v) = (
         m.unique_cpu_data::<T>().expect("unique"),

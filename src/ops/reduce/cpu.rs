@@ -149,7 +149,7 @@ fn fold_range<T: Reducible>(
     acc
 }
 
-fn typed<T: Reducible>(data: &[T], plan: &ReducePlan, op: ReduceOp) -> RawTensor {
+fn typed<T: Reducible>(data: &[T], plan: &ReducePlan, op: ReduceOp) -> Result<RawTensor> {
     let walk = Strided::new([&plan.permuted]);
     let r = plan.reduced;
     let finish = |v: T| {
@@ -159,7 +159,7 @@ fn typed<T: Reducible>(data: &[T], plan: &ReducePlan, op: ReduceOp) -> RawTensor
             v
         }
     };
-    let mut out = T::pool().take(plan.outputs);
+    let mut out = T::pool().take(plan.outputs)?;
     let work = plan.outputs * r;
     if plan.outputs == 1
         && r >= 1 << 16
@@ -183,18 +183,18 @@ fn typed<T: Reducible>(data: &[T], plan: &ReducePlan, op: ReduceOp) -> RawTensor
             *o = finish(fold_range(data, &walk, i * r..(i + 1) * r, op));
         }
     }
-    RawTensor::from_cpu_vec(out, plan.out_shape)
+    Ok(RawTensor::from_cpu_vec(out, plan.out_shape))
 }
 
 pub(crate) fn reduce(a: &RawTensor, plan: &ReducePlan, op: ReduceOp) -> Result<RawTensor> {
     let s = a.cpu_storage().expect("cpu");
-    Ok(cpu_dispatch!(s, |data: T| typed::<T>(data, plan, op)))
+    cpu_dispatch!(s, |data: T| typed::<T>(data, plan, op))
 }
 
-fn arg_typed<T: Reducible>(data: &[T], plan: &ReducePlan, max: bool) -> RawTensor {
+fn arg_typed<T: Reducible>(data: &[T], plan: &ReducePlan, max: bool) -> Result<RawTensor> {
     let walk = Strided::new([&plan.permuted]);
     let r = plan.reduced;
-    let mut out = vec![0i64; plan.outputs];
+    let mut out = crate::cpu::pool::zeroed_vec::<i64>(plan.outputs)?;
     for (i, o) in out.iter_mut().enumerate() {
         let (mut best, mut best_at, mut pos) = (data[0], 0usize, 0usize);
         walk.runs(i * r..(i + 1) * r, |_, [off], len, [s]| {
@@ -211,10 +211,10 @@ fn arg_typed<T: Reducible>(data: &[T], plan: &ReducePlan, max: bool) -> RawTenso
         });
         *o = best_at as i64;
     }
-    RawTensor::from_cpu_vec(out, plan.out_shape)
+    Ok(RawTensor::from_cpu_vec(out, plan.out_shape))
 }
 
 pub(crate) fn arg_reduce(a: &RawTensor, plan: &ReducePlan, max: bool) -> Result<RawTensor> {
     let s = a.cpu_storage().expect("cpu");
-    Ok(cpu_dispatch!(s, |data: T| arg_typed::<T>(data, plan, max)))
+    cpu_dispatch!(s, |data: T| arg_typed::<T>(data, plan, max))
 }

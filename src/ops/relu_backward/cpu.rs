@@ -14,7 +14,7 @@ fn mask<T: Float>(g: T, y: T) -> T {
     }
 }
 
-fn typed<T: Float>(mut grad: Operand<'_>, y: &RawTensor) -> RawTensor {
+fn typed<T: Float>(mut grad: Operand<'_>, y: &RawTensor) -> Result<RawTensor> {
     let ys = y.cpu_slice::<T>().expect("cpu");
     if let (Operand::Owned(owner), Some(ry)) = (&mut grad, y.layout.contiguous_range()) {
         if let Some(dst) = owner.unique_cpu_data::<T>() {
@@ -25,19 +25,19 @@ fn typed<T: Float>(mut grad: Operand<'_>, y: &RawTensor) -> RawTensor {
                     *g = mask(*g, v);
                 }
             });
-            return grad.into_owned();
+            return Ok(grad.into_owned());
         }
     }
     let gs = grad.cpu_slice::<T>().expect("cpu");
-    let mut out = T::pool().take(grad.numel());
+    let mut out = T::pool().take(grad.numel())?;
     map2(gs, &grad.layout, ys, &y.layout, &mut out, mask);
-    RawTensor::from_cpu_vec(out, grad.layout.shape)
+    Ok(RawTensor::from_cpu_vec(out, grad.layout.shape))
 }
 
 pub(crate) fn relu_backward(grad: Operand<'_>, y: &RawTensor) -> Result<RawTensor> {
-    Ok(match grad.dtype {
+    match grad.dtype {
         DType::F32 => typed::<f32>(grad, y),
         DType::F64 => typed::<f64>(grad, y),
         _ => unreachable!("checked in relu_backward"),
-    })
+    }
 }

@@ -28,7 +28,7 @@ fn accumulate_setup<T: Float>(shape: Dims, index: &RawTensor, src: &RawTensor) -
     let idx = index.to_vec::<i64>()?;
     let vals = src.to_vec::<T>()?;
     let numel: usize = shape.iter().product();
-    let mut out = vec![T::ZERO; numel];
+    let mut out = crate::cpu::pool::zeroed_vec::<T>(numel)?;
     if shape.is_empty() {
         for (&i, &v) in idx.iter().zip(&vals) {
             wrap_index(i, 0, 1)?;

@@ -43,7 +43,7 @@ pub(crate) fn scatter_add(
             src.shape()
         )));
     }
-    let shape = Dims::from_slice(shape)?;
+    let shape = Dims::shape(shape)?;
     match (&*index.storage, &*src.storage) {
         (Storage::Cpu(_), Storage::Cpu(_)) if device.is_cpu() => {
             cpu::scatter_add(shape, dim, index, src)
@@ -61,7 +61,7 @@ pub(crate) fn index_add(
     device: DynDevice,
 ) -> Result<RawTensor> {
     check("index_add", index, src)?;
-    let shape = Dims::from_slice(shape)?;
+    let shape = Dims::shape(shape)?;
     let fits = src.rank() == shape.len()
         && (shape.is_empty() || src.shape()[dim] == index.numel())
         && (0..shape.len()).all(|j| j == dim || src.shape()[j] == shape[j]);

@@ -154,6 +154,6 @@ pub(crate) fn narrow(a: &RawTensor, dim: isize, start: usize, len: usize) -> Res
 
 /// Broadcasts to `shape` without copying (zero strides).
 pub(crate) fn expand(a: &RawTensor, shape: &[usize]) -> Result<RawTensor> {
-    Dims::from_slice(shape)?;
+    Dims::shape(shape)?;
     Ok(a.with_layout(a.layout.broadcast_to(shape)?))
 }

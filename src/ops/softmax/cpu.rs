@@ -30,13 +30,13 @@ fn softmax_row<T: Float>(src: &[T], dst: &mut [T], log: bool) {
     }
 }
 
-fn typed<T: Float>(a: RawTensor, log: bool) -> RawTensor {
+fn typed<T: Float>(a: RawTensor, log: bool) -> Result<RawTensor> {
     let row = *a.shape().last().expect("rank >= 1");
     let numel = a.numel();
-    let mut out = T::pool().take(numel);
+    let mut out = T::pool().take(numel)?;
     if numel == 0 {
         // Nothing to compute (and an empty layout need not count as contiguous).
-        return RawTensor::from_cpu_vec(out, a.layout.shape);
+        return Ok(RawTensor::from_cpu_vec(out, a.layout.shape));
     }
     let src = a.cpu_slice::<T>().expect("cpu");
     let r = a.layout.contiguous_range().expect("contiguous");
@@ -50,14 +50,14 @@ fn typed<T: Float>(a: RawTensor, log: bool) -> RawTensor {
             softmax_row(s, d, log);
         }
     }
-    RawTensor::from_cpu_vec(out, a.layout.shape)
+    Ok(RawTensor::from_cpu_vec(out, a.layout.shape))
 }
 
 /// `a` is contiguous; the softmax runs along its last dimension.
 pub(crate) fn softmax(a: RawTensor, log: bool) -> Result<RawTensor> {
-    Ok(match a.dtype {
+    match a.dtype {
         DType::F32 => typed::<f32>(a, log),
         DType::F64 => typed::<f64>(a, log),
         _ => unreachable!("checked in softmax"),
-    })
+    }
 }

@@ -3,6 +3,7 @@
 use super::UnaryOp;
 use crate::cpu::pool::PooledVec;
 use crate::cpu::strided::{for_each_chunk, map1};
+use crate::error::Result;
 use crate::tensor::raw::{Operand, RawTensor};
 use crate::tensor::{DType, Element, Float};
 
@@ -154,22 +155,22 @@ macro_rules! with_unary {
     };
 }
 
-fn typed<T: UnaryMath>(mut a: Operand<'_>, op: UnaryOp) -> RawTensor {
+fn typed<T: UnaryMath>(mut a: Operand<'_>, op: UnaryOp) -> Result<RawTensor> {
     if let Operand::Owned(owner) = &mut a {
         if let Some(dst) = owner.unique_cpu_data::<T>() {
             with_unary!(op, |f| for_each_chunk(dst, |_, c| c
                 .iter_mut()
                 .for_each(|x| *x = f(*x))));
-            return a.into_owned();
+            return Ok(a.into_owned());
         }
     }
     let x = a.cpu_slice::<T>().expect("cpu");
-    let mut out = PooledVec::<T>::with_len(a.numel());
+    let mut out = PooledVec::<T>::with_len(a.numel())?;
     with_unary!(op, |f| map1(x, &a.layout, out.as_mut_slice(), f));
-    RawTensor::from_cpu_buffer(out, a.layout.shape)
+    Ok(RawTensor::from_cpu_buffer(out, a.layout.shape))
 }
 
-pub(crate) fn unary(a: Operand<'_>, op: UnaryOp) -> RawTensor {
+pub(crate) fn unary(a: Operand<'_>, op: UnaryOp) -> Result<RawTensor> {
     match a.dtype {
         DType::F32 => typed::<f32>(a, op),
         DType::F64 => typed::<f64>(a, op),

@@ -67,7 +67,7 @@ pub(crate) fn unary(a: Operand<'_>, op: UnaryOp) -> Result<RawTensor> {
         });
     }
     match &*a.storage {
-        Storage::Cpu(_) => Ok(cpu::unary(a, op)),
+        Storage::Cpu(_) => cpu::unary(a, op),
         Storage::Cuda(_) => cuda::unary(&a, op),
     }
 }

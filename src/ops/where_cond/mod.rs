@@ -32,7 +32,7 @@ pub(crate) fn where_cond(cond: &RawTensor, a: &RawTensor, b: &RawTensor) -> Resu
                 b: &RawTensor,
                 shape: crate::tensor::layout::Dims,
             ) -> Result<RawTensor> {
-                let mut out = T::pool().take(shape.iter().product());
+                let mut out = T::pool().take(shape.iter().product())?;
                 map3(
                     (
                         c.cpu_slice::<bool>().expect("cpu"),
