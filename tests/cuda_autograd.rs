@@ -145,7 +145,7 @@ fn gradients_on_the_gpu_match_the_cpu() {
 fn sgd<D: Device>() -> Sgd<D, f64> {
     Sgd::new(0.1)
         .momentum(0.9)
-        .dampening(0.1)
+        .dampening(0.0) // Nesterov needs zero dampening (as torch.optim.SGD)
         .weight_decay(0.01)
         .nesterov(true)
 }
