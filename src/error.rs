@@ -365,7 +365,7 @@ pub enum Error {
     },
 
     /// Optimizer state kept for a parameter the model does not have: state of another model.
-    #[error("optimizer state has a {state} for parameter \"{name}\", which the model does not have: the state belongs to another model; load the matching state or start a new optimizer")]
+    #[error("optimizer state {state} is kept for parameter \"{name}\", which the model does not have: the state belongs to another model; load the matching state or start a new optimizer")]
     OptimizerStateUnknownParameter {
         /// The name in the state.
         name: String,

@@ -282,3 +282,74 @@ pub(crate) fn adam(
         _ => cuda::adam(param, grad, exp_avg, exp_avg_sq, update),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(values: &[f32], shape: &[usize]) -> RawTensor {
+        RawTensor::from_vec(values.to_vec(), shape, crate::device::DynDevice::cpu()).unwrap()
+    }
+
+    const SGD: SgdUpdate = SgdUpdate {
+        lr: 0.1,
+        momentum: 0.9,
+        dampening: 0.0,
+        weight_decay: 0.0,
+        nesterov: false,
+    };
+
+    #[test]
+    fn kernels_refuse_state_of_another_shape_and_change_nothing() {
+        let mut p = t(&[1.0, 2.0, 3.0], &[3]);
+        let g = t(&[1.0, 1.0, 1.0], &[3]);
+        let mut short = Some(t(&[0.0, 0.0], &[2]));
+        let err = sgd("w", &mut p, &g, &mut short, &SGD).unwrap_err();
+        assert!(matches!(err, Error::OptimizerStateMismatch { ref name, .. } if name == "w"));
+        assert_eq!(p.to_vec::<f32>().unwrap(), [1.0, 2.0, 3.0]);
+        let adam_update = AdamUpdate {
+            lr: 0.1,
+            beta1: 0.9,
+            beta2: 0.999,
+            eps: 1e-8,
+            weight_decay: 0.0,
+            decoupled: false,
+            step: 1,
+        };
+        let (mut m, mut v) = (Some(t(&[0.0; 3], &[3])), Some(t(&[0.0; 4], &[4])));
+        let err = adam("w", &mut p, &g, &mut m, &mut v, &adam_update).unwrap_err();
+        assert!(err.to_string().contains("exp_avg_sq"), "{err}");
+        assert_eq!(p.to_vec::<f32>().unwrap(), [1.0, 2.0, 3.0]);
+        // A gradient of another shape with as many elements.
+        let g2 = t(&[1.0, 1.0, 1.0], &[3, 1]);
+        assert!(sgd("w", &mut p, &g2, &mut None, &SGD).is_err());
+        // A state of another dtype.
+        let mut f64_state = Some(
+            RawTensor::from_vec(vec![0.0f64; 3], &[3], crate::device::DynDevice::cpu()).unwrap(),
+        );
+        assert!(sgd("w", &mut p, &g, &mut f64_state, &SGD).is_err());
+        assert_eq!(p.to_vec::<f32>().unwrap(), [1.0, 2.0, 3.0]);
+        // Hyper-parameters are the kernels' precondition too.
+        let bad = SgdUpdate { lr: -1.0, ..SGD };
+        assert!(sgd("w", &mut p, &g, &mut None, &bad).is_err());
+        assert_eq!(p.to_vec::<f32>().unwrap(), [1.0, 2.0, 3.0]);
+    }
+
+    #[test]
+    fn floats_print_as_python_repr() {
+        for (x, shown) in [
+            (-0.1, "-0.1"),
+            (-1.0, "-1.0"),
+            (0.0, "0.0"),
+            (-1e-5, "-1e-05"),
+            (1e-4, "0.0001"),
+            (1e16, "1e+16"),
+            (1.5e300, "1.5e+300"),
+            (123456.0, "123456.0"),
+            (f64::NAN, "nan"),
+            (f64::NEG_INFINITY, "-inf"),
+        ] {
+            assert_eq!(py_float(x), shown);
+        }
+    }
+}
