@@ -164,6 +164,10 @@ impl<D: Device, E: Float> Sgd<D, E> {
 
     /// An optimizer with learning rate `lr` and the momentum buffers of a file, loaded onto
     /// `dev` (the resumed optimizer's state is typed on the device it was loaded onto).
+    ///
+    /// The buffers are checked against the model at every step, before anything changes: a
+    /// file of another model (a buffer of another shape, or for a parameter the model does not
+    /// have) makes `try_step` an error that names the parameter and both shapes.
     pub fn load(path: impl AsRef<Path>, lr: f64, momentum: f64, dev: D) -> Result<Self> {
         let mut opt = Sgd::new(lr).momentum(momentum);
         for t in crate::nn::checkpoint_read::<E>(path.as_ref())? {
