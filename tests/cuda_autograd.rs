@@ -221,3 +221,48 @@ fn optimizer_steps_on_the_gpu_match_the_cpu() {
     assert_eq!(other.to_vec(), vec![1.0; 4]);
     assert_eq!(p.detach().to_vec(), vec![0.5; 4]);
 }
+
+/// A GPU optimizer whose state belongs to another model: an `Err` before any kernel runs (the
+/// fused kernels would read and write past the smaller buffer), and nothing changes.
+#[test]
+fn optimizer_state_of_another_shape_is_refused_on_the_gpu() {
+    let Some(gpu) = common::gpu() else { return };
+    let with_grad = |n: usize| {
+        let p = Var::parameter(Tensor::<Cpu, f64>::ones([n], Cpu).to(gpu));
+        p.try_set_grad(Some(Tensor::<Cpu, f64>::ones([n], Cpu).to(gpu)))
+            .unwrap();
+        p
+    };
+    let (mut small, mut big) = (with_grad(2), with_grad(1 << 16));
+    let mut sgd = Sgd::<Cuda<0>, f64>::new(0.1).momentum(0.9);
+    sgd.step(&mut small);
+    let err = sgd.try_step(&mut big).unwrap_err().to_string();
+    assert!(err.contains("[2]") && err.contains("[65536]"), "{err}");
+    let mut adam = Adam::<Cuda<0>, f64>::new(0.1);
+    adam.step(&mut small);
+    assert!(adam.try_step(&mut big).is_err());
+    assert!(
+        big.to_vec().iter().all(|&v| v == 1.0),
+        "a failed step changed the parameter"
+    );
+}
+
+/// `max_all`/`min_all` and `maximum` at NaN and ties, on the GPU, with PyTorch's gradients.
+#[test]
+fn max_min_gradients_at_nan_and_ties_on_the_gpu() {
+    let Some(gpu) = common::gpu() else { return };
+    let nan = f64::NAN;
+    let grad = |x: &[f64], max: bool| {
+        let v = Var::parameter(Tensor::<Cpu, f64>::from_vec(x.to_vec(), [x.len()], Cpu).to(gpu));
+        if max { v.max_all() } else { v.min_all() }.backward();
+        v.grad().unwrap().to_vec()
+    };
+    assert_eq!(grad(&[1.0, nan, 3.0], true), [0.0, 1.0, 0.0]);
+    assert_eq!(grad(&[nan, 1.0, nan], false), [0.5, 0.0, 0.5]);
+    assert_eq!(grad(&[3.0, 1.0, 3.0], true), [0.5, 0.0, 0.5]);
+    let a = Var::parameter(Tensor::<Cpu, f64>::from_vec(vec![1.0, 2.0, nan], [3], Cpu).to(gpu));
+    let b = Var::parameter(Tensor::<Cpu, f64>::from_vec(vec![2.0, 2.0, 1.0], [3], Cpu).to(gpu));
+    a.maximum(&b).sum_all().backward();
+    assert_eq!(a.grad().unwrap().to_vec(), [0.0, 0.5, 1.0]);
+    assert_eq!(b.grad().unwrap().to_vec(), [1.0, 0.5, 1.0]);
+}
