@@ -204,14 +204,15 @@ impl JsonReader<'_> {
     }
 }
 
-/// The bytes per element of a safetensors dtype name (1 for names devtype does not know:
-/// those are refused later, by dtype).
-fn dtype_width(name: &str) -> usize {
+/// The bytes per element of a safetensors dtype name; `None` for the sub-byte types (`F4`,
+/// `F6_*`), whose byte counts `safetensors` checks itself (devtype refuses them by dtype).
+fn dtype_width(name: &str) -> Option<usize> {
     match name {
-        "F64" | "I64" | "U64" | "C64" => 8,
-        "F32" | "I32" | "U32" => 4,
-        "F16" | "BF16" | "I16" | "U16" => 2,
-        _ => 1,
+        "F64" | "I64" | "U64" | "C64" => Some(8),
+        "F32" | "I32" | "U32" => Some(4),
+        "F16" | "BF16" | "I16" | "U16" => Some(2),
+        n if n.starts_with("F4") || n.starts_with("F6") => None,
+        _ => Some(1),
     }
 }
 
@@ -299,7 +300,9 @@ fn check_header(path: &Path, bytes: &[u8]) -> Result<()> {
             Some(Json::Text(t)) => t.as_str(),
             _ => "",
         };
-        let width = dtype_width(dtype);
+        let Some(width) = dtype_width(dtype) else {
+            continue;
+        };
         // Every partial product (the strides) and the byte count must fit; zeros count as one
         // so that an empty tensor with absurd sizes cannot overflow the strides either.
         let fits = shape
