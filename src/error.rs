@@ -356,6 +356,48 @@ pub enum Error {
         /// What is wrong with it.
         message: String,
     },
+
+    /// An optimizer hyper-parameter PyTorch rejects, in PyTorch's words
+    /// (`Invalid learning rate: -0.1`), or a NaN one (which devtype rejects too).
+    #[error("{0}")]
+    InvalidOptimizerArgument(String),
+
+    /// Optimizer state that does not fit its parameter: state made for another model, or
+    /// loaded from a file written for one. Checked before anything is updated.
+    #[error("optimizer state {state} of parameter \"{name}\" has shape {found:?} ({found_dtype}), but the parameter has shape {expected:?} ({expected_dtype}): the state belongs to another model; load the matching state or start a new optimizer")]
+    OptimizerStateMismatch {
+        /// The parameter's name, as in `named_parameters()`.
+        name: String,
+        /// Which buffer (`momentum_buffer`, `exp_avg`, `exp_avg_sq`).
+        state: &'static str,
+        /// The parameter's shape.
+        expected: Vec<usize>,
+        /// The state buffer's shape.
+        found: Vec<usize>,
+        /// The parameter's dtype.
+        expected_dtype: DType,
+        /// The state buffer's dtype.
+        found_dtype: DType,
+    },
+
+    /// Optimizer state kept for a parameter the model does not have: state of another model.
+    #[error("optimizer state {state} is kept for parameter \"{name}\", which the model does not have: the state belongs to another model; load the matching state or start a new optimizer")]
+    OptimizerStateUnknownParameter {
+        /// The name in the state.
+        name: String,
+        /// Which buffer (`momentum_buffer`, `exp_avg`).
+        state: &'static str,
+    },
+
+    /// A CUDA device index past the range a device index can hold (PyTorch's `DeviceIndex`
+    /// is an int8, so at most 127).
+    #[error("Device index {index} is out of range: CUDA device indices go from 0 to {max}")]
+    DeviceIndexOutOfRange {
+        /// The index asked for.
+        index: usize,
+        /// The largest index there can be.
+        max: usize,
+    },
 }
 
 impl Error {

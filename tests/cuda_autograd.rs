@@ -145,7 +145,7 @@ fn gradients_on_the_gpu_match_the_cpu() {
 fn sgd<D: Device>() -> Sgd<D, f64> {
     Sgd::new(0.1)
         .momentum(0.9)
-        .dampening(0.1)
+        .dampening(0.0) // Nesterov needs zero dampening (as torch.optim.SGD)
         .weight_decay(0.01)
         .nesterov(true)
 }
@@ -220,4 +220,55 @@ fn optimizer_steps_on_the_gpu_match_the_cpu() {
     Sgd::new(0.5).step(&mut p);
     assert_eq!(other.to_vec(), vec![1.0; 4]);
     assert_eq!(p.detach().to_vec(), vec![0.5; 4]);
+}
+
+/// A GPU optimizer whose state belongs to another model: an `Err` before any kernel runs (the
+/// fused kernels would read and write past the smaller buffer), and nothing changes.
+#[test]
+fn optimizer_state_of_another_shape_is_refused_on_the_gpu() {
+    let Some(gpu) = common::gpu() else { return };
+    let with_grad = |n: usize| {
+        let p = Var::parameter(Tensor::<Cpu, f64>::ones([n], Cpu).to(gpu));
+        p.try_set_grad(Some(Tensor::<Cpu, f64>::ones([n], Cpu).to(gpu)))
+            .unwrap();
+        p
+    };
+    let (mut small, mut big) = (with_grad(2), with_grad(1 << 16));
+    let mut sgd = Sgd::<Cuda<0>, f64>::new(0.1).momentum(0.9);
+    sgd.step(&mut small);
+    let err = sgd.try_step(&mut big).unwrap_err().to_string();
+    assert!(err.contains("[2]") && err.contains("[65536]"), "{err}");
+    let mut adam = Adam::<Cuda<0>, f64>::new(0.1);
+    adam.step(&mut small);
+    assert!(adam.try_step(&mut big).is_err());
+    assert!(
+        big.to_vec().iter().all(|&v| v == 1.0),
+        "a failed step changed the parameter"
+    );
+}
+
+/// `max_all`/`min_all` and `maximum` at NaN and ties, on the GPU, with PyTorch's gradients.
+#[test]
+fn max_min_gradients_at_nan_and_ties_on_the_gpu() {
+    let Some(gpu) = common::gpu() else { return };
+    let nan = f64::NAN;
+    let grad = |x: &[f64], max: bool| {
+        let v = Var::parameter(Tensor::<Cpu, f64>::from_vec(x.to_vec(), [x.len()], Cpu).to(gpu));
+        if max { v.max_all() } else { v.min_all() }.backward();
+        v.grad().unwrap().to_vec()
+    };
+    assert_eq!(grad(&[1.0, nan, 3.0], true), [0.0, 1.0, 0.0]);
+    assert_eq!(grad(&[nan, 1.0, nan], false), [0.5, 0.0, 0.5]);
+    assert_eq!(grad(&[3.0, 1.0, 3.0], true), [0.5, 0.0, 0.5]);
+    let a = Var::parameter(Tensor::<Cpu, f64>::from_vec(vec![1.0, 2.0, nan], [3], Cpu).to(gpu));
+    let b = Var::parameter(Tensor::<Cpu, f64>::from_vec(vec![2.0, 2.0, 1.0], [3], Cpu).to(gpu));
+    a.maximum(&b).sum_all().backward();
+    // Over a dim, the NaN is the max and the min, at its index (the backward's route).
+    let x = Tensor::<Cpu, f64>::from_vec(vec![1.0, nan, 3.0, 4.0, 2.0, 4.0], [2, 3], Cpu).to(gpu);
+    let (mx, mn) = (x.max(1).to_vec(), x.min(1).to_vec());
+    assert!(mx[0].is_nan() && mx[1] == 4.0 && mn[0].is_nan() && mn[1] == 2.0);
+    assert_eq!(x.argmax(1).to_vec(), [1, 0]);
+    assert_eq!(x.argmin(1).to_vec(), [1, 1]);
+    assert_eq!(a.grad().unwrap().to_vec(), [0.0, 0.5, 1.0]);
+    assert_eq!(b.grad().unwrap().to_vec(), [1.0, 0.5, 1.0]);
 }

@@ -59,25 +59,29 @@ pub(crate) fn binary(a: In<'_>, b: In<'_>, op: BinaryOp) -> Result<Out> {
                     (ga, gb)
                 }
                 BinaryOp::Maximum | BinaryOp::Minimum => {
-                    // The larger (smaller) input takes the gradient; ties split it evenly.
-                    let cmp = if op == BinaryOp::Maximum {
-                        CompareOp::Gt
+                    // PyTorch's derivatives.yaml, for maximum (minimum swaps < and >):
+                    //   self:  where(self == other, grad / 2, grad).masked_fill_(self < other, 0)
+                    //   other: where(self == other, grad / 2, grad).masked_fill_(self > other, 0)
+                    // Ties split the gradient; where either is NaN, no comparison holds and
+                    // both operands take the whole gradient (the NaN one included).
+                    let (loses_a, loses_b) = if op == BinaryOp::Maximum {
+                        (CompareOp::Lt, CompareOp::Gt)
                     } else {
-                        CompareOp::Lt
+                        (CompareOp::Gt, CompareOp::Lt)
                     };
                     let half = kit::mul_scalar(kit::mask(&x, &y, CompareOp::Eq)?, 0.5)?;
-                    let to_a = ops::binary::binary(
-                        Operand::Owned(kit::mask(&x, &y, cmp)?),
-                        Operand::Owned(half),
-                        BinaryOp::Add,
-                    )?;
-                    let gb = need_b
-                        .then(|| -> Result<_> {
-                            let to_b = kit::scalar(to_a.clone(), 1.0, BinaryOp::Sub, true)?;
-                            kit::mul(to_b, &g)
-                        })
-                        .transpose()?;
-                    (need_a.then(|| kit::mul(to_a, &g)).transpose()?, gb)
+                    // share = 1 - 0.5 * [x == y] - [x loses]
+                    let share = |loses: CompareOp| -> Result<_> {
+                        let off = ops::binary::binary(
+                            Operand::Owned(kit::mask(&x, &y, loses)?),
+                            Operand::Borrowed(&half),
+                            BinaryOp::Add,
+                        )?;
+                        kit::scalar(off, 1.0, BinaryOp::Sub, true)
+                    };
+                    let ga = need_a.then(|| kit::mul(share(loses_a)?, &g)).transpose()?;
+                    let gb = need_b.then(|| kit::mul(share(loses_b)?, &g)).transpose()?;
+                    (ga, gb)
                 }
                 BinaryOp::Pow => {
                     let ga = need_a

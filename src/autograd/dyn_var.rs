@@ -210,13 +210,38 @@ impl DynVar {
             "backward",
             &[("self", &self.value.raw), ("gradient", &grad.raw)],
         )?;
-        if grad.shape() != self.value.shape() || grad.dtype() != self.value.dtype() {
+        if grad.shape() != self.value.shape() {
             return Err(Error::Autograd(format!(
                 "Mismatch in shape: grad_output[0] has a shape of {:?} and output[0] has a shape of {:?}.",
                 grad.shape(),
                 self.value.shape()
             )));
         }
+        if grad.dtype() != self.value.dtype() {
+            return Err(dtype_mismatch(grad.dtype(), self.value.dtype()));
+        }
         graph::backward(node, grad.raw.clone())
     }
+}
+
+/// `torch.<name>` of a dtype, as PyTorch prints dtypes.
+fn torch_dtype_name(dtype: crate::tensor::DType) -> &'static str {
+    use crate::tensor::DType;
+    match dtype {
+        DType::F32 => "torch.float32",
+        DType::F64 => "torch.float64",
+        DType::I64 => "torch.int64",
+        DType::Bool => "torch.bool",
+    }
+}
+
+/// A gradient for `backward_with` of another dtype than the output, in the words of
+/// `torch.autograd`'s shape check (PyTorch words the dtype check of complex outputs this way;
+/// devtype does not convert silently, so every dtype mismatch gets it).
+pub(crate) fn dtype_mismatch(grad: crate::tensor::DType, output: crate::tensor::DType) -> Error {
+    Error::Autograd(format!(
+        "Mismatch in dtype: grad_output[0] has a dtype of {} and output[0] has a dtype of {}.",
+        torch_dtype_name(grad),
+        torch_dtype_name(output)
+    ))
 }

@@ -71,8 +71,9 @@ pub(crate) fn extreme_dim(a: In<'_>, dim: isize, keepdim: bool, max: bool) -> Re
     Ok(Out { value, node })
 }
 
-/// Max or min of all elements, recorded: ties share the gradient evenly (as PyTorch's
-/// full `max()`).
+/// Max or min of all elements, recorded: the gradient is shared evenly by the elements equal
+/// to the result, and by the NaNs when the result is NaN (PyTorch's
+/// `evenly_distribute_backward`: `[1, NaN, 3].max()` sends it all to the NaN).
 pub(crate) fn extreme_all(a: In<'_>, max: bool) -> Result<Out> {
     let op = if max { ReduceOp::Max } else { ReduceOp::Min };
     let value = ops::reduce::reduce(a.value, &[], false, op)?;
@@ -82,7 +83,14 @@ pub(crate) fn extreme_all(a: In<'_>, max: bool) -> Result<Out> {
         |_| {
             let (x, y) = (a.value.clone(), value.clone());
             move |g| {
-                let hits = kit::mask(&x, &y, CompareOp::Eq)?;
+                // mask = (x == y) | (isnan(x) & isnan(y)), as PyTorch's GPU branch (no host
+                // read of `y`); the two terms never overlap, so their sum is the mask.
+                let equal = kit::mask(&x, &y, CompareOp::Eq)?;
+                let both_nan = kit::mul(
+                    kit::mask(&x, &x, CompareOp::Ne)?,
+                    &kit::mask(&y, &y, CompareOp::Ne)?,
+                )?;
+                let hits = kit::binary(equal, &both_nan, ops::BinaryOp::Add)?;
                 let count = ops::reduce::reduce(&hits, &[], false, ReduceOp::Sum)?;
                 let share = kit::div(g, &count)?;
                 Ok(vec![Some(kit::mul(hits, &share)?)])

@@ -272,6 +272,12 @@ impl<D: Device, E: Float> Var<D, E> {
                 self.value.shape()
             )));
         }
+        if grad.raw.dtype != self.value.raw.dtype {
+            return Err(super::dyn_var::dtype_mismatch(
+                grad.raw.dtype,
+                self.value.raw.dtype,
+            ));
+        }
         graph::backward(node, grad.raw.clone())
     }
 

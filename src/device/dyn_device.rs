@@ -65,16 +65,53 @@ impl DynDevice {
         }
     }
 
+    /// The largest CUDA device index: PyTorch's `DeviceIndex` is an int8, so no process has a
+    /// device past `cuda:127`, and `"cuda:128"` does not parse.
+    pub const MAX_CUDA_INDEX: usize = i8::MAX as usize;
+
     /// GPU `index`.
+    ///
+    /// # Panics
+    ///
+    /// When `index` is past [`MAX_CUDA_INDEX`](Self::MAX_CUDA_INDEX) (it is never wrapped or
+    /// clamped to another device); [`try_cuda`](Self::try_cuda) returns an `Err` instead.
+    /// Inside a `const`, such an index is a compile error.
+    #[track_caller]
     pub const fn cuda(index: usize) -> Self {
-        DynDevice {
-            kind: Kind::Gpu,
-            index: if index >= NO_INDEX as usize {
-                NO_INDEX - 1
-            } else {
-                index as u32
-            },
+        match Self::checked_cuda(index) {
+            Some(d) => d,
+            None => panic!(
+                "DynDevice::cuda: CUDA device indices go from 0 to 127; use DynDevice::try_cuda for an Err instead of this panic"
+            ),
         }
+    }
+
+    /// GPU `index`, or [`Error::DeviceIndexOutOfRange`] when it is past
+    /// [`MAX_CUDA_INDEX`](Self::MAX_CUDA_INDEX).
+    ///
+    /// ```
+    /// use devtype::prelude::*;
+    /// assert_eq!(DynDevice::try_cuda(1).unwrap().to_string(), "cuda:1");
+    /// assert!(DynDevice::try_cuda(300).is_err());
+    /// ```
+    pub const fn try_cuda(index: usize) -> Result<Self> {
+        match Self::checked_cuda(index) {
+            Some(d) => Ok(d),
+            None => Err(Error::DeviceIndexOutOfRange {
+                index,
+                max: Self::MAX_CUDA_INDEX,
+            }),
+        }
+    }
+
+    const fn checked_cuda(index: usize) -> Option<Self> {
+        if index > Self::MAX_CUDA_INDEX {
+            return None;
+        }
+        Some(DynDevice {
+            kind: Kind::Gpu,
+            index: index as u32,
+        })
     }
 
     /// True for the CPU (`cpu` or `cpu:N`).
@@ -110,9 +147,16 @@ impl DynDevice {
     pub const fn resolved(self) -> Self {
         match self.kind {
             Kind::Host => DynDevice::cpu(),
+            // Every stored index is at most MAX_CUDA_INDEX (checked where it is made).
             Kind::Gpu => match self.index {
-                NO_INDEX => DynDevice::cuda(0),
-                i => DynDevice::cuda(i as usize),
+                NO_INDEX => DynDevice {
+                    kind: Kind::Gpu,
+                    index: 0,
+                },
+                i => DynDevice {
+                    kind: Kind::Gpu,
+                    index: i,
+                },
             },
         }
     }
@@ -183,10 +227,11 @@ impl FromStr for DynDevice {
                 if !well_formed {
                     return Err(invalid());
                 }
-                // PyTorch parses with std::stoi: anything beyond an int cannot be parsed.
-                match digits.parse::<i32>() {
-                    Ok(i) => i as u32,
-                    Err(_) => {
+                // PyTorch parses with std::stoi into an int8 `DeviceIndex`: anything past
+                // MAX_CUDA_INDEX cannot be parsed (PyTorch would wrap it; devtype refuses).
+                match digits.parse::<u32>() {
+                    Ok(i) if i as usize <= Self::MAX_CUDA_INDEX => i,
+                    _ => {
                         return Err(Error::DeviceIndexParse {
                             index: digits.to_string(),
                             string: s.to_string(),

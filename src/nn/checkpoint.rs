@@ -63,12 +63,300 @@ pub(crate) struct Loaded<E> {
     pub(crate) values: Vec<E>,
 }
 
+/// A JSON value of a safetensors header, as far as the checks below need it.
+enum Json {
+    Number(String),
+    Text(String),
+    List(Vec<Json>),
+    Object(Vec<(String, Json)>),
+    Other,
+}
+
+/// A small JSON reader for the safetensors header, so that a malformed tensor entry can be
+/// named before the `safetensors` crate (whose errors name no tensor) looks at it. `None` for
+/// anything that is not well-formed JSON; nesting deeper than 64 is refused, never recursed.
+struct JsonReader<'a> {
+    text: &'a [u8],
+    at: usize,
+}
+
+impl JsonReader<'_> {
+    fn parse(text: &[u8]) -> Option<Json> {
+        let mut r = JsonReader { text, at: 0 };
+        let v = r.value(0)?;
+        r.space();
+        (r.at == r.text.len()).then_some(v)
+    }
+
+    fn space(&mut self) {
+        while self
+            .text
+            .get(self.at)
+            .is_some_and(|b| b.is_ascii_whitespace())
+        {
+            self.at += 1;
+        }
+    }
+
+    fn eat(&mut self, b: u8) -> bool {
+        self.space();
+        let hit = self.text.get(self.at) == Some(&b);
+        if hit {
+            self.at += 1;
+        }
+        hit
+    }
+
+    fn value(&mut self, depth: usize) -> Option<Json> {
+        if depth > 64 {
+            return None;
+        }
+        self.space();
+        match *self.text.get(self.at)? {
+            b'{' => {
+                self.at += 1;
+                let mut fields = Vec::new();
+                if self.eat(b'}') {
+                    return Some(Json::Object(fields));
+                }
+                loop {
+                    self.space();
+                    let key = self.string()?;
+                    if !self.eat(b':') {
+                        return None;
+                    }
+                    fields.push((key, self.value(depth + 1)?));
+                    if self.eat(b'}') {
+                        return Some(Json::Object(fields));
+                    }
+                    if !self.eat(b',') {
+                        return None;
+                    }
+                }
+            }
+            b'[' => {
+                self.at += 1;
+                let mut items = Vec::new();
+                if self.eat(b']') {
+                    return Some(Json::List(items));
+                }
+                loop {
+                    items.push(self.value(depth + 1)?);
+                    if self.eat(b']') {
+                        return Some(Json::List(items));
+                    }
+                    if !self.eat(b',') {
+                        return None;
+                    }
+                }
+            }
+            b'"' => self.string().map(Json::Text),
+            b'-' | b'0'..=b'9' => {
+                let start = self.at;
+                while self.text.get(self.at).is_some_and(|b| {
+                    b.is_ascii_digit() || matches!(b, b'-' | b'+' | b'.' | b'e' | b'E')
+                }) {
+                    self.at += 1;
+                }
+                let number = std::str::from_utf8(&self.text[start..self.at]).ok()?;
+                Some(Json::Number(number.to_string()))
+            }
+            _ => {
+                for word in ["true", "false", "null"] {
+                    if self.text[self.at..].starts_with(word.as_bytes()) {
+                        self.at += word.len();
+                        return Some(Json::Other);
+                    }
+                }
+                None
+            }
+        }
+    }
+
+    /// A string at the cursor; escapes other than `\"` and `\\` are kept as written (names
+    /// are only shown in messages).
+    fn string(&mut self) -> Option<String> {
+        if self.text.get(self.at) != Some(&b'"') {
+            return None;
+        }
+        self.at += 1;
+        let mut out = Vec::new();
+        loop {
+            match *self.text.get(self.at)? {
+                b'"' => {
+                    self.at += 1;
+                    return String::from_utf8(out).ok();
+                }
+                b'\\' => {
+                    let next = *self.text.get(self.at + 1)?;
+                    if !matches!(next, b'"' | b'\\') {
+                        out.push(b'\\');
+                    }
+                    out.push(next);
+                    self.at += 2;
+                }
+                b => {
+                    out.push(b);
+                    self.at += 1;
+                }
+            }
+        }
+    }
+}
+
+/// The bytes per element of a safetensors dtype name; `None` for the sub-byte types (`F4`,
+/// `F6_*`), whose byte counts `safetensors` checks itself (devtype refuses them by dtype).
+fn dtype_width(name: &str) -> Option<usize> {
+    match name {
+        "F64" | "I64" | "U64" | "C64" => Some(8),
+        "F32" | "I32" | "U32" => Some(4),
+        "F16" | "BF16" | "I16" | "U16" => Some(2),
+        n if n.starts_with("F4") || n.starts_with("F6") => None,
+        _ => Some(1),
+    }
+}
+
+/// Checks every tensor entry of the header of `bytes` for what devtype needs before any
+/// allocation: at most `MAX_DIMS` dimensions, a shape whose sizes (and byte count) fit in
+/// memory arithmetic, and data offsets that span exactly the bytes the shape needs. Errors
+/// name the file and the tensor. Headers that are not readable JSON are left to `safetensors`.
+fn check_header(path: &Path, bytes: &[u8]) -> Result<()> {
+    let Some(len) = bytes.get(..8) else {
+        return Err(checkpoint_error(
+            path,
+            format!(
+                "the file has {} bytes, too few for a safetensors header",
+                bytes.len()
+            ),
+        ));
+    };
+    let len = u64::from_le_bytes(len.try_into().unwrap_or([0; 8]));
+    let Some(header) = usize::try_from(len)
+        .ok()
+        .and_then(|n| bytes.get(8..8usize.checked_add(n)?))
+    else {
+        return Err(checkpoint_error(
+            path,
+            format!(
+                "the header claims {len} bytes, but the file has only {} after the length",
+                bytes.len() - 8
+            ),
+        ));
+    };
+    let Some(Json::Object(entries)) = JsonReader::parse(header) else {
+        return Ok(());
+    };
+    let max_dims = crate::tensor::layout::MAX_DIMS;
+    for (name, entry) in &entries {
+        let Json::Object(fields) = entry else {
+            continue;
+        };
+        if name == "__metadata__" {
+            continue;
+        }
+        let field = |key: &str| fields.iter().find(|(k, _)| k == key).map(|(_, v)| v);
+        let Some(Json::List(dims)) = field("shape") else {
+            continue;
+        };
+        let bad = |message: String| checkpoint_error(path, format!("tensor \"{name}\": {message}"));
+        let shape_text = || {
+            let dims: Vec<&str> = dims
+                .iter()
+                .map(|d| match d {
+                    Json::Number(n) => n.as_str(),
+                    _ => "?",
+                })
+                .collect();
+            format!("[{}]", dims.join(", "))
+        };
+        if dims.len() > max_dims {
+            return Err(bad(format!(
+                "shape {} has {} dimensions; devtype supports tensors of at most {max_dims}",
+                shape_text(),
+                dims.len()
+            )));
+        }
+        let mut shape = Vec::with_capacity(dims.len());
+        for d in dims {
+            match d {
+                Json::Number(n) => match n.parse::<usize>() {
+                    Ok(v) => shape.push(v),
+                    Err(_) => {
+                        return Err(bad(format!(
+                            "shape {} has a size that is not a count of elements ({n})",
+                            shape_text()
+                        )))
+                    }
+                },
+                _ => {
+                    return Err(bad(format!(
+                        "shape {} is not a list of sizes",
+                        shape_text()
+                    )))
+                }
+            }
+        }
+        let dtype = match field("dtype") {
+            Some(Json::Text(t)) => t.as_str(),
+            _ => "",
+        };
+        let Some(width) = dtype_width(dtype) else {
+            continue;
+        };
+        // Every partial product (the strides) and the byte count must fit; zeros count as one
+        // so that an empty tensor with absurd sizes cannot overflow the strides either.
+        let fits = shape
+            .iter()
+            .try_fold(width, |acc: usize, &d| acc.checked_mul(d.max(1)))
+            .is_some_and(|b| b <= isize::MAX as usize);
+        if !fits {
+            return Err(bad(format!(
+                "shape {shape:?} of {dtype} overflows: its size in bytes does not fit in memory"
+            )));
+        }
+        let need = shape.iter().product::<usize>() * width;
+        if let Some(Json::List(offsets)) = field("data_offsets") {
+            let offsets: Vec<Option<usize>> = offsets
+                .iter()
+                .map(|o| match o {
+                    Json::Number(n) => n.parse().ok(),
+                    _ => None,
+                })
+                .collect();
+            if let [Some(begin), Some(end)] = offsets[..] {
+                if end < begin || end - begin != need {
+                    return Err(bad(format!(
+                        "shape {shape:?} of {dtype} needs {need} bytes, but its data_offsets [{begin}, {end}] hold {}",
+                        end.saturating_sub(begin)
+                    )));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Reads every tensor of `path`, which must all be of element type `E`.
+///
+/// A malformed file is an error naming the file (and the tensor, where one is at fault),
+/// never a panic: see `check_header`.
 pub(crate) fn read<E: Float>(path: &Path) -> Result<Vec<Loaded<E>>> {
     let bytes = std::fs::read(path).map_err(|e| checkpoint_error(path, e))?;
+    check_header(path, &bytes)?;
     let file = SafeTensors::deserialize(&bytes).map_err(|e| checkpoint_error(path, e))?;
     let mut out = Vec::new();
     for (name, view) in file.tensors() {
+        let max_dims = crate::tensor::layout::MAX_DIMS;
+        if view.shape().len() > max_dims {
+            return Err(checkpoint_error(
+                path,
+                format!(
+                    "tensor \"{name}\": shape {:?} has {} dimensions; devtype supports tensors of at most {max_dims}",
+                    view.shape(),
+                    view.shape().len()
+                ),
+            ));
+        }
         if view.dtype() != st_dtype(E::DTYPE) {
             return Err(checkpoint_error(
                 path,
@@ -80,6 +368,20 @@ pub(crate) fn read<E: Float>(path: &Path) -> Result<Vec<Loaded<E>>> {
             ));
         }
         let width = E::DTYPE.size_in_bytes();
+        let numel = view
+            .shape()
+            .iter()
+            .try_fold(1usize, |acc, &d| acc.checked_mul(d));
+        if numel.and_then(|n| n.checked_mul(width)) != Some(view.data().len()) {
+            return Err(checkpoint_error(
+                path,
+                format!(
+                    "tensor \"{name}\": shape {:?} does not match its {} bytes of data",
+                    view.shape(),
+                    view.data().len()
+                ),
+            ));
+        }
         let values = view
             .data()
             .chunks_exact(width)

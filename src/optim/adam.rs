@@ -1,6 +1,6 @@
 //! Adam (`torch.optim.Adam`) and AdamW (decoupled weight decay).
 
-use super::{for_each_with_grad, Optimizer};
+use super::{check_each_with_grad, check_state_names, for_each_with_grad, Optimizer};
 use crate::device::Device;
 use crate::error::Result;
 use crate::nn::Module;
@@ -20,6 +20,22 @@ struct Moments {
 
 /// Adam (`torch.optim.Adam`): bias-corrected moment estimates, kept on `D`. With
 /// [`decoupled_weight_decay`](Adam::decoupled_weight_decay), AdamW.
+///
+/// # Checked values
+///
+/// As for [`Sgd`](super::Sgd): the builders stay infallible, and the values are checked with
+/// PyTorch's texts by [`try_new`](Adam::try_new), [`check`](Adam::check) and before anything
+/// changes by every [`try_step`](Optimizer::try_step) (so [`set_lr`](Optimizer::set_lr) cannot
+/// slip a bad value through): `Invalid learning rate: -0.1`, `Invalid epsilon value: -1.0`,
+/// `Invalid beta parameter at index 0: 1.0`, `Invalid weight_decay value: -0.01`; NaN fails
+/// each of them.
+///
+/// ```
+/// use devtype::prelude::*;
+/// use devtype::optim::Adam;
+/// let err = Adam::<Cpu>::new(0.1).betas(1.0, 0.999).check().unwrap_err();
+/// assert_eq!(err.to_string(), "Invalid beta parameter at index 0: 1.0");
+/// ```
 pub struct Adam<D: Device, E: Float = f32> {
     update: AdamUpdate,
     state: HashMap<String, Moments>,
@@ -33,6 +49,21 @@ impl<D: Device, E: Float> Clone for Adam<D, E> {
             state: self.state.clone(),
             _on: PhantomData,
         }
+    }
+}
+
+impl<D: Device, E: Float> std::fmt::Debug for Adam<D, E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Adam({:?}, state of {} parameters on {})",
+            self.update,
+            self.state.len(),
+            std::any::type_name::<D>()
+                .rsplit("::")
+                .next()
+                .unwrap_or("?")
+        )
     }
 }
 
@@ -53,6 +84,19 @@ impl<D: Device, E: Float> Adam<D, E> {
             state: HashMap::new(),
             _on: PhantomData,
         }
+    }
+
+    /// Adam with learning rate `lr`, or PyTorch's `Invalid learning rate: {lr}` when it is
+    /// negative or NaN.
+    pub fn try_new(lr: f64) -> Result<Self> {
+        let opt = Self::new(lr);
+        opt.check()?;
+        Ok(opt)
+    }
+
+    /// Checks the hyper-parameters as `torch.optim.Adam` does (NaN fails too), with its texts.
+    pub fn check(&self) -> Result<()> {
+        self.update.validate()
     }
 
     /// With other `betas`.
@@ -133,15 +177,31 @@ impl<D: Device, E: Float> Adam<D, E> {
 impl<D: Device, E: Float> Optimizer<D, E> for Adam<D, E> {
     fn try_step<M: Module<D, E>>(&mut self, model: &mut M) -> Result<()> {
         let update = self.update;
+        update.validate()?;
         let state = &mut self.state;
+        // Everything is checked before the first update: a failed step changes nothing (not
+        // even the step counts).
+        let names = check_each_with_grad(model, |name, p, g| {
+            let m = state.get(name);
+            crate::ops::optim::check_adam(
+                name,
+                p,
+                g,
+                m.and_then(|m| m.exp_avg.as_ref()),
+                m.and_then(|m| m.exp_avg_sq.as_ref()),
+                &update,
+            )
+        })?;
+        check_state_names(state.keys(), &names, "exp_avg")?;
         for_each_with_grad(model, |name, p, g| {
             let m = state.entry(name.to_string()).or_default();
-            m.step += 1;
             let u = AdamUpdate {
-                step: m.step,
+                step: m.step + 1,
                 ..update
             };
-            crate::ops::optim::adam(p, g, &mut m.exp_avg, &mut m.exp_avg_sq, &u)
+            crate::ops::optim::adam(name, p, g, &mut m.exp_avg, &mut m.exp_avg_sq, &u)?;
+            m.step += 1;
+            Ok(())
         })
     }
 

@@ -32,11 +32,19 @@ pub use sgd::Sgd;
 use crate::device::Device;
 use crate::error::Result;
 use crate::nn::Module;
+use crate::tensor::operand::sealed::AsRaw;
+use crate::tensor::raw::RawTensor;
 use crate::tensor::Float;
+use std::collections::HashSet;
 
 /// An optimizer whose state lives on `D`: it updates models whose parameters are on `D`.
 pub trait Optimizer<D: Device, E: Float = f32> {
     /// Updates every parameter of `model` that has a gradient, once.
+    ///
+    /// Checks everything first: the hyper-parameters (PyTorch's `Invalid learning rate: -0.1`
+    /// and the like, NaN too), and every gradient and state buffer against its parameter
+    /// (shape, dtype, and that the state is of a parameter of this model). On an error,
+    /// no parameter and no state has changed.
     fn try_step<M: Module<D, E>>(&mut self, model: &mut M) -> Result<()>;
 
     /// Updates every parameter of `model` that has a gradient, once (PyTorch's `opt.step()`).
@@ -58,17 +66,58 @@ pub trait Optimizer<D: Device, E: Float = f32> {
     fn lr(&self) -> f64;
 
     /// Sets the learning rate (for schedules).
+    ///
+    /// Infallible, like the builders: a bad value (negative, NaN) is reported by the next
+    /// [`try_step`](Self::try_step), before anything changes, so it never slips through.
     fn set_lr(&mut self, lr: f64);
+}
+
+/// Runs `check` on every parameter of `model` that has a gradient, with its name, stopping at
+/// the first error; returns the names of all parameters (with a gradient or not).
+///
+/// Optimizers call this before [`for_each_with_grad`], so that a step that fails changes no
+/// parameter and no state: all or nothing.
+pub(crate) fn check_each_with_grad<D: Device, E: Float, M: Module<D, E>>(
+    model: &M,
+    mut check: impl FnMut(&str, &RawTensor, &RawTensor) -> Result<()>,
+) -> Result<HashSet<String>> {
+    let mut result = Ok(());
+    let mut names = HashSet::new();
+    model.visit_parameters("", &mut |name, p| {
+        names.insert(name.to_string());
+        if result.is_err() {
+            return;
+        }
+        let Some(grad) = p.node().and_then(|n| n.grad()) else {
+            return;
+        };
+        result = check(name, p.raw(), &grad);
+    });
+    result.map(|()| names)
+}
+
+/// An error when the state holds a buffer for a parameter the model does not have: the state
+/// was made for (or loaded from a file of) another model.
+pub(crate) fn check_state_names<'a>(
+    state: impl IntoIterator<Item = &'a String>,
+    names: &HashSet<String>,
+    what: &'static str,
+) -> Result<()> {
+    let mut unknown: Vec<&String> = state.into_iter().filter(|k| !names.contains(*k)).collect();
+    unknown.sort();
+    match unknown.first() {
+        Some(name) => Err(crate::error::Error::OptimizerStateUnknownParameter {
+            name: name.to_string(),
+            state: what,
+        }),
+        None => Ok(()),
+    }
 }
 
 /// Runs `update` on every parameter of `model` that has a gradient, with its name.
 pub(crate) fn for_each_with_grad<D: Device, E: Float, M: Module<D, E>>(
     model: &mut M,
-    mut update: impl FnMut(
-        &str,
-        &mut crate::tensor::raw::RawTensor,
-        &crate::tensor::raw::RawTensor,
-    ) -> Result<()>,
+    mut update: impl FnMut(&str, &mut RawTensor, &RawTensor) -> Result<()>,
 ) -> Result<()> {
     let mut result = Ok(());
     model.visit_parameters_mut("", &mut |name, p| {

@@ -1,7 +1,7 @@
 //! Stochastic gradient descent with momentum, dampening, weight decay and Nesterov momentum,
 //! as `torch.optim.SGD`.
 
-use super::{for_each_with_grad, Optimizer};
+use super::{check_each_with_grad, check_state_names, for_each_with_grad, Optimizer};
 use crate::device::Device;
 use crate::error::Result;
 use crate::nn::Module;
@@ -14,6 +14,25 @@ use std::path::Path;
 
 /// SGD (`torch.optim.SGD`): `p -= lr * (g + weight_decay * p)`, with momentum buffers (on
 /// `D`) when `momentum > 0`.
+///
+/// # Checked values
+///
+/// The builders stay infallible so that `Sgd::new(0.1).momentum(0.9)` reads as in PyTorch;
+/// the values are checked with PyTorch's texts by [`try_new`](Sgd::try_new) (the learning
+/// rate) and [`check`](Sgd::check) (all of them), and always again by every
+/// [`try_step`](Optimizer::try_step) before it touches anything, so a bad value (from a
+/// builder or from [`set_lr`](Optimizer::set_lr)) is an `Err`, never a silent update:
+/// `Invalid learning rate: -0.1`, `Invalid momentum value: -0.5`,
+/// `Invalid weight_decay value: -1.0`, `Nesterov momentum requires a momentum and zero
+/// dampening`. NaN is an error for every value (PyTorch lets a NaN learning rate through).
+///
+/// ```
+/// use devtype::prelude::*;
+/// use devtype::optim::Sgd;
+/// let err = Sgd::<Cpu>::try_new(-0.1).unwrap_err();
+/// assert_eq!(err.to_string(), "Invalid learning rate: -0.1");
+/// assert!(Sgd::<Cpu>::new(0.1).nesterov(true).check().is_err()); // Nesterov needs momentum
+/// ```
 pub struct Sgd<D: Device, E: Float = f32> {
     update: SgdUpdate,
     /// Momentum buffers by parameter name, on `D`.
@@ -60,6 +79,19 @@ impl<D: Device, E: Float> Sgd<D, E> {
             momentum_buffers: HashMap::new(),
             _on: PhantomData,
         }
+    }
+
+    /// Plain SGD with learning rate `lr`, or PyTorch's `Invalid learning rate: {lr}` when it
+    /// is negative or NaN.
+    pub fn try_new(lr: f64) -> Result<Self> {
+        let opt = Self::new(lr);
+        opt.check()?;
+        Ok(opt)
+    }
+
+    /// Checks the hyper-parameters as `torch.optim.SGD` does (and NaN), with its texts.
+    pub fn check(&self) -> Result<()> {
+        self.update.validate()
     }
 
     /// With momentum (buffers are created on the first step, on `D`).
@@ -132,6 +164,10 @@ impl<D: Device, E: Float> Sgd<D, E> {
 
     /// An optimizer with learning rate `lr` and the momentum buffers of a file, loaded onto
     /// `dev` (the resumed optimizer's state is typed on the device it was loaded onto).
+    ///
+    /// The buffers are checked against the model at every step, before anything changes: a
+    /// file of another model (a buffer of another shape, or for a parameter the model does not
+    /// have) makes `try_step` an error that names the parameter and both shapes.
     pub fn load(path: impl AsRef<Path>, lr: f64, momentum: f64, dev: D) -> Result<Self> {
         let mut opt = Sgd::new(lr).momentum(momentum);
         for t in crate::nn::checkpoint_read::<E>(path.as_ref())? {
@@ -145,13 +181,21 @@ impl<D: Device, E: Float> Sgd<D, E> {
 impl<D: Device, E: Float> Optimizer<D, E> for Sgd<D, E> {
     fn try_step<M: Module<D, E>>(&mut self, model: &mut M) -> Result<()> {
         let update = self.update;
+        update.validate()?;
         let buffers = &mut self.momentum_buffers;
+        // Everything is checked before the first update: a failed step changes nothing.
+        let names = check_each_with_grad(model, |name, p, g| {
+            crate::ops::optim::check_sgd(name, p, g, buffers.get(name), &update)
+        })?;
+        if update.momentum != 0.0 {
+            check_state_names(buffers.keys(), &names, "momentum_buffer")?;
+        }
         for_each_with_grad(model, |name, p, g| {
             if update.momentum == 0.0 {
-                return crate::ops::optim::sgd(p, g, &mut None, &update);
+                return crate::ops::optim::sgd(name, p, g, &mut None, &update);
             }
             let mut buf = buffers.remove(name);
-            let r = crate::ops::optim::sgd(p, g, &mut buf, &update);
+            let r = crate::ops::optim::sgd(name, p, g, &mut buf, &update);
             if let Some(b) = buf {
                 buffers.insert(name.to_string(), b);
             }

@@ -46,30 +46,46 @@ pub(crate) fn check(
             targets.dtype
         )));
     }
+    // PyTorch's checks, in its order: `nll_loss_nd` (input rank, batch sizes), then
+    // `nll_loss`'s (target rank, the unbatched size check).
     let (n, c) = match logits.rank() {
-        2 => (logits.shape()[0], logits.shape()[1]),
+        0 => {
+            return Err(Error::Shape(
+                "Expected 1 or more dimensions (got 0)".to_string(),
+            ))
+        }
         1 => (1, logits.shape()[0]),
+        2 => (logits.shape()[0], logits.shape()[1]),
         r => {
             return Err(Error::Shape(format!(
                 "cross_entropy expects logits of shape [batch, classes] or [classes], got {r}-D"
             )))
         }
     };
-    let target_n = if logits.rank() == 1 {
-        if targets.rank() == 0 {
-            1
-        } else {
-            usize::MAX
+    if logits.rank() == 2 {
+        if let Some(&m) = targets.shape().first() {
+            if m != n {
+                return Err(Error::Shape(format!(
+                    "Expected input batch_size ({n}) to match target batch_size ({m})."
+                )));
+            }
         }
-    } else if targets.rank() == 1 {
-        targets.shape()[0]
-    } else {
-        usize::MAX
+    }
+    if targets.rank() > 1 {
+        return Err(Error::Shape(
+            "0D or 1D target tensor expected, multi-target not supported".to_string(),
+        ));
+    }
+    // Unbatched logits take a 0-D target; batched ones a 1-D target of the batch size.
+    let fits = match logits.rank() {
+        1 => targets.rank() == 0,
+        _ => targets.rank() == 1,
     };
-    if target_n != n {
+    if !fits {
         return Err(Error::Shape(format!(
-            "Expected input batch_size ({n}) to match target batch_size ({}).",
-            targets.shape().first().copied().unwrap_or(1)
+            "size mismatch (got input: {:?}, target: {:?})",
+            logits.shape(),
+            targets.shape()
         )));
     }
     if let Some(w) = weight {

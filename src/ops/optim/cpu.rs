@@ -2,7 +2,7 @@
 //! in place, split across threads for large parameters.
 
 use super::{AdamScalars, AdamUpdate, SgdUpdate};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::tensor::raw::RawTensor;
 use crate::tensor::{DType, Float};
 use rayon::prelude::*;
@@ -28,6 +28,18 @@ fn zeros_like<T: Float>(like: &RawTensor) -> Result<RawTensor> {
     ))
 }
 
+/// The kernels zip the buffers: a shorter one would silently leave part of the parameter
+/// unchanged. `check_sgd`/`check_adam` rule this out; this is the kernels' own guard.
+fn same_lengths(lengths: &[usize]) -> Result<()> {
+    if lengths.windows(2).all(|w| w[0] == w[1]) {
+        Ok(())
+    } else {
+        Err(Error::Shape(format!(
+            "optimizer kernel: parameter, gradient and state have different lengths {lengths:?}"
+        )))
+    }
+}
+
 fn parallel(len: usize) -> bool {
     len >= crate::cpu::strided::PARALLEL_THRESHOLD && !cfg!(miri)
 }
@@ -42,6 +54,7 @@ fn sgd_typed<T: Float>(
     let gs = &g.cpu_slice::<T>().expect("cpu")[g.layout.contiguous_range().expect("contiguous")];
     make_unique::<T>(param)?;
     let p = param.unique_cpu_data::<T>().expect("made unique");
+    same_lengths(&[p.len(), gs.len()])?;
     let (lr, wd) = (T::from_f64(u.lr), T::from_f64(u.weight_decay));
     if u.momentum == 0.0 {
         let step = |p: &mut [T], g: &[T]| {
@@ -67,6 +80,7 @@ fn sgd_typed<T: Float>(
     make_unique::<T>(buf)?;
     let b = buf.unique_cpu_data::<T>().expect("made unique");
     let p = param.unique_cpu_data::<T>().expect("made unique");
+    same_lengths(&[p.len(), gs.len(), b.len()])?;
     let (mom, keep) = (T::from_f64(u.momentum), T::from_f64(1.0 - u.dampening));
     let nesterov = u.nesterov;
     let step = |p: &mut [T], g: &[T], b: &mut [T]| {
@@ -113,6 +127,7 @@ fn adam_typed<T: Float>(
         v.unique_cpu_data::<T>().expect("unique"),
     );
     let p = param.unique_cpu_data::<T>().expect("made unique");
+    same_lengths(&[p.len(), gs.len(), m.len(), v.len()])?;
     let AdamScalars {
         b1,
         b2,

@@ -9,7 +9,7 @@ use crate::cuda::context::GpuContext;
 use crate::cuda::kernels::{self, Family};
 use crate::cuda::storage::{with_dtype, CudaElement};
 use crate::cuda::{launch, memory};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::tensor::raw::RawTensor;
 use cudarc::driver::PushKernelArg;
 
@@ -29,6 +29,22 @@ fn zeros_like<T: CudaElement>(gpu: &GpuContext, like: &RawTensor) -> Result<RawT
         like.layout.shape,
         gpu.ordinal,
     ))
+}
+
+/// The kernel's own guard: every buffer it indexes holds `n` elements of `T`, contiguous, on
+/// `gpu` (`check_sgd`/`check_adam` rule out anything else before a step starts).
+fn fits<T: CudaElement>(gpu: &GpuContext, n: usize, buffers: &[&RawTensor]) -> Result<()> {
+    for b in buffers {
+        if b.numel() != n || b.dtype != T::DTYPE || !b.layout.is_contiguous() {
+            return Err(Error::Shape(format!(
+                "optimizer kernel: a buffer of shape {:?} ({}) for a parameter of {n} elements of {}",
+                b.shape(),
+                b.dtype,
+                T::DTYPE
+            )));
+        }
+    }
+    memory::same_gpu(gpu, buffers)
 }
 
 /// The device address of a GPU tensor's first element.
@@ -65,6 +81,10 @@ fn sgd_typed<T: CudaElement>(
         make_unique(buffer.as_mut().expect("created above"))?;
     }
     let n = param.numel();
+    match (has_momentum, buffer.as_ref()) {
+        (true, Some(b)) => fits::<T>(gpu, n, &[&g, b])?,
+        _ => fits::<T>(gpu, n, &[&g])?,
+    }
     if n == 0 {
         return Ok(());
     }
@@ -135,6 +155,9 @@ fn adam_typed<T: CudaElement>(
         make_unique(state.as_mut().expect("created above"))?;
     }
     let n = param.numel();
+    if let (Some(m), Some(v)) = (exp_avg.as_ref(), exp_avg_sq.as_ref()) {
+        fits::<T>(gpu, n, &[&g, m, v])?;
+    }
     if n == 0 {
         return Ok(());
     }

@@ -74,7 +74,88 @@ impl AdamUpdate {
     }
 }
 
-fn check(param: &RawTensor, grad: &RawTensor) -> Result<()> {
+/// Formats `x` as Python's `repr(float)` does, so texts match PyTorch's f-strings:
+/// `-0.1`, `-1.0`, `1e-05`, `nan`, `inf`.
+pub(crate) fn py_float(x: f64) -> String {
+    if x.is_nan() {
+        return "nan".into();
+    }
+    if x.is_infinite() {
+        return if x > 0.0 { "inf" } else { "-inf" }.into();
+    }
+    // Rust's `{:?}` is the shortest round-trip form and switches to exponents where Python
+    // does (below 1e-4, from 1e16); only the exponent's spelling differs.
+    let s = format!("{x:?}");
+    match s.split_once('e') {
+        Some((mantissa, exp)) => {
+            let (sign, digits) = match exp.strip_prefix('-') {
+                Some(d) => ('-', d),
+                None => ('+', exp),
+            };
+            format!("{mantissa}e{sign}{digits:0>2}")
+        }
+        None => s,
+    }
+}
+
+fn invalid(what: &str, value: f64) -> Error {
+    Error::InvalidOptimizerArgument(format!("{what}: {}", py_float(value)))
+}
+
+/// `value >= 0`, written so that NaN fails too (PyTorch's `not 0.0 <= value`).
+fn non_negative(value: f64, what: &str) -> Result<()> {
+    if value >= 0.0 {
+        Ok(())
+    } else {
+        Err(invalid(what, value))
+    }
+}
+
+impl SgdUpdate {
+    /// PyTorch's checks of `torch.optim.SGD.__init__`, in its order and words; NaN is
+    /// rejected too (PyTorch lets a NaN learning rate through and fills the model with NaN).
+    pub(crate) fn validate(&self) -> Result<()> {
+        non_negative(self.lr, "Invalid learning rate")?;
+        non_negative(self.momentum, "Invalid momentum value")?;
+        non_negative(self.weight_decay, "Invalid weight_decay value")?;
+        if self.dampening.is_nan() {
+            return Err(invalid("Invalid dampening value", self.dampening));
+        }
+        if self.nesterov && (self.momentum <= 0.0 || self.dampening != 0.0) {
+            return Err(Error::InvalidOptimizerArgument(
+                "Nesterov momentum requires a momentum and zero dampening".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl AdamUpdate {
+    /// PyTorch's checks of `torch.optim.Adam.__init__` (and `AdamW`), in its order and words;
+    /// NaN fails each of them, as in PyTorch.
+    pub(crate) fn validate(&self) -> Result<()> {
+        non_negative(self.lr, "Invalid learning rate")?;
+        non_negative(self.eps, "Invalid epsilon value")?;
+        for (i, beta) in [self.beta1, self.beta2].into_iter().enumerate() {
+            if !(0.0..1.0).contains(&beta) {
+                return Err(invalid(
+                    &format!("Invalid beta parameter at index {i}"),
+                    beta,
+                ));
+            }
+        }
+        non_negative(self.weight_decay, "Invalid weight_decay value")
+    }
+}
+
+/// Checks that a gradient fits its parameter: same shape, same floating dtype, same device.
+pub(crate) fn check(param: &RawTensor, grad: &RawTensor) -> Result<()> {
+    if param.device != grad.device {
+        return Err(Error::DeviceMismatch {
+            first: param.device,
+            second: grad.device,
+        });
+    }
     if param.shape() != grad.shape() {
         return Err(Error::Shape(format!(
             "optimizer: a gradient of shape {:?} for a parameter of shape {:?}",
@@ -91,14 +172,86 @@ fn check(param: &RawTensor, grad: &RawTensor) -> Result<()> {
     Ok(())
 }
 
+/// Checks that the state buffer `state` of parameter `name` fits it: same shape, dtype and
+/// device. The kernels read and write the state at every index of the parameter.
+pub(crate) fn check_state(
+    name: &str,
+    state: &'static str,
+    param: &RawTensor,
+    buffer: &RawTensor,
+) -> Result<()> {
+    if buffer.shape() != param.shape() || buffer.dtype != param.dtype {
+        return Err(Error::OptimizerStateMismatch {
+            name: name.to_string(),
+            state,
+            expected: param.shape().to_vec(),
+            found: buffer.shape().to_vec(),
+            expected_dtype: param.dtype,
+            found_dtype: buffer.dtype,
+        });
+    }
+    if buffer.device != param.device {
+        return Err(Error::DeviceMismatch {
+            first: param.device,
+            second: buffer.device,
+        });
+    }
+    Ok(())
+}
+
+/// Every precondition of one SGD step of parameter `name`, checked before anything changes.
+pub(crate) fn check_sgd(
+    name: &str,
+    param: &RawTensor,
+    grad: &RawTensor,
+    momentum_buffer: Option<&RawTensor>,
+    update: &SgdUpdate,
+) -> Result<()> {
+    update.validate()?;
+    check(param, grad)?;
+    match momentum_buffer {
+        Some(b) if update.momentum != 0.0 => check_state(name, "momentum_buffer", param, b),
+        _ => Ok(()),
+    }
+}
+
+/// Every precondition of one Adam step of parameter `name`, checked before anything changes.
+pub(crate) fn check_adam(
+    name: &str,
+    param: &RawTensor,
+    grad: &RawTensor,
+    exp_avg: Option<&RawTensor>,
+    exp_avg_sq: Option<&RawTensor>,
+    update: &AdamUpdate,
+) -> Result<()> {
+    update.validate()?;
+    check(param, grad)?;
+    if let Some(m) = exp_avg {
+        check_state(name, "exp_avg", param, m)?;
+    }
+    if let Some(v) = exp_avg_sq {
+        check_state(name, "exp_avg_sq", param, v)?;
+    }
+    if exp_avg.is_some() != exp_avg_sq.is_some() {
+        return Err(Error::Autograd(format!(
+            "optimizer state of parameter \"{name}\" has only one of exp_avg and exp_avg_sq"
+        )));
+    }
+    Ok(())
+}
+
 /// One SGD step on `param`; `momentum_buffer` is created on the first step when momentum is used.
+///
+/// Checks its own preconditions first ([`check_sgd`]): no caller can make a kernel read or
+/// write past a buffer.
 pub(crate) fn sgd(
+    name: &str,
     param: &mut RawTensor,
     grad: &RawTensor,
     momentum_buffer: &mut Option<RawTensor>,
     update: &SgdUpdate,
 ) -> Result<()> {
-    check(param, grad)?;
+    check_sgd(name, param, grad, momentum_buffer.as_ref(), update)?;
     match (&*param.storage, &*grad.storage) {
         (Storage::Cpu(_), Storage::Cpu(_)) => cpu::sgd(param, grad, momentum_buffer, update),
         _ => cuda::sgd(param, grad, momentum_buffer, update),
@@ -106,16 +259,97 @@ pub(crate) fn sgd(
 }
 
 /// One Adam step on `param`; the moment estimates are created on the first step.
+///
+/// Checks its own preconditions first ([`check_adam`]).
 pub(crate) fn adam(
+    name: &str,
     param: &mut RawTensor,
     grad: &RawTensor,
     exp_avg: &mut Option<RawTensor>,
     exp_avg_sq: &mut Option<RawTensor>,
     update: &AdamUpdate,
 ) -> Result<()> {
-    check(param, grad)?;
+    check_adam(
+        name,
+        param,
+        grad,
+        exp_avg.as_ref(),
+        exp_avg_sq.as_ref(),
+        update,
+    )?;
     match (&*param.storage, &*grad.storage) {
         (Storage::Cpu(_), Storage::Cpu(_)) => cpu::adam(param, grad, exp_avg, exp_avg_sq, update),
         _ => cuda::adam(param, grad, exp_avg, exp_avg_sq, update),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(values: &[f32], shape: &[usize]) -> RawTensor {
+        RawTensor::from_vec(values.to_vec(), shape, crate::device::DynDevice::cpu()).unwrap()
+    }
+
+    const SGD: SgdUpdate = SgdUpdate {
+        lr: 0.1,
+        momentum: 0.9,
+        dampening: 0.0,
+        weight_decay: 0.0,
+        nesterov: false,
+    };
+
+    #[test]
+    fn kernels_refuse_state_of_another_shape_and_change_nothing() {
+        let mut p = t(&[1.0, 2.0, 3.0], &[3]);
+        let g = t(&[1.0, 1.0, 1.0], &[3]);
+        let mut short = Some(t(&[0.0, 0.0], &[2]));
+        let err = sgd("w", &mut p, &g, &mut short, &SGD).unwrap_err();
+        assert!(matches!(err, Error::OptimizerStateMismatch { ref name, .. } if name == "w"));
+        assert_eq!(p.to_vec::<f32>().unwrap(), [1.0, 2.0, 3.0]);
+        let adam_update = AdamUpdate {
+            lr: 0.1,
+            beta1: 0.9,
+            beta2: 0.999,
+            eps: 1e-8,
+            weight_decay: 0.0,
+            decoupled: false,
+            step: 1,
+        };
+        let (mut m, mut v) = (Some(t(&[0.0; 3], &[3])), Some(t(&[0.0; 4], &[4])));
+        let err = adam("w", &mut p, &g, &mut m, &mut v, &adam_update).unwrap_err();
+        assert!(err.to_string().contains("exp_avg_sq"), "{err}");
+        assert_eq!(p.to_vec::<f32>().unwrap(), [1.0, 2.0, 3.0]);
+        // A gradient of another shape with as many elements.
+        let g2 = t(&[1.0, 1.0, 1.0], &[3, 1]);
+        assert!(sgd("w", &mut p, &g2, &mut None, &SGD).is_err());
+        // A state of another dtype.
+        let mut f64_state = Some(
+            RawTensor::from_vec(vec![0.0f64; 3], &[3], crate::device::DynDevice::cpu()).unwrap(),
+        );
+        assert!(sgd("w", &mut p, &g, &mut f64_state, &SGD).is_err());
+        assert_eq!(p.to_vec::<f32>().unwrap(), [1.0, 2.0, 3.0]);
+        // Hyper-parameters are the kernels' precondition too.
+        let bad = SgdUpdate { lr: -1.0, ..SGD };
+        assert!(sgd("w", &mut p, &g, &mut None, &bad).is_err());
+        assert_eq!(p.to_vec::<f32>().unwrap(), [1.0, 2.0, 3.0]);
+    }
+
+    #[test]
+    fn floats_print_as_python_repr() {
+        for (x, shown) in [
+            (-0.1, "-0.1"),
+            (-1.0, "-1.0"),
+            (0.0, "0.0"),
+            (-1e-5, "-1e-05"),
+            (1e-4, "0.0001"),
+            (1e16, "1e+16"),
+            (1.5e300, "1.5e+300"),
+            (123456.0, "123456.0"),
+            (f64::NAN, "nan"),
+            (f64::NEG_INFINITY, "-inf"),
+        ] {
+            assert_eq!(py_float(x), shown);
+        }
     }
 }
