@@ -45,6 +45,7 @@
 //! words.
 
 #![warn(missing_docs)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod autograd;
 mod cpu;

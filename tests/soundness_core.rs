@@ -26,8 +26,8 @@ fn typed_from_vec_refuses_a_shape_whose_element_count_wraps() {
     // 2^33 * 2^32 wraps to 0 in 64 bits, which an empty Vec "fills".
     let err = Tensor::<Cpu>::try_from_vec(vec![], [1 << 33, 1 << 32], Cpu).unwrap_err();
     assert_eq!(err.to_string(), overflow_text(&[1 << 33, 1 << 32]));
-    let err = DynTensor::from_vec(Vec::<f32>::new(), [1 << 33, 1 << 32], DynDevice::cpu())
-        .unwrap_err();
+    let err =
+        DynTensor::from_vec(Vec::<f32>::new(), [1 << 33, 1 << 32], DynDevice::cpu()).unwrap_err();
     assert!(matches!(err, Error::SizeOverflow { .. }), "{err}");
 }
 
@@ -165,7 +165,10 @@ fn printing_a_huge_view_reads_only_what_it_shows() {
         .expand(&[10, 1000])
         .contiguous();
     let text = r.to_string();
-    assert!(text.starts_with("tensor([[0., 0., 0.,  ..., 0., 0., 0.],"), "{text}");
+    assert!(
+        text.starts_with("tensor([[0., 0., 0.,  ..., 0., 0., 0.],"),
+        "{text}"
+    );
     assert!(text.contains("        ...,\n"), "{text}");
     assert!(text.ends_with("[9., 9., 9.,  ..., 9., 9., 9.]])"), "{text}");
 }

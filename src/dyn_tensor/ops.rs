@@ -311,6 +311,10 @@ impl DynTensor {
             &self.raw, dim, start, len,
         )?))
     }
+    /// Broadcasts to `shape` without copying (zero strides), as `torch.Tensor.expand`.
+    pub fn expand(&self, shape: &[usize]) -> Result<DynTensor> {
+        Ok(DynTensor::from_raw(ops::shape::expand(&self.raw, shape)?))
+    }
     /// A contiguous copy, or the same tensor when already contiguous.
     pub fn contiguous(&self) -> Result<DynTensor> {
         Ok(DynTensor::from_raw(self.raw.contiguous()?))

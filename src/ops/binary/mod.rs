@@ -227,7 +227,7 @@ mod tests {
         assert_eq!(integer_threshold(f64::NAN, Eq), Threshold::Always(false));
         assert_eq!(integer_threshold(f64::NAN, Ne), Threshold::Always(true));
         assert_eq!(
-            integer_threshold(-9.223372036854775808e18, Ge),
+            integer_threshold(i64::MIN as f64, Ge),
             Threshold::Compare(Ge, i64::MIN)
         );
     }
