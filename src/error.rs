@@ -29,8 +29,9 @@ pub enum Error {
     },
 
     /// Ops whose arguments PyTorch checks one by one (mm, addmm/linear, nll_loss,
-    /// index_select, gather, cat): the first tensor argument's device is printed first.
-    #[error("Expected all tensors to be on the same device, but found at least two devices, {common} and {found}! (when checking argument for argument {argument} in method {method})")]
+    /// index_select, gather, cat): the first tensor argument sets the common device, and the
+    /// first argument that differs is named (PyTorch 2.8 and later, verified in 2.15).
+    #[error("Expected all tensors to be on the same device, but got {argument} is on {found}, different from other tensors on {common} (when checking argument in method {method})")]
     ArgumentDeviceMismatch {
         /// The device of the first tensor argument.
         common: DynDevice,
@@ -308,6 +309,16 @@ pub enum Error {
         /// The dimension.
         dim: usize,
         /// Its size.
+        size: usize,
+    },
+
+    /// An `index_select` (or embedding) index outside the selected dimension: PyTorch's text,
+    /// with the index and size kept for programs.
+    #[error("index out of range in self")]
+    IndexOutOfRange {
+        /// The index.
+        index: i64,
+        /// The size of the selected dimension.
         size: usize,
     },
 

@@ -1167,10 +1167,7 @@ fn negative_and_out_of_range_indices_are_errors() {
     for bad in [-1i64, -4, 3, 100, i64::MIN, i64::MAX] {
         let idx = Tensor::<Cpu, i64>::from_vec(vec![0, bad], [2], Cpu);
         let e = a.try_index_select(1, &idx).unwrap_err().to_string();
-        assert!(
-            e.contains(&bad.to_string()) || e.contains("out of range"),
-            "index_select {bad}: {e}"
-        );
+        assert_eq!(e, "index out of range in self", "index_select {bad}");
         let gidx = Tensor::<Cpu, i64>::from_vec(vec![0, bad, 1, 2], [2, 2], Cpu);
         assert_eq!(
             a.try_gather(1, &gidx).unwrap_err().to_string(),

@@ -82,7 +82,7 @@ fn device_mismatch_texts_on_cuda0_and_cpu() {
     let Some(_gpu) = common::gpu() else { return };
     let elementwise = "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!";
     let argument = |arg: &str, method: &str| {
-        format!("{elementwise} (when checking argument for argument {arg} in method {method})")
+        format!("Expected all tensors to be on the same device, but got {arg} is on cpu, different from other tensors on cuda:0 (when checking argument in method {method})")
     };
     let g = DynTensor::ones([2, 3], GPU).unwrap();
     let c = DynTensor::ones([2, 3], CPU).unwrap();

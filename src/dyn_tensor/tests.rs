@@ -60,10 +60,10 @@ fn iter_text(first: &str, second: &str) -> String {
     format!("Expected all tensors to be on the same device, but found at least two devices, {first} and {second}!")
 }
 
-/// PyTorch's codegen argument-check text (1.10 - 2.7 form).
+/// PyTorch's codegen argument-check text (2.8 and later, as in 2.15).
 fn arg_text(common: &str, found: &str, argument: &str, method: &str) -> String {
     format!(
-        "Expected all tensors to be on the same device, but found at least two devices, {common} and {found}! (when checking argument for argument {argument} in method {method})"
+        "Expected all tensors to be on the same device, but got {argument} is on {found}, different from other tensors on {common} (when checking argument in method {method})"
     )
 }
 

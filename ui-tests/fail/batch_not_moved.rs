@@ -1,9 +1,9 @@
 // Lesson: suspect one, a batch you forgot to move. The model was moved once; every batch inside
 // the loop must be moved too.
 //
-// PyTorch, at run time (`nn.Linear` calls addmm(bias, input, weight.t()); classic form up to
-// 2.7; since 2.8: `... but got mat1 is on cpu, different from other tensors on cuda:0 (when checking argument in method wrapper_CUDA_addmm)`):
-//     RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu! (when checking argument for argument mat1 in method wrapper_CUDA_addmm)
+// PyTorch 2.15, at run time (`nn.Linear` calls addmm(bias, input, weight.t()); up to 2.7 it
+// read `... found at least two devices, cuda:0 and cpu! (when checking argument for argument mat1 ...)`):
+//     RuntimeError: Expected all tensors to be on the same device, but got mat1 is on cpu, different from other tensors on cuda:0 (when checking argument in method wrapper_CUDA_addmm)
 //
 // devtype, at compile time: the batch is a `Tensor<Cpu>`, which is not `ModuleInput<Cuda<0>>`:
 //     error[E0277]: Expected all tensors to be on the same device, but found at least two devices, `devtype::Cuda<0>` and `devtype::Cpu`

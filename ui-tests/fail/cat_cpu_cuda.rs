@@ -3,7 +3,7 @@
 // PyTorch, at run time (`torch.cat` is argument-checked as in pytorch-reference.md §1a, the
 // first tensor's device first; this exact line is quoted in user reports such as
 // Comfy-Org/ComfyUI#7746, and devtype's `DynTensor::cat` returns it too):
-//     RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cpu and cuda:0! (when checking argument for argument tensors in method wrapper_CUDA_cat)
+//     RuntimeError: Expected all tensors to be on the same device, but got tensors is on cuda:0, different from other tensors on cpu (when checking argument in method wrapper_CUDA_cat)
 //
 // devtype, at compile time: in the tuple `(&a, &b)` every later member must be `OperandOn` the
 // first one's device:

@@ -2,9 +2,9 @@
 // `nn.CrossEntropyLoss(weight=torch.tensor([1., 3.]))` builds its weight on the CPU; the model
 // and the batch were moved, the loss was not.
 //
-// PyTorch, at run time (nll_loss is argument-checked; classic form up to 2.7; since 2.8:
-// `... but got weight is on cpu, different from other tensors on cuda:0 (when checking argument in method wrapper_CUDA_nll_loss_forward)`):
-//     RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu! (when checking argument for argument weight in method wrapper_CUDA_nll_loss_forward)
+// PyTorch 2.15, at run time (nll_loss is argument-checked; up to 2.7 it read
+// `... found at least two devices, cuda:0 and cpu! (when checking argument for argument weight ...)`):
+//     RuntimeError: Expected all tensors to be on the same device, but got weight is on cpu, different from other tensors on cuda:0 (when checking argument in method wrapper_CUDA_nll_loss_forward)
 //
 // devtype, at compile time: the weight is a buffer typed on the loss's device, so this loss is a
 // `CrossEntropyLoss<Cpu>`, and GPU logits and targets are not `ModuleInput<Cpu>`:

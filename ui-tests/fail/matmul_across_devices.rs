@@ -1,8 +1,8 @@
 // Lesson: a matrix product across devices.
 //
-// PyTorch, at run time (mm is argument-checked; classic form up to 2.7; since 2.8:
-// `... but got mat2 is on cpu, different from other tensors on cuda:0 (when checking argument in method wrapper_CUDA_mm)`):
-//     RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu! (when checking argument for argument mat2 in method wrapper_CUDA_mm)
+// PyTorch 2.15, at run time (mm is argument-checked; up to 2.7 it read
+// `... found at least two devices, cuda:0 and cpu! (when checking argument for argument mat2 ...)`):
+//     RuntimeError: Expected all tensors to be on the same device, but got mat2 is on cpu, different from other tensors on cuda:0 (when checking argument in method wrapper_CUDA_mm)
 //
 // devtype, at compile time: `matmul` takes `R: OperandOn<D>` for the receiver's device `D`:
 //     error[E0277]: Expected all tensors to be on the same device, but found at least two devices, `devtype::Cuda<0>` and `devtype::Cpu`

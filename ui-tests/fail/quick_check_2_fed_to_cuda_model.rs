@@ -2,9 +2,9 @@
 // without assigning the result; then `model(x)` runs.
 //
 // PyTorch, at run time: `x` is still on the CPU, so the model's addmm sees a CPU input next to
-// CUDA parameters (classic form, 1.10 to 2.7; since 2.8 it reads
-// `... but got mat1 is on cpu, different from other tensors on cuda:0 (when checking argument in method wrapper_CUDA_addmm)`):
-//     RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu! (when checking argument for argument mat1 in method wrapper_CUDA_addmm)
+// CUDA parameters (PyTorch 2.8 and later; 1.10 to 2.7 read
+// `... found at least two devices, cuda:0 and cpu! (when checking argument for argument mat1 ...)`):
+//     RuntimeError: Expected all tensors to be on the same device, but got mat1 is on cpu, different from other tensors on cuda:0 (when checking argument in method wrapper_CUDA_addmm)
 // Of the quiz's four answers the right one is "It fails with a device mismatch, because `x`
 // itself is still on the CPU": `.to()` did not move `x` in place, nothing falls back to the CPU,
 // and PyTorch never moves the model back.

@@ -2,7 +2,7 @@
 // once; every batch the loader hands out is still on the CPU and must be moved inside the loop.
 //
 // PyTorch, at run time, on the first step (`nn.Linear` calls addmm(bias, input, weight.t())):
-//     RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu! (when checking argument for argument mat1 in method wrapper_CUDA_addmm)
+//     RuntimeError: Expected all tensors to be on the same device, but got mat1 is on cpu, different from other tensors on cuda:0 (when checking argument in method wrapper_CUDA_addmm)
 //
 // devtype, at compile time: the batch is a `Tensor<Cpu>`, not a `ModuleInput<Cuda<0>>`:
 //     error[E0277]: Expected all tensors to be on the same device, but found at least two devices, `devtype::Cuda<0>` and `devtype::Cpu`

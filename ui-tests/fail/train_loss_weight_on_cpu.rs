@@ -3,7 +3,7 @@
 // CPU and the loss was never moved.
 //
 // PyTorch, at run time, on the first step:
-//     RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu! (when checking argument for argument weight in method wrapper_CUDA_nll_loss_forward)
+//     RuntimeError: Expected all tensors to be on the same device, but got weight is on cpu, different from other tensors on cuda:0 (when checking argument in method wrapper_CUDA_nll_loss_forward)
 //
 // devtype, at compile time: the weight is a buffer typed on the loss's device, so this is a
 // `CrossEntropyLoss<Cpu>`, and the GPU logits are not its `ModuleInput<Cpu>`:

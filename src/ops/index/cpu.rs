@@ -6,16 +6,25 @@ use crate::tensor::raw::RawTensor;
 use crate::tensor::{DType, Element};
 
 /// The indices in order, each checked against `size`. As in PyTorch, `gather` and
-/// `index_select` take no negative indices.
-fn checked_indices(index: &RawTensor, dim: usize, size: usize) -> Result<Vec<usize>> {
+/// `index_select` take no negative indices; each has its own text for one out of range.
+fn checked_indices(
+    index: &RawTensor,
+    dim: usize,
+    size: usize,
+    select: bool,
+) -> Result<Vec<usize>> {
     let raw = index.to_vec::<i64>()?;
     raw.iter()
         .map(|&i| {
             if i < 0 || i >= size as i64 {
-                Err(Error::IndexOutOfBounds {
-                    index: i,
-                    dim,
-                    size,
+                Err(if select {
+                    Error::IndexOutOfRange { index: i, size }
+                } else {
+                    Error::IndexOutOfBounds {
+                        index: i,
+                        dim,
+                        size,
+                    }
                 })
             } else {
                 Ok(i as usize)
@@ -58,7 +67,7 @@ pub(crate) fn index_select(
     shape: Dims,
 ) -> Result<RawTensor> {
     let size = if a.rank() == 0 { 1 } else { a.shape()[d] };
-    let idx = checked_indices(index, d, size)?;
+    let idx = checked_indices(index, d, size, true)?;
     match a.dtype {
         DType::F32 => select_typed::<f32>(a, d, &idx, shape),
         DType::F64 => select_typed::<f64>(a, d, &idx, shape),
@@ -97,7 +106,7 @@ fn gather_typed<T: Element>(
 
 pub(crate) fn gather(a: &RawTensor, d: usize, index: &RawTensor, shape: Dims) -> Result<RawTensor> {
     let size = if a.rank() == 0 { 1 } else { a.shape()[d] };
-    let idx = checked_indices(index, d, size)?;
+    let idx = checked_indices(index, d, size, false)?;
     match a.dtype {
         DType::F32 => gather_typed::<f32>(a, d, &idx, shape),
         DType::F64 => gather_typed::<f64>(a, d, &idx, shape),
