@@ -48,25 +48,25 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod autograd;
+mod core;
 mod cpu;
 pub mod cuda;
 pub mod data;
 pub mod device;
 mod dyn_tensor;
-mod error;
+mod graph;
 pub mod lessons;
 pub mod nn;
 mod ops;
 pub mod optim;
 mod random;
-mod storage;
 mod tensor;
 
+pub use crate::core::{format_size, Error, Result};
 pub use autograd::{no_grad, DynVar, Var};
 pub use cpu::empty_cache;
 pub use device::{Cpu, Cuda, Device, DynDevice};
 pub use dyn_tensor::DynTensor;
-pub use error::{format_size, Error, Result};
 pub use ops::{BinaryOp, CompareOp, ReduceOp, UnaryOp};
 pub use random::manual_seed;
 pub use tensor::{

@@ -2,14 +2,14 @@
 //! (gradients summed back to each input's shape), and the `Var`/`DynVar` methods and operators.
 
 use super::dyn_var::{DynOperand, DynVar};
-use super::graph::record;
 use super::kit::{self, sum_to};
 use super::var::{In, Out, Var, VarOperand};
+use crate::core::error::Result;
+use crate::core::raw::Operand;
 use crate::device::Device;
 use crate::dyn_tensor::check::same_device_elementwise;
-use crate::error::Result;
+use crate::graph::record;
 use crate::ops::{self, BinaryOp, CompareOp, UnaryOp};
-use crate::tensor::raw::Operand;
 use crate::tensor::{infallible, Float, HasDevice, Scalar};
 use std::ops::{Add, Div, Mul, Neg, Sub};
 

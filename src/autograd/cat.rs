@@ -2,13 +2,13 @@
 //! gradient is its slice of the incoming gradient (a view).
 
 use super::dyn_var::DynVar;
-use super::graph::record;
 use super::var::{In, Out, Var};
+use crate::core::error::{Error, Result};
+use crate::core::layout::wrap_dim;
+use crate::core::raw::RawTensor;
 use crate::device::Device;
-use crate::error::{Error, Result};
+use crate::graph::record;
 use crate::ops;
-use crate::tensor::layout::wrap_dim;
-use crate::tensor::raw::RawTensor;
 use crate::tensor::Float;
 
 /// `cat` (or `stack` when `new_dim`) of `inputs` along `dim`, recorded.

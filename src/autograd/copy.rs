@@ -2,14 +2,14 @@
 //! device) and `where_cond` (each branch gets the gradient where it was picked).
 
 use super::dyn_var::{DynOperand, DynVar};
-use super::graph::record;
 use super::kit;
 use super::var::{In, Out, Var, VarOperand};
+use crate::core::error::Result;
+use crate::core::raw::RawTensor;
 use crate::device::{Device, DynDevice};
 use crate::dyn_tensor::check::same_device_elementwise;
-use crate::error::Result;
+use crate::graph::record;
 use crate::ops;
-use crate::tensor::raw::RawTensor;
 use crate::tensor::{Float, HasDevice, Tensor};
 use crate::DynTensor;
 

@@ -1,10 +1,10 @@
 //! `DynVar`: the tracked counterpart of `DynTensor`, whose device is a run-time value.
 
-use super::graph::{self, Node};
 use super::var::{In, Out};
+use crate::core::error::{Error, Result};
+use crate::core::raw::RawTensor;
 use crate::device::DynDevice;
-use crate::error::{Error, Result};
-use crate::tensor::raw::RawTensor;
+use crate::graph::{self, Node};
 use crate::DynTensor;
 use std::sync::Arc;
 

@@ -3,10 +3,10 @@
 //! element) must match the numerical one (two evaluations per input element).
 
 use super::dyn_var::DynVar;
-use super::graph::no_grad;
 use super::var::Var;
+use crate::core::error::{Error, Result};
 use crate::device::Device;
-use crate::error::{Error, Result};
+use crate::graph::no_grad;
 use crate::tensor::Tensor;
 use crate::DynTensor;
 

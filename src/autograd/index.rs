@@ -2,14 +2,14 @@
 //! (gradient: `index_add`).
 
 use super::dyn_var::DynVar;
-use super::graph::record;
 use super::var::{In, Out, Var};
+use crate::core::error::Result;
+use crate::core::layout::wrap_dim;
+use crate::core::raw::RawTensor;
 use crate::device::Device;
 use crate::dyn_tensor::check::same_device_arguments;
-use crate::error::Result;
+use crate::graph::record;
 use crate::ops;
-use crate::tensor::layout::wrap_dim;
-use crate::tensor::raw::RawTensor;
 use crate::tensor::{infallible, Float, HasDevice, OperandOn};
 use crate::DynTensor;
 

@@ -1,11 +1,11 @@
 //! The device-generic ops backward rules are written with: thin calls into the same kernels
 //! the tensor fronts use (`crate::ops`), so every rule runs wherever those ops run.
 
-use crate::error::Result;
+use crate::core::error::Result;
+use crate::core::layout::Dims;
+use crate::core::raw::{Operand, RawTensor};
 use crate::ops::creation::{create, Fill};
 use crate::ops::{self, BinaryOp, CompareOp, ReduceOp, UnaryOp};
-use crate::tensor::layout::Dims;
-use crate::tensor::raw::{Operand, RawTensor};
 use crate::tensor::Scalar;
 
 /// `a op b` with broadcasting; `a`'s buffer is reused when it is owned and unique.
@@ -141,10 +141,10 @@ pub(crate) fn reduced_dims(dims: &[isize], rank: usize) -> Result<Vec<usize>> {
     let mut out = Vec::with_capacity(dims.len());
     for &d in dims {
         if rank == 0 {
-            crate::tensor::layout::wrap_dim(d, 0)?;
+            crate::core::layout::wrap_dim(d, 0)?;
             continue;
         }
-        out.push(crate::tensor::layout::wrap_dim(d, rank)?);
+        out.push(crate::core::layout::wrap_dim(d, rank)?);
     }
     Ok(out)
 }

@@ -3,12 +3,12 @@
 //! `db = g` summed over rows (row by row, vectorised).
 
 use super::dyn_var::{DynOperand, DynVar};
-use super::graph::record;
 use super::kit;
 use super::var::{In, Out, Var};
+use crate::core::error::Result;
 use crate::device::Device;
 use crate::dyn_tensor::check::same_device_arguments;
-use crate::error::Result;
+use crate::graph::record;
 use crate::ops;
 use crate::tensor::Float;
 

@@ -2,14 +2,14 @@
 //! backward is one fused kernel: `(softmax(x) - onehot(t)) * weight[t] * g / total_weight`.
 
 use super::dyn_var::DynVar;
-use super::graph::record;
 use super::var::{In, Out, Var};
+use crate::core::error::Result;
+use crate::core::raw::RawTensor;
 use crate::device::Device;
 use crate::dyn_tensor::check::same_device_arguments;
-use crate::error::Result;
+use crate::graph::record;
 use crate::ops;
 use crate::ops::loss::{CrossEntropyOptions, Reduction};
-use crate::tensor::raw::RawTensor;
 use crate::tensor::{Float, HasDevice, OperandOn, Tensor};
 use crate::DynTensor;
 

@@ -3,15 +3,15 @@
 //! back over broadcast batch dims.
 
 use super::dyn_var::{DynOperand, DynVar};
-use super::graph::record;
 use super::kit;
 use super::var::{In, Out, Var, VarOperand};
+use crate::core::error::Result;
+use crate::core::layout::broadcast_shapes;
+use crate::core::raw::RawTensor;
 use crate::device::Device;
 use crate::dyn_tensor::check::same_device_arguments;
-use crate::error::Result;
+use crate::graph::record;
 use crate::ops;
-use crate::tensor::layout::broadcast_shapes;
-use crate::tensor::raw::RawTensor;
 use crate::tensor::{infallible, Float, HasDevice};
 
 /// `a` as a matrix (or batch of them): vectors become `[1, k]` (left) or `[k, 1]` (right).

@@ -29,7 +29,6 @@ mod cat;
 mod copy;
 mod dyn_var;
 mod gradcheck;
-mod graph;
 mod index;
 mod kit;
 mod linear;
@@ -41,10 +40,9 @@ mod softmax;
 mod unary;
 mod var;
 
+pub use crate::graph::{is_grad_enabled, no_grad, NoGradGuard};
 pub use dyn_var::{DynOperand, DynVar};
 pub use gradcheck::{gradcheck, gradcheck_dyn, gradcheck_with, GradcheckOptions};
-pub(crate) use graph::Node;
-pub use graph::{is_grad_enabled, no_grad, NoGradGuard};
 pub(crate) use var::{In, Out};
 pub use var::{Var, VarOperand};
 

@@ -2,13 +2,13 @@
 //! backward rules, and the `Var`/`DynVar` methods.
 
 use super::dyn_var::DynVar;
-use super::graph::record;
 use super::kit;
 use super::var::{In, Out, Var};
+use crate::core::error::Result;
+use crate::core::layout::wrap_dim;
 use crate::device::Device;
-use crate::error::Result;
+use crate::graph::record;
 use crate::ops::{self, CompareOp, ReduceOp};
-use crate::tensor::layout::wrap_dim;
 use crate::tensor::{infallible, Float};
 
 /// Sum or mean over `dims` (all when empty), recorded.

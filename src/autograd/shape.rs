@@ -3,14 +3,14 @@
 //! views or reshapes of the incoming gradient; only `narrow` pads with zeros.
 
 use super::dyn_var::DynVar;
-use super::graph::record;
 use super::kit;
 use super::var::{In, Out, Var};
+use crate::core::error::Result;
+use crate::core::layout::wrap_dim;
+use crate::core::raw::RawTensor;
 use crate::device::Device;
-use crate::error::Result;
+use crate::graph::record;
 use crate::ops;
-use crate::tensor::layout::wrap_dim;
-use crate::tensor::raw::RawTensor;
 use crate::tensor::{infallible, Float};
 
 /// Records an op whose output holds the input's elements in the same order: its gradient is

@@ -2,11 +2,11 @@
 //! `y * (g - sum(g * y))` and `g - exp(y) * sum(g)`.
 
 use super::dyn_var::DynVar;
-use super::graph::record;
 use super::kit;
 use super::var::{In, Out, Var};
+use crate::core::error::Result;
 use crate::device::Device;
-use crate::error::Result;
+use crate::graph::record;
 use crate::ops::{self, ReduceOp, UnaryOp};
 use crate::tensor::{infallible, Float};
 

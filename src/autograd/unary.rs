@@ -1,13 +1,13 @@
 //! Element-wise math of one tensor: forward, backward rules, and the `Var`/`DynVar` methods.
 
 use super::dyn_var::DynVar;
-use super::graph::record;
 use super::kit;
 use super::var::{In, Out, Var};
+use crate::core::error::Result;
+use crate::core::raw::{Operand, RawTensor};
 use crate::device::Device;
-use crate::error::Result;
+use crate::graph::record;
 use crate::ops::{self, BinaryOp, CompareOp, UnaryOp};
-use crate::tensor::raw::{Operand, RawTensor};
 use crate::tensor::{infallible, Float};
 
 fn name(op: UnaryOp) -> &'static str {
@@ -88,7 +88,7 @@ pub(crate) fn unary(a: In<'_>, op: UnaryOp) -> Result<Out> {
 /// left alone and a new buffer is used).
 pub(crate) fn relu_owned(
     a: Operand<'_>,
-    node: Option<std::sync::Arc<super::graph::Node>>,
+    node: Option<std::sync::Arc<crate::graph::Node>>,
 ) -> Result<Out> {
     let value = ops::unary::unary(a, UnaryOp::Relu)?;
     let node = record(name(UnaryOp::Relu), &[node.as_ref()], |_| {

@@ -1,10 +1,10 @@
 //! `Var<D, E>`: a tensor on `D` that autograd tracks.
 
-use super::graph::{self, Node};
+use crate::core::error::{Error, Result};
+use crate::core::raw::{Operand, RawTensor};
 use crate::device::Device;
-use crate::error::{Error, Result};
+use crate::graph::{self, Node};
 use crate::tensor::operand::sealed::AsRaw;
-use crate::tensor::raw::{Operand, RawTensor};
 use crate::tensor::{Float, HasDevice, ModuleInput, Tensor};
 use std::sync::Arc;
 

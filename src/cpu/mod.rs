@@ -1,8 +1,6 @@
 //! The CPU backend: host storage, a caching allocator for large buffers, and strided walks.
 //! Each op's CPU kernel lives beside the op, in `ops/<family>/cpu.rs`.
 
-pub(crate) mod pool;
-pub(crate) mod storage;
 pub(crate) mod strided;
 
-pub use pool::empty_cache;
+pub use crate::core::pool::empty_cache;

@@ -1,7 +1,7 @@
 //! Walking strided views on the CPU: coalesced dimensions, runs along the innermost one, and
 //! element-wise maps split across threads.
 
-use crate::tensor::layout::{Dims, Layout};
+use crate::core::layout::{Dims, Layout};
 use rayon::prelude::*;
 
 /// Below this many output elements, element-wise work stays on the calling thread.
@@ -71,7 +71,7 @@ impl<const K: usize> Strided<K> {
         let inner = self.shape[rank - 1];
         let inner_strides: [usize; K] = std::array::from_fn(|k| self.strides[k][rank - 1]);
         // Multi-index of range.start.
-        let mut index = [0usize; crate::tensor::layout::MAX_DIMS];
+        let mut index = [0usize; crate::core::layout::MAX_DIMS];
         let mut rest = range.start;
         for d in (0..rank).rev() {
             index[d] = rest % self.shape[d];

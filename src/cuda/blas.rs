@@ -8,7 +8,7 @@
 //! which the callers make.
 
 use super::context::GpuContext;
-use crate::error::{Error, Result};
+use crate::core::error::{Error, Result};
 use cudarc::cublas::sys::{self, cublasOperation_t, cublasStatus_t};
 use cudarc::cublas::CudaBlas;
 use std::sync::{Mutex, OnceLock};
@@ -246,7 +246,7 @@ pub(crate) fn gemm<T: BlasFloat>(
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn gemm_dtype(
     gpu: &GpuContext,
-    dtype: crate::tensor::DType,
+    dtype: crate::core::DType,
     mnk: (usize, usize, usize),
     a: GemmOperand,
     b: GemmOperand,
@@ -255,7 +255,7 @@ pub(crate) fn gemm_dtype(
     batch: usize,
     beta: f64,
 ) -> Result<()> {
-    fn go<T: BlasFloat + crate::tensor::Element>(
+    fn go<T: BlasFloat + crate::core::Element>(
         gpu: &GpuContext,
         mnk: (usize, usize, usize),
         a: GemmOperand,
@@ -267,8 +267,8 @@ pub(crate) fn gemm_dtype(
         gemm::<T>(gpu, mnk, a, b, c.0, c.1, batch, T::from_f64(beta), T::ONE)
     }
     match dtype {
-        crate::tensor::DType::F32 => go::<f32>(gpu, mnk, a, b, (c, c_batch_stride), batch, beta),
-        crate::tensor::DType::F64 => go::<f64>(gpu, mnk, a, b, (c, c_batch_stride), batch, beta),
+        crate::core::DType::F32 => go::<f32>(gpu, mnk, a, b, (c, c_batch_stride), batch, beta),
+        crate::core::DType::F64 => go::<f64>(gpu, mnk, a, b, (c, c_batch_stride), batch, beta),
         other => Err(Error::UnsupportedDType {
             op: "addmm_cuda",
             dtype: other,

@@ -8,7 +8,7 @@
 
 use super::blas::BlasCache;
 use super::kernels::KernelCache;
-use crate::error::{Error, Result};
+use crate::core::error::{Error, Result};
 use cudarc::driver::sys::{self, CUresult};
 use cudarc::driver::{CudaContext, CudaStream, DriverError};
 use std::sync::{Arc, Mutex, OnceLock};

@@ -9,7 +9,7 @@
 
 use super::context::GpuContext;
 use super::nvrtc::{self, Compiled};
-use crate::error::{Error, Result};
+use crate::core::error::{Error, Result};
 use crate::ops::{BinaryOp, CompareOp, UnaryOp};
 use cudarc::driver::CudaFunction;
 use cudarc::nvrtc::Ptx;

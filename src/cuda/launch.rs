@@ -3,11 +3,11 @@
 use super::context::GpuContext;
 use super::kernels::{self, Family};
 use super::memory;
-use super::storage::suffix;
-use crate::error::Result;
-use crate::tensor::layout::MAX_DIMS;
-use crate::tensor::raw::RawTensor;
-use crate::tensor::DType;
+use crate::core::cuda_storage::suffix;
+use crate::core::error::Result;
+use crate::core::layout::MAX_DIMS;
+use crate::core::raw::RawTensor;
+use crate::core::DType;
 use cudarc::driver::{DeviceRepr, LaunchConfig, PushKernelArg};
 
 /// Threads per block of the element-wise kernels.
@@ -150,7 +150,7 @@ pub(crate) fn contiguous(t: &RawTensor) -> Result<RawTensor> {
     let n = t.numel();
     let out = memory::alloc_dtype(gpu, t.dtype, n)?;
     let shape = t.layout.shape;
-    let dst_strides = crate::tensor::layout::contiguous_strides(&shape);
+    let dst_strides = crate::core::layout::contiguous_strides(&shape);
     copy_strided(
         gpu,
         t.dtype,

@@ -9,38 +9,16 @@
 //! [`Error::OutOfMemory`] and the device stays usable.
 
 use super::context::GpuContext;
-use super::storage::{with_dtype, CudaElement, CudaStorage};
-use crate::device::DynDevice;
-use crate::error::{Error, Result};
-use crate::storage::{SharedStorage, Storage};
-use crate::tensor::layout::{Dims, Layout};
-use crate::tensor::raw::RawTensor;
-use crate::tensor::DType;
+pub use crate::core::cuda_storage::{max_memory_allocated, memory_allocated};
+use crate::core::cuda_storage::{with_dtype, CudaElement, CudaStorage};
+use crate::core::error::{Error, Result};
+use crate::core::layout::{Dims, Layout};
+use crate::core::raw::RawTensor;
+use crate::core::storage::{SharedStorage, Storage};
+use crate::core::DType;
+use crate::core::DynDevice;
 use cudarc::driver::sys::{self, CUresult};
 use cudarc::driver::CudaSlice;
-use std::sync::atomic::{AtomicU64, Ordering};
-
-/// Devices whose memory is accounted (ordinals at or above are not counted).
-const TRACKED_DEVICES: usize = 64;
-
-#[allow(clippy::declare_interior_mutable_const)]
-const ZERO: AtomicU64 = AtomicU64::new(0);
-static ALLOCATED: [AtomicU64; TRACKED_DEVICES] = [ZERO; TRACKED_DEVICES];
-static PEAK: [AtomicU64; TRACKED_DEVICES] = [ZERO; TRACKED_DEVICES];
-
-/// Bytes held by live devtype tensors on GPU `ordinal` (PyTorch's
-/// `torch.cuda.memory_allocated`).
-pub fn memory_allocated(ordinal: usize) -> u64 {
-    ALLOCATED
-        .get(ordinal)
-        .map_or(0, |a| a.load(Ordering::SeqCst))
-}
-
-/// The most bytes devtype tensors have held at once on GPU `ordinal` (PyTorch's
-/// `torch.cuda.max_memory_allocated`).
-pub fn max_memory_allocated(ordinal: usize) -> u64 {
-    PEAK.get(ordinal).map_or(0, |a| a.load(Ordering::SeqCst))
-}
 
 /// Returns the memory devtype keeps for reuse on GPU `ordinal` to the driver, so other
 /// processes can use it (PyTorch's `torch.cuda.empty_cache`). Waits for the GPU first.
@@ -61,21 +39,6 @@ fn trim(gpu: &GpuContext) -> Result<()> {
             .map_err(|e| super::context::driver_error("cuMemPoolTrimTo", e))?;
     }
     Ok(())
-}
-
-/// Called when device memory becomes tensor storage ([`CudaElement::wrap`]).
-pub(crate) fn on_alloc(ordinal: usize, bytes: usize) {
-    if let (Some(a), Some(p)) = (ALLOCATED.get(ordinal), PEAK.get(ordinal)) {
-        let now = a.fetch_add(bytes as u64, Ordering::SeqCst) + bytes as u64;
-        p.fetch_max(now, Ordering::SeqCst);
-    }
-}
-
-/// Called when a [`CudaStorage`] is dropped.
-pub(crate) fn on_free(ordinal: usize, bytes: usize) {
-    if let Some(a) = ALLOCATED.get(ordinal) {
-        a.fetch_sub(bytes as u64, Ordering::SeqCst);
-    }
 }
 
 fn pool_attribute(gpu: &GpuContext, attribute: sys::CUmemPool_attribute) -> u64 {

@@ -20,7 +20,6 @@ pub(crate) mod kernels;
 pub(crate) mod launch;
 pub(crate) mod memory;
 pub(crate) mod nvrtc;
-pub(crate) mod storage;
 pub(crate) mod sync;
 mod timer;
 
@@ -30,7 +29,7 @@ pub use memory::{empty_cache, max_memory_allocated, memory_allocated};
 pub use sync::{set_sync_debug_mode, sync_count, sync_debug_mode, SyncDebugMode};
 pub use timer::Timer;
 
-use crate::error::Result;
+use crate::core::error::Result;
 
 /// Waits for all work queued on GPU `ordinal` (PyTorch's `torch.cuda.synchronize(ordinal)`).
 ///

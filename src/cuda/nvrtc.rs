@@ -6,7 +6,7 @@
 //! and panics when `libnvrtc` is missing, while this probes the library first and returns
 //! errors.
 
-use crate::error::{Error, Result};
+use crate::core::error::{Error, Result};
 use cudarc::nvrtc::sys::{self, nvrtcResult};
 use std::ffi::{c_char, c_int, CString};
 use std::sync::OnceLock;

@@ -10,7 +10,7 @@
 //! in `Error` mode it fails with [`Error::SynchronizingOperation`] before waiting. Explicit
 //! waits (`synchronize`, timers) are counted but never warned about, as in PyTorch.
 
-use crate::error::{Error, Result};
+use crate::core::error::{Error, Result};
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 
 /// What to do when an operation makes the host wait for the GPU (PyTorch's

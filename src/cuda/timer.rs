@@ -5,7 +5,7 @@
 //! (`CU_EVENT_DEFAULT`; cudarc's default disables timing).
 
 use super::context::GpuContext;
-use crate::error::Result;
+use crate::core::error::Result;
 use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::CudaEvent;
 

@@ -1,7 +1,7 @@
 //! A labelled data set held on the host, from which training batches are picked.
 
+use crate::core::error::Result;
 use crate::device::Cpu;
-use crate::error::Result;
 use crate::tensor::Tensor;
 
 /// Inputs and their class labels on the host, one row of `inputs` per label.

@@ -6,7 +6,7 @@
 //! code, and every header that does not match the length of the file, is an
 //! [`Error::DataFile`] naming the file.
 
-use crate::error::{Error, Result};
+use crate::core::error::{Error, Result};
 use std::path::Path;
 
 /// IDX's type code for unsigned bytes, the element type of MNIST's images and labels.

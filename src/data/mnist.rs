@@ -6,8 +6,8 @@
 
 use super::idx::{data_file_error, read_idx};
 use super::Dataset;
+use crate::core::error::Result;
 use crate::device::Cpu;
-use crate::error::Result;
 use crate::tensor::Tensor;
 use std::path::{Path, PathBuf};
 

@@ -5,11 +5,9 @@
 //! only way to get one is [`Cuda::open`], which fails cleanly (never panics) when there is no
 //! driver or no such GPU. Holding one proves the device is usable.
 
-mod dyn_device;
+pub use crate::core::DynDevice;
 
-pub use dyn_device::DynDevice;
-
-use crate::error::Result;
+use crate::core::error::Result;
 use std::fmt;
 
 mod sealed {
@@ -153,5 +151,36 @@ pub fn run_on_best_device<J: DeviceJob>(job: J) -> J::Output {
     match Cuda::<0>::open() {
         Ok(gpu) => job.run(gpu),
         Err(_) => job.run(Cpu),
+    }
+}
+
+/// Opening and waiting: the device value meets the backends here, above them.
+impl DynDevice {
+    /// Opens the device if it is a GPU (a no-op on the CPU); fails as [`Cuda::open`](crate::Cuda::open).
+    pub fn open(self) -> Result<Self> {
+        if let Some(i) = self.cuda_index() {
+            crate::cuda::context::open(i)?;
+        }
+        Ok(self.resolved())
+    }
+
+    /// Waits for all work queued on this device.
+    pub fn synchronize(self) -> Result<()> {
+        match self.cuda_index() {
+            Some(i) => crate::cuda::synchronize(i),
+            None => Ok(()),
+        }
+    }
+}
+
+impl From<Cpu> for DynDevice {
+    fn from(_: Cpu) -> Self {
+        DynDevice::cpu()
+    }
+}
+
+impl<const N: usize> From<Cuda<N>> for DynDevice {
+    fn from(_: Cuda<N>) -> Self {
+        DynDevice::cuda(N)
     }
 }

@@ -1,8 +1,8 @@
 //! PyTorch's two device checks, run before any output is allocated or any kernel queued.
 
+use crate::core::error::{Error, Result};
+use crate::core::raw::RawTensor;
 use crate::device::DynDevice;
-use crate::error::{Error, Result};
-use crate::tensor::raw::RawTensor;
 
 /// The element-wise rule (`TensorIterator::compute_types`): the first non-CPU device is the
 /// common one; with `allow_cpu_scalar`, one CPU 0-dim input may join a GPU op.

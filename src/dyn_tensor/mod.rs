@@ -8,12 +8,12 @@
 pub(crate) mod check;
 mod ops;
 
+use crate::core::error::{Error, Result};
+use crate::core::layout::checked_numel;
+use crate::core::layout::Dims;
+use crate::core::raw::RawTensor;
 use crate::device::{Device, DynDevice};
-use crate::error::{Error, Result};
 use crate::ops::creation::{create, Fill};
-use crate::tensor::layout::checked_numel;
-use crate::tensor::layout::Dims;
-use crate::tensor::raw::RawTensor;
 use crate::tensor::{DType, Element, IntoShape, Scalar, Tensor};
 
 /// A tensor whose device and element type are run-time values.
@@ -207,6 +207,33 @@ impl std::fmt::Display for DynTensor {
     /// Prints like PyTorch; on a GPU this waits for it.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         crate::tensor::display::format(&self.raw, f)
+    }
+}
+
+/// The bridges from the typed front: here, above it, so that the typed front knows nothing of
+/// this one.
+impl<D: Device, E: Element> Tensor<D, E> {
+    /// The same tensor with its device as a run-time value (free: no copy, no check).
+    pub fn into_dyn(self) -> DynTensor {
+        DynTensor::from_raw(self.raw)
+    }
+
+    /// A dynamic handle to the same storage.
+    pub fn to_dyn(&self) -> DynTensor {
+        DynTensor::from_raw(self.raw.clone())
+    }
+}
+
+impl<D: Device, E: Element> TryFrom<DynTensor> for Tensor<D, E> {
+    type Error = Error;
+    fn try_from(t: DynTensor) -> Result<Self> {
+        t.try_into_tensor()
+    }
+}
+
+impl<D: Device, E: Element> From<Tensor<D, E>> for DynTensor {
+    fn from(t: Tensor<D, E>) -> Self {
+        t.into_dyn()
     }
 }
 

@@ -2,10 +2,10 @@
 
 use super::check::{same_device_arguments, same_device_elementwise};
 use super::DynTensor;
-use crate::error::Result;
+use crate::core::error::Result;
+use crate::core::raw::{Operand, RawTensor};
 use crate::ops::loss::{CrossEntropyOptions, Reduction};
 use crate::ops::{self, BinaryOp, CompareOp, ReduceOp, UnaryOp};
-use crate::tensor::raw::{Operand, RawTensor};
 use crate::tensor::{DType, Element, Scalar};
 use std::ops::{Add, Div, Mul, Neg, Sub};
 

@@ -8,10 +8,10 @@
 use super::check::same_device_elementwise;
 use super::DynTensor;
 use crate::autograd::DynVar;
+use crate::core::error::Error;
+use crate::core::raw::RawTensor;
 use crate::device::DynDevice;
-use crate::error::Error;
 use crate::nn::{DynCrossEntropyLoss, DynLinear, Reduction};
-use crate::tensor::raw::RawTensor;
 use crate::tensor::DType;
 
 const CPU: DynDevice = DynDevice::cpu();

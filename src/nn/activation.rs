@@ -2,8 +2,8 @@
 
 use super::{Forward, Module};
 use crate::autograd::{In, Var};
+use crate::core::error::Result;
 use crate::device::Device;
-use crate::error::Result;
 use crate::ops::BinaryOp;
 use crate::tensor::{Float, HasDevice, ModuleInput, Tensor};
 

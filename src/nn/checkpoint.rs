@@ -2,9 +2,9 @@
 //! names PyTorch's `state_dict` uses, so files load in either direction).
 
 use super::Module;
+use crate::core::error::{Error, Result};
+use crate::core::raw::RawTensor;
 use crate::device::Device;
-use crate::error::{Error, Result};
-use crate::tensor::raw::RawTensor;
 use crate::tensor::{DType, Element, Float, Tensor};
 use safetensors::tensor::{Dtype, TensorView};
 use safetensors::SafeTensors;
@@ -246,7 +246,7 @@ fn check_header(path: &Path, bytes: &[u8]) -> Result<()> {
     let Some(Json::Object(entries)) = JsonReader::parse(header) else {
         return Ok(());
     };
-    let max_dims = crate::tensor::layout::MAX_DIMS;
+    let max_dims = crate::core::layout::MAX_DIMS;
     for (name, entry) in &entries {
         let Json::Object(fields) = entry else {
             continue;
@@ -346,7 +346,7 @@ pub(crate) fn read<E: Float>(path: &Path) -> Result<Vec<Loaded<E>>> {
     let file = SafeTensors::deserialize(&bytes).map_err(|e| checkpoint_error(path, e))?;
     let mut out = Vec::new();
     for (name, view) in file.tensors() {
-        let max_dims = crate::tensor::layout::MAX_DIMS;
+        let max_dims = crate::core::layout::MAX_DIMS;
         if view.shape().len() > max_dims {
             return Err(checkpoint_error(
                 path,

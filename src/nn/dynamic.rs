@@ -2,8 +2,8 @@
 
 use super::{join_name, Dropout, MSELoss, ReLU};
 use crate::autograd::{DynOperand, DynVar};
+use crate::core::error::Result;
 use crate::device::DynDevice;
-use crate::error::Result;
 use crate::ops::loss::Reduction;
 use crate::DynTensor;
 

@@ -2,8 +2,8 @@
 
 use super::{Forward, Module};
 use crate::autograd::{rules, In, Var};
+use crate::core::error::Result;
 use crate::device::{Cpu, Device};
-use crate::error::Result;
 use crate::tensor::{Float, HasDevice, ModuleInput, Tensor};
 
 /// A fully connected layer (`nn.Linear`) whose parameters live on `D`.

@@ -3,8 +3,8 @@
 
 use super::Module;
 use crate::autograd::{rules, In, Var};
+use crate::core::error::Result;
 use crate::device::Device;
-use crate::error::Result;
 use crate::ops::loss::{CrossEntropyOptions, Reduction};
 use crate::ops::{BinaryOp, UnaryOp};
 use crate::tensor::{Float, HasDevice, ModuleInput, Tensor};

@@ -56,8 +56,8 @@ pub use loss::{CrossEntropyLoss, MSELoss};
 pub use sequential::Sequential;
 
 use crate::autograd::Var;
+use crate::core::error::Result;
 use crate::device::Device;
-use crate::error::Result;
 use crate::tensor::{Float, HasDevice, ModuleInput};
 
 /// Something with a `forward` from tensors on `D` to a tracked tensor on `D`.

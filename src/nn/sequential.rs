@@ -3,8 +3,8 @@
 
 use super::{join_name, Forward, Module};
 use crate::autograd::Var;
+use crate::core::error::Result;
 use crate::device::Device;
-use crate::error::Result;
 use crate::tensor::{Float, HasDevice, ModuleInput};
 
 /// Layers applied in order (`nn.Sequential`), given as a tuple; parameters are named by

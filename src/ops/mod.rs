@@ -1,7 +1,7 @@
 //! Every op, one folder per family: `mod.rs` (shapes, checks, dispatch), `cpu.rs` (the CPU
 //! kernel) and `cuda.rs` (the CUDA launch; its kernel is `kernels/<family>.cu`).
 //!
-//! Ops here work on [`RawTensor`](crate::tensor::raw::RawTensor) and assume the device check
+//! Ops here work on [`RawTensor`](crate::core::raw::RawTensor) and assume the device check
 //! is done: the typed front had the compiler do it, the dynamic front does it in
 //! `dyn_tensor::check` before calling in.
 
@@ -9,25 +9,25 @@
 macro_rules! cpu_dispatch {
     ($storage:expr, |$data:ident : $T:ident| $body:expr) => {
         match $storage {
-            $crate::cpu::storage::CpuStorage::F32($data) => {
+            $crate::core::cpu_storage::CpuStorage::F32($data) => {
                 #[allow(dead_code)]
                 type $T = f32;
                 let $data = $data.as_slice();
                 $body
             }
-            $crate::cpu::storage::CpuStorage::F64($data) => {
+            $crate::core::cpu_storage::CpuStorage::F64($data) => {
                 #[allow(dead_code)]
                 type $T = f64;
                 let $data = $data.as_slice();
                 $body
             }
-            $crate::cpu::storage::CpuStorage::I64($data) => {
+            $crate::core::cpu_storage::CpuStorage::I64($data) => {
                 #[allow(dead_code)]
                 type $T = i64;
                 let $data = $data.as_slice();
                 $body
             }
-            $crate::cpu::storage::CpuStorage::Bool($data) => {
+            $crate::core::cpu_storage::CpuStorage::Bool($data) => {
                 #[allow(dead_code)]
                 type $T = bool;
                 let $data = $data.as_slice();

@@ -1,11 +1,11 @@
 //! Adam (`torch.optim.Adam`) and AdamW (decoupled weight decay).
 
 use super::{check_each_with_grad, check_state_names, for_each_with_grad, Optimizer};
+use crate::core::error::Result;
+use crate::core::raw::RawTensor;
 use crate::device::Device;
-use crate::error::Result;
 use crate::nn::Module;
 use crate::ops::optim::AdamUpdate;
-use crate::tensor::raw::RawTensor;
 use crate::tensor::{Float, Tensor};
 use std::collections::HashMap;
 use std::marker::PhantomData;

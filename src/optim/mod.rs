@@ -29,11 +29,11 @@ mod sgd;
 pub use adam::Adam;
 pub use sgd::Sgd;
 
+use crate::core::error::Result;
+use crate::core::raw::RawTensor;
 use crate::device::Device;
-use crate::error::Result;
 use crate::nn::Module;
 use crate::tensor::operand::sealed::AsRaw;
-use crate::tensor::raw::RawTensor;
 use crate::tensor::Float;
 use std::collections::HashSet;
 
@@ -106,7 +106,7 @@ pub(crate) fn check_state_names<'a>(
     let mut unknown: Vec<&String> = state.into_iter().filter(|k| !names.contains(*k)).collect();
     unknown.sort();
     match unknown.first() {
-        Some(name) => Err(crate::error::Error::OptimizerStateUnknownParameter {
+        Some(name) => Err(crate::core::error::Error::OptimizerStateUnknownParameter {
             name: name.to_string(),
             state: what,
         }),

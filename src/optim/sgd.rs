@@ -2,11 +2,11 @@
 //! as `torch.optim.SGD`.
 
 use super::{check_each_with_grad, check_state_names, for_each_with_grad, Optimizer};
+use crate::core::error::Result;
+use crate::core::raw::RawTensor;
 use crate::device::Device;
-use crate::error::Result;
 use crate::nn::Module;
 use crate::ops::optim::SgdUpdate;
-use crate::tensor::raw::RawTensor;
 use crate::tensor::{Float, Tensor};
 use std::collections::HashMap;
 use std::marker::PhantomData;

@@ -1,8 +1,8 @@
 //! Printing tensors the way PyTorch prints them: `tensor([[1., 2.]], device='cuda:0')`.
 //! Values on a GPU are copied to the host first, which waits for the GPU (a host sync).
 
-use super::raw::RawTensor;
 use super::DType;
+use crate::core::raw::RawTensor;
 use std::fmt;
 
 /// Above this many elements, only the first and last three per dimension are shown.
@@ -153,7 +153,7 @@ impl Printer<'_> {
 /// The elements a summarised print shows, as PyTorch's `get_summarized_data`: along every
 /// dimension longer than `2 * EDGE_ITEMS`, the first and last `EDGE_ITEMS`. At most
 /// `(2 * EDGE_ITEMS)^rank` elements are read, however large (or expanded) the tensor is.
-fn summarized(t: &RawTensor) -> crate::error::Result<RawTensor> {
+fn summarized(t: &RawTensor) -> crate::core::error::Result<RawTensor> {
     let mut out = t.clone();
     for d in 0..t.rank() {
         let size = out.shape()[d];

@@ -1,22 +1,17 @@
 //! `Tensor<D, E>`: a tensor whose device `D` is part of its type.
 
 pub(crate) mod display;
-pub(crate) mod dtype;
-pub(crate) mod layout;
 pub(crate) mod operand;
 mod ops;
-pub(crate) mod raw;
 
-pub use dtype::{DType, Element, Float, Scalar};
-pub use layout::MAX_DIMS;
+pub use crate::core::{DType, Element, Float, Numeric, Scalar, MAX_DIMS};
 pub use operand::{HasDevice, ModuleInput, OperandOn};
-pub use ops::Numeric;
 
+use crate::core::error::Result;
+use crate::core::layout::{self, Dims};
+use crate::core::raw::RawTensor;
 use crate::device::Device;
-use crate::error::Result;
 use crate::ops::creation::{create, Fill};
-use layout::Dims;
-use raw::RawTensor;
 use std::marker::PhantomData;
 
 /// A shape given as `[4, 2]`, `&[4, 2]`, `vec![4, 2]` or `&v`.
@@ -334,16 +329,6 @@ impl<D: Device, E: Element> Tensor<D, E> {
         }
     }
 
-    /// The same tensor with its device as a run-time value (free: no copy, no check).
-    pub fn into_dyn(self) -> crate::DynTensor {
-        crate::DynTensor::from_raw(self.raw)
-    }
-
-    /// A dynamic handle to the same storage.
-    pub fn to_dyn(&self) -> crate::DynTensor {
-        crate::DynTensor::from_raw(self.raw.clone())
-    }
-
     /// True when both tensors share one storage (as after `to` onto the same device).
     pub fn shares_storage_with<E2: Element>(&self, other: &Tensor<D, E2>) -> bool {
         self.raw.storage.ptr_eq(&other.raw.storage)
@@ -382,18 +367,5 @@ impl<D: Device, E: Element> std::fmt::Display for Tensor<D, E> {
     /// Prints like PyTorch: `tensor([[1., 2.]], device='cuda:0')`. On a GPU this waits for it.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         display::format(&self.raw, f)
-    }
-}
-
-impl<D: Device, E: Element> TryFrom<crate::DynTensor> for Tensor<D, E> {
-    type Error = crate::Error;
-    fn try_from(t: crate::DynTensor) -> Result<Self> {
-        t.try_into_tensor()
-    }
-}
-
-impl<D: Device, E: Element> From<Tensor<D, E>> for crate::DynTensor {
-    fn from(t: Tensor<D, E>) -> Self {
-        t.into_dyn()
     }
 }

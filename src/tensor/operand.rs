@@ -11,8 +11,8 @@
 //! Modules and losses ask for [`ModuleInput<D>`] instead, whose label says that the input is on
 //! one device and the module's parameters or buffers on another.
 
-use super::raw::{Operand, RawTensor};
 use super::{Element, Tensor};
+use crate::core::raw::{Operand, RawTensor};
 use crate::device::Device;
 
 pub(crate) mod sealed {
@@ -27,7 +27,7 @@ pub(crate) mod sealed {
         where
             Self: 'a;
         /// The autograd node when this is a tracked tensor (`Var`); plain tensors have none.
-        fn grad_node(&self) -> Option<&std::sync::Arc<crate::autograd::Node>> {
+        fn grad_node(&self) -> Option<&std::sync::Arc<crate::graph::Node>> {
             None
         }
     }

@@ -2,25 +2,12 @@
 //! Device agreement is proven by the types, so nothing here checks devices at run time.
 
 use super::operand::{HasDevice, OperandOn};
-use super::raw::{Operand, RawTensor};
-use super::{infallible, Element, Float, Tensor};
+use super::{infallible, Element, Float, Numeric, Tensor};
+use crate::core::error::Result;
+use crate::core::raw::{Operand, RawTensor};
 use crate::device::Device;
-use crate::error::Result;
 use crate::ops::{self, BinaryOp, CompareOp, ReduceOp, UnaryOp};
 use std::ops::{Add, Div, Mul, Neg, Sub};
-
-mod sealed {
-    pub trait Sealed {}
-    impl Sealed for f32 {}
-    impl Sealed for f64 {}
-    impl Sealed for i64 {}
-}
-
-/// Element types with arithmetic: `f32`, `f64`, `i64`.
-pub trait Numeric: Element + sealed::Sealed {}
-impl Numeric for f32 {}
-impl Numeric for f64 {}
-impl Numeric for i64 {}
 
 /// Tensors to join with [`Tensor::cat`] or [`Tensor::stack`]: a slice or `Vec` of tensors or
 /// references, or a tuple `(&a, &b, ...)` whose later members must be on the first one's device.

@@ -1,9 +1,9 @@
 //! CPU kernel of the bias gradient: rows added into one accumulator row.
 
-use crate::error::Result;
-use crate::tensor::layout::Dims;
-use crate::tensor::raw::RawTensor;
-use crate::tensor::{DType, Float};
+use crate::core::error::Result;
+use crate::core::layout::Dims;
+use crate::core::raw::RawTensor;
+use crate::core::{DType, Float};
 use rayon::prelude::*;
 
 /// Rows per parallel task.
@@ -23,7 +23,7 @@ fn typed<T: Float>(grad: &RawTensor) -> Result<RawTensor> {
     let range = g.layout.contiguous_range().expect("contiguous");
     let data = &g.cpu_slice::<T>().expect("cpu")[range];
     let rows = data.len().checked_div(n).unwrap_or(0);
-    let mut out = crate::cpu::pool::zeroed_vec::<T>(n)?;
+    let mut out = crate::core::pool::zeroed_vec::<T>(n)?;
     if n > 0 {
         if rows * n >= crate::cpu::strided::PARALLEL_THRESHOLD && !cfg!(miri) {
             let partial = data

@@ -2,10 +2,10 @@
 //! reduction of the reduce kernels (`kernels/reduce.cu`), which split long columns over the
 //! whole GPU.
 
+use crate::core::error::Result;
+use crate::core::raw::RawTensor;
 use crate::cuda::launch;
-use crate::error::Result;
 use crate::ops::reduce::{self, ReduceOp};
-use crate::tensor::raw::RawTensor;
 
 pub(crate) fn bias_grad(grad: &RawTensor) -> Result<RawTensor> {
     if grad.rank() == 1 {

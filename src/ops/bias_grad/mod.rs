@@ -4,9 +4,9 @@
 mod cpu;
 mod cuda;
 
-use crate::error::{Error, Result};
-use crate::storage::Storage;
-use crate::tensor::raw::RawTensor;
+use crate::core::error::{Error, Result};
+use crate::core::raw::RawTensor;
+use crate::core::storage::Storage;
 
 /// `grad.sum(all dims but the last)`, of shape `[grad.shape[-1]]`.
 pub(crate) fn bias_grad(grad: &RawTensor) -> Result<RawTensor> {

@@ -1,13 +1,13 @@
 //! CPU kernels for element-wise arithmetic and comparisons.
 
 use super::{BinaryOp, CompareOp};
-use crate::cpu::pool::PooledVec;
+use crate::core::dtype::sealed::ElementStorage;
+use crate::core::error::Result;
+use crate::core::layout::{Dims, Layout};
+use crate::core::pool::PooledVec;
+use crate::core::raw::{Operand, RawTensor};
+use crate::core::{DType, Element, Float, Scalar};
 use crate::cpu::strided::{map1, map2, zip_contiguous, zip_contiguous_in_place, zip_in_place};
-use crate::error::Result;
-use crate::tensor::dtype::sealed::ElementStorage;
-use crate::tensor::layout::{Dims, Layout};
-use crate::tensor::raw::{Operand, RawTensor};
-use crate::tensor::{DType, Element, Float, Scalar};
 
 /// Arithmetic every numeric element type has. Integer ops wrap instead of panicking.
 pub(crate) trait Arith: Element {

@@ -4,14 +4,14 @@
 //! contiguous tensor. Contiguous operands take the kernels' vectorised path.
 
 use super::{BinaryOp, CompareOp};
+use crate::core::cuda_storage::{suffix, with_dtype, CudaElement};
+use crate::core::error::Result;
+use crate::core::layout::Dims;
+use crate::core::raw::RawTensor;
+use crate::core::{DType, Element, Scalar};
 use crate::cuda::context::GpuContext;
 use crate::cuda::kernels::{self, compare_name, Family};
-use crate::cuda::storage::{suffix, with_dtype, CudaElement};
 use crate::cuda::{launch, memory};
-use crate::error::Result;
-use crate::tensor::layout::Dims;
-use crate::tensor::raw::RawTensor;
-use crate::tensor::{DType, Element, Scalar};
 use cudarc::driver::PushKernelArg;
 
 /// Queues `kernel(out, a, b, Strided<2>, n)` over `shape` and returns `out`.
@@ -78,7 +78,7 @@ fn scalar_typed<T: CudaElement>(
         let layout = launch::strided::<1>(&a.layout.shape, [&a.layout.strides]);
         // The scalar converted as the CPU converts it (`T::from_scalar`).
         let (po, count, value, first) = (
-            crate::cuda::storage::slice_ptr(&out),
+            crate::core::cuda_storage::slice_ptr(&out),
             n as u64,
             T::from_scalar(s),
             scalar_first as u32,
@@ -140,7 +140,7 @@ pub(crate) fn compare_scalar(a: &RawTensor, s: Scalar, op: CompareOp) -> Result<
 
 fn compare_scalar_typed<T: CudaElement>(
     gpu: &'static GpuContext,
-    sa: &crate::cuda::storage::CudaStorage,
+    sa: &crate::core::cuda_storage::CudaStorage,
     a: &RawTensor,
     s: T,
     op: CompareOp,
@@ -152,7 +152,7 @@ fn compare_scalar_typed<T: CudaElement>(
         let f = kernels::function(gpu, Family::Binary, &name)?;
         let layout = launch::strided::<1>(&a.layout.shape, [&a.layout.strides]);
         let (po, pa, count) = (
-            crate::cuda::storage::slice_ptr(&out),
+            crate::core::cuda_storage::slice_ptr(&out),
             memory::element_ptr(a, sa),
             n as u64,
         );

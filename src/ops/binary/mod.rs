@@ -3,11 +3,11 @@
 mod cpu;
 mod cuda;
 
-use crate::error::{Error, Result};
-use crate::storage::Storage;
-use crate::tensor::layout::broadcast_shapes;
-use crate::tensor::raw::{Operand, RawTensor};
-use crate::tensor::{DType, Scalar};
+use crate::core::error::{Error, Result};
+use crate::core::layout::broadcast_shapes;
+use crate::core::raw::{Operand, RawTensor};
+use crate::core::storage::Storage;
+use crate::core::{DType, Scalar};
 
 /// An element-wise arithmetic op.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -1,10 +1,10 @@
 //! CPU kernel for `cat`: each input is copied into its slab of the output.
 
-use crate::error::Result;
+use crate::core::error::Result;
+use crate::core::layout::{Dims, Layout};
+use crate::core::raw::RawTensor;
+use crate::core::{DType, Element};
 use crate::ops::copy::copy_into;
-use crate::tensor::layout::{Dims, Layout};
-use crate::tensor::raw::RawTensor;
-use crate::tensor::{DType, Element};
 
 fn typed<T: Element>(tensors: &[&RawTensor], d: usize, shape: Dims) -> Result<RawTensor> {
     let mut out = T::pool().take(shape.iter().product())?;

@@ -1,10 +1,10 @@
 //! CUDA side of `cat`: each input is copied through its strides into its slab of the output
 //! (`copy_<dtype>` of `kernels/copy.cu`), one launch per non-empty input.
 
+use crate::core::error::Result;
+use crate::core::layout::{contiguous_strides, Dims};
+use crate::core::raw::RawTensor;
 use crate::cuda::{launch, memory};
-use crate::error::Result;
-use crate::tensor::layout::{contiguous_strides, Dims};
-use crate::tensor::raw::RawTensor;
 
 pub(crate) fn cat(tensors: &[&RawTensor], d: usize, shape: Dims) -> Result<RawTensor> {
     let (gpu, _) = memory::gpu_of("cat", tensors[0])?;

@@ -3,10 +3,10 @@
 mod cpu;
 mod cuda;
 
-use crate::error::{Error, Result};
-use crate::storage::Storage;
-use crate::tensor::layout::{wrap_dim, Dims};
-use crate::tensor::raw::RawTensor;
+use crate::core::error::{Error, Result};
+use crate::core::layout::{wrap_dim, Dims};
+use crate::core::raw::RawTensor;
+use crate::core::storage::Storage;
 
 /// Checks shapes like `torch.cat` and returns (dim, output shape).
 fn plan(tensors: &[&RawTensor], dim: isize) -> Result<(usize, Dims)> {

@@ -4,13 +4,13 @@
 //! Only downloads make the host wait (they are how values reach the host); uploads, copies
 //! between GPUs, strided copies and casts are queued on the device's stream.
 
+use crate::core::cuda_storage::{suffix, with_cuda_slice, with_dtype};
+use crate::core::error::Result;
+use crate::core::raw::RawTensor;
+use crate::core::DType;
 use crate::cuda::context::{self, driver_error};
 use crate::cuda::kernels::{self, Family};
-use crate::cuda::storage::{suffix, with_cuda_slice, with_dtype};
 use crate::cuda::{launch, memory, sync};
-use crate::error::Result;
-use crate::tensor::raw::RawTensor;
-use crate::tensor::DType;
 use cudarc::driver::PushKernelArg;
 
 /// A contiguous copy of a strided view, on its GPU.
@@ -57,7 +57,7 @@ pub(crate) fn download(t: &RawTensor) -> Result<RawTensor> {
     let out = with_cuda_slice!(storage, |slice: T| {
         // The host buffer is allocated fallibly: a download too large for the host is an
         // error, not an abort.
-        let mut host: Vec<T> = crate::cpu::pool::zeroed_vec::<T>(range.len())?;
+        let mut host: Vec<T> = crate::core::pool::zeroed_vec::<T>(range.len())?;
         gpu.stream
             .memcpy_dtoh(&slice.slice(range), &mut host)
             .map_err(|e| gpu.error("cuMemcpyDtoHAsync", e))?;

@@ -5,11 +5,11 @@ mod cuda;
 
 pub(crate) use cpu::copy_into;
 
-use crate::device::DynDevice;
-use crate::error::Result;
-use crate::storage::Storage;
-use crate::tensor::raw::RawTensor;
-use crate::tensor::DType;
+use crate::core::error::{Error, Result};
+use crate::core::layout::Dims;
+use crate::core::raw::RawTensor;
+use crate::core::storage::Storage;
+use crate::core::{DType, DynDevice, Element};
 
 /// A contiguous copy of a strided view, on the same device.
 pub(crate) fn contiguous(t: &RawTensor) -> Result<RawTensor> {
@@ -40,5 +40,80 @@ pub(crate) fn cast(t: &RawTensor, dtype: DType) -> Result<RawTensor> {
     match &*t.storage {
         Storage::Cpu(s) => cpu_dispatch!(s, |data: T| cpu::cast::<T>(data, &t.layout, dtype)),
         Storage::Cuda(_) => cuda::cast(t, dtype),
+    }
+}
+
+/// The untyped tensor's methods that copy: they run kernels, so they live here, above the
+/// backends, and not in `core`.
+impl RawTensor {
+    /// A contiguous tensor on `device` made from host values (the length is checked).
+    pub(crate) fn from_vec<E: Element>(
+        data: Vec<E>,
+        shape: &[usize],
+        device: DynDevice,
+    ) -> Result<Self> {
+        let dims = Dims::shape(shape)?;
+        let numel: usize = dims.iter().product();
+        if data.len() != numel {
+            return Err(Error::LengthMismatch {
+                len: data.len(),
+                shape: shape.to_vec(),
+                numel,
+            });
+        }
+        let t = RawTensor::from_cpu_vec(data, dims);
+        if device.is_cpu() {
+            Ok(t)
+        } else {
+            t.to_device(device)
+        }
+    }
+
+    /// The values in row-major order, copied to the host. On a GPU this waits for it.
+    pub(crate) fn to_vec<E: Element>(&self) -> Result<Vec<E>> {
+        self.expect_dtype(E::DTYPE)?;
+        match &*self.storage {
+            Storage::Cpu(s) => {
+                let data = E::cpu_slice(s).ok_or(Error::DTypeMismatch {
+                    expected: E::DTYPE,
+                    found: s.dtype(),
+                })?;
+                if let Some(r) = self.layout.contiguous_range() {
+                    return crate::core::pool::copy_to_vec(&data[r]);
+                }
+                let mut out = crate::core::pool::zeroed_vec::<E>(self.numel())?;
+                crate::cpu::strided::map1(data, &self.layout, &mut out, |x| x);
+                Ok(out)
+            }
+            Storage::Cuda(_) => {
+                let host = self.to_device(DynDevice::cpu())?;
+                host.to_vec()
+            }
+        }
+    }
+
+    /// The one value of a one-element tensor (PyTorch's `.item()`).
+    pub(crate) fn item<E: Element>(&self) -> Result<E> {
+        if self.numel() != 1 {
+            return Err(Error::ItemNotScalar(self.numel()));
+        }
+        Ok(self.to_vec::<E>()?[0])
+    }
+
+    /// A contiguous copy (or `self` when already contiguous).
+    pub(crate) fn contiguous(&self) -> Result<Self> {
+        if self.layout.is_contiguous() {
+            return Ok(self.clone());
+        }
+        contiguous(self)
+    }
+
+    /// Moves to `device`: the same storage when already there, else a copy.
+    pub(crate) fn to_device(&self, device: DynDevice) -> Result<Self> {
+        let device = device.resolved();
+        if device == self.device {
+            return Ok(self.clone());
+        }
+        to_device(self, device)
     }
 }

@@ -1,13 +1,13 @@
 //! CPU kernels for creation.
 
 use super::Fill;
-use crate::cpu::pool::zeroed_vec;
+use crate::core::error::Result;
+use crate::core::layout::Dims;
+use crate::core::pool::zeroed_vec;
+use crate::core::raw::RawTensor;
+use crate::core::{DType, Element};
 use crate::cpu::strided::for_each_chunk;
-use crate::error::Result;
 use crate::random;
-use crate::tensor::layout::Dims;
-use crate::tensor::raw::RawTensor;
-use crate::tensor::{DType, Element};
 
 pub(crate) fn create(shape: Dims, dtype: DType, fill: Fill) -> Result<RawTensor> {
     fn go<T: Element>(shape: Dims, fill: Fill) -> Result<RawTensor> {

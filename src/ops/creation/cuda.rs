@@ -3,14 +3,14 @@
 //! counter-based hash as the CPU, so one seed gives the same numbers on every device.
 
 use super::Fill;
+use crate::core::cuda_storage::{slice_ptr, with_dtype, CudaElement};
+use crate::core::error::Result;
+use crate::core::layout::Dims;
+use crate::core::raw::RawTensor;
+use crate::core::DType;
 use crate::cuda::context::{self, GpuContext};
 use crate::cuda::kernels::{self, Family};
-use crate::cuda::storage::{slice_ptr, with_dtype, CudaElement};
 use crate::cuda::{launch, memory};
-use crate::error::Result;
-use crate::tensor::layout::Dims;
-use crate::tensor::raw::RawTensor;
-use crate::tensor::DType;
 use cudarc::driver::{CudaSlice, PushKernelArg};
 
 pub(crate) fn create(shape: Dims, dtype: DType, ordinal: usize, fill: Fill) -> Result<RawTensor> {

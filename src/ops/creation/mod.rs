@@ -4,11 +4,11 @@
 mod cpu;
 mod cuda;
 
-use crate::device::DynDevice;
-use crate::error::Result;
-use crate::tensor::layout::Dims;
-use crate::tensor::raw::RawTensor;
-use crate::tensor::{DType, Scalar};
+use crate::core::error::Result;
+use crate::core::layout::Dims;
+use crate::core::raw::RawTensor;
+use crate::core::DynDevice;
+use crate::core::{DType, Scalar};
 
 /// How values are produced.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -1,9 +1,9 @@
 //! CPU kernel of the cross-entropy gradient.
 
-use crate::error::{Error, Result};
+use crate::core::error::{Error, Result};
+use crate::core::raw::RawTensor;
+use crate::core::{DType, Float};
 use crate::ops::loss::{CrossEntropyOptions, Reduction};
-use crate::tensor::raw::RawTensor;
-use crate::tensor::{DType, Float};
 
 fn typed<T: Float>(
     logits: &RawTensor,

@@ -6,12 +6,12 @@
 //! that row NaN (and, for the mean, every row, through the total weight) instead, because
 //! checking would make the host wait. The kernels never read out of bounds.
 
+use crate::core::cuda_storage::{slice_ptr, with_dtype, CudaElement};
+use crate::core::error::Result;
+use crate::core::raw::RawTensor;
 use crate::cuda::kernels::{self, Family};
-use crate::cuda::storage::{slice_ptr, with_dtype, CudaElement};
 use crate::cuda::{launch, memory};
-use crate::error::Result;
 use crate::ops::loss::{CrossEntropyOptions, Reduction};
-use crate::tensor::raw::RawTensor;
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 
 pub(crate) fn cross_entropy_backward(

@@ -5,10 +5,10 @@
 mod cpu;
 mod cuda;
 
-use crate::error::{Error, Result};
+use crate::core::error::{Error, Result};
+use crate::core::raw::RawTensor;
+use crate::core::storage::Storage;
 use crate::ops::loss::{check, CrossEntropyOptions, Reduction};
-use crate::storage::Storage;
-use crate::tensor::raw::RawTensor;
 
 /// `d loss / d logits`, given `grad_out` (0-dim for the mean and sum reductions, `[batch]`
 /// for `Reduction::None`).

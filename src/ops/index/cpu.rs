@@ -1,18 +1,13 @@
 //! CPU kernels for `index_select` and `gather`.
 
-use crate::error::{Error, Result};
-use crate::tensor::layout::{Dims, Layout};
-use crate::tensor::raw::RawTensor;
-use crate::tensor::{DType, Element};
+use crate::core::error::{Error, Result};
+use crate::core::layout::{Dims, Layout};
+use crate::core::raw::RawTensor;
+use crate::core::{DType, Element};
 
 /// The indices in order, each checked against `size`. As in PyTorch, `gather` and
 /// `index_select` take no negative indices; each has its own text for one out of range.
-fn checked_indices(
-    index: &RawTensor,
-    dim: usize,
-    size: usize,
-    select: bool,
-) -> Result<Vec<usize>> {
+fn checked_indices(index: &RawTensor, dim: usize, size: usize, select: bool) -> Result<Vec<usize>> {
     let raw = index.to_vec::<i64>()?;
     raw.iter()
         .map(|&i| {
@@ -86,7 +81,7 @@ fn gather_typed<T: Element>(
     let numel: usize = shape.iter().product();
     let mut out = T::pool().take(numel)?;
     let rank = shape.len();
-    let mut pos = [0usize; crate::tensor::layout::MAX_DIMS];
+    let mut pos = [0usize; crate::core::layout::MAX_DIMS];
     for (n, o) in out.iter_mut().enumerate() {
         let mut rest = n;
         for j in (0..rank).rev() {

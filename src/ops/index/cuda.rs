@@ -6,12 +6,12 @@
 //! `[0, size)` (as in PyTorch, negative indices are invalid) is NaN (floats) or 0 / `false`
 //! (integers, booleans).
 
+use crate::core::cuda_storage::suffix;
+use crate::core::error::Result;
+use crate::core::layout::{Dims, MAX_DIMS};
+use crate::core::raw::RawTensor;
 use crate::cuda::kernels::{self, Family};
-use crate::cuda::storage::suffix;
 use crate::cuda::{launch, memory};
-use crate::error::Result;
-use crate::tensor::layout::{Dims, MAX_DIMS};
-use crate::tensor::raw::RawTensor;
 use cudarc::driver::{DeviceRepr, PushKernelArg};
 
 /// `IndexArgs` of `kernels/index.cu`.

@@ -4,11 +4,11 @@
 mod cpu;
 mod cuda;
 
-use crate::error::{Error, Result};
-use crate::storage::Storage;
-use crate::tensor::layout::{wrap_dim, Dims};
-use crate::tensor::raw::RawTensor;
-use crate::tensor::DType;
+use crate::core::error::{Error, Result};
+use crate::core::layout::{wrap_dim, Dims};
+use crate::core::raw::RawTensor;
+use crate::core::storage::Storage;
+use crate::core::DType;
 
 fn check_index_dtype(op: &str, index: &RawTensor) -> Result<()> {
     if index.dtype != DType::I64 {

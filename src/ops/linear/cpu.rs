@@ -1,11 +1,11 @@
 //! CPU kernel for the fused linear layer.
 
-use crate::cpu::pool::PooledVec;
-use crate::error::Result;
+use crate::core::error::Result;
+use crate::core::layout::Dims;
+use crate::core::pool::PooledVec;
+use crate::core::raw::RawTensor;
+use crate::core::{DType, Float};
 use crate::ops::matmul::{gemm_into, MatrixView};
-use crate::tensor::layout::Dims;
-use crate::tensor::raw::RawTensor;
-use crate::tensor::{DType, Float};
 
 fn typed<T: Float>(
     x: &RawTensor,

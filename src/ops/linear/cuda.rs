@@ -2,11 +2,11 @@
 //! cuBLAS GEMM accumulates `x @ weight.T` onto them (`beta = 1`), reading the weight through
 //! its transposed strides (no copy).
 
+use crate::core::error::Result;
+use crate::core::layout::Dims;
+use crate::core::raw::RawTensor;
 use crate::cuda::blas::{self, GemmOperand};
 use crate::cuda::{launch, memory};
-use crate::error::Result;
-use crate::tensor::layout::Dims;
-use crate::tensor::raw::RawTensor;
 
 pub(crate) fn linear(
     x: &RawTensor,

@@ -4,10 +4,10 @@
 mod cpu;
 mod cuda;
 
-use crate::error::{Error, Result};
-use crate::storage::Storage;
-use crate::tensor::layout::Dims;
-use crate::tensor::raw::RawTensor;
+use crate::core::error::{Error, Result};
+use crate::core::layout::Dims;
+use crate::core::raw::RawTensor;
+use crate::core::storage::Storage;
 
 /// Checks shapes as `F.linear` and returns (rows, in, out, output shape).
 pub(crate) fn plan(

@@ -1,10 +1,10 @@
 //! CPU kernel for fused cross-entropy.
 
 use super::{CrossEntropyOptions, Reduction};
-use crate::error::{Error, Result};
-use crate::tensor::layout::Dims;
-use crate::tensor::raw::RawTensor;
-use crate::tensor::{DType, Float};
+use crate::core::error::{Error, Result};
+use crate::core::layout::Dims;
+use crate::core::raw::RawTensor;
+use crate::core::{DType, Float};
 
 fn typed<T: Float>(
     logits: &RawTensor,
@@ -22,7 +22,7 @@ fn typed<T: Float>(
     let weight = weight.map(|w| w.to_vec::<T>()).transpose()?;
     let x = logits.contiguous()?;
     let data = &x.cpu_slice::<T>().expect("cpu")[x.layout.offset..x.layout.offset + n * c];
-    let mut losses = crate::cpu::pool::zeroed_vec::<T>(n)?;
+    let mut losses = crate::core::pool::zeroed_vec::<T>(n)?;
     let (mut total, mut total_weight) = (T::ZERO, T::ZERO);
     for (i, row) in data.chunks(c.max(1)).enumerate().take(n) {
         let t = targets[i];

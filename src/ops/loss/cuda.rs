@@ -8,12 +8,12 @@
 //! sum is NaN too).
 
 use super::{CrossEntropyOptions, Reduction};
+use crate::core::cuda_storage::{slice_ptr, with_dtype, CudaElement};
+use crate::core::error::Result;
+use crate::core::layout::Dims;
+use crate::core::raw::RawTensor;
 use crate::cuda::kernels::{self, Family};
-use crate::cuda::storage::{slice_ptr, with_dtype, CudaElement};
 use crate::cuda::{launch, memory};
-use crate::error::Result;
-use crate::tensor::layout::Dims;
-use crate::tensor::raw::RawTensor;
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 
 pub(crate) fn cross_entropy(

@@ -4,10 +4,10 @@
 mod cpu;
 mod cuda;
 
-use crate::error::{Error, Result};
-use crate::storage::Storage;
-use crate::tensor::raw::RawTensor;
-use crate::tensor::DType;
+use crate::core::error::{Error, Result};
+use crate::core::raw::RawTensor;
+use crate::core::storage::Storage;
+use crate::core::DType;
 
 /// How per-sample losses are combined.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]

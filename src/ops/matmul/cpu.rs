@@ -2,12 +2,12 @@
 //! tiny products use a plain loop, which beats any dispatch.
 
 use super::MatmulPlan;
-use crate::cpu::pool::PooledVec;
+use crate::core::error::Result;
+use crate::core::layout::Layout;
+use crate::core::pool::PooledVec;
+use crate::core::raw::RawTensor;
+use crate::core::{DType, Float};
 use crate::cpu::strided::Strided;
-use crate::error::Result;
-use crate::tensor::layout::Layout;
-use crate::tensor::raw::RawTensor;
-use crate::tensor::{DType, Float};
 
 /// Products with at most this many multiply-adds use the plain loop.
 const SMALL_PRODUCT: usize = 32 * 32 * 32;
@@ -173,7 +173,7 @@ pub(crate) fn batch_offsets(layout: &Layout, batch_rank: usize) -> Result<Vec<us
     let count: usize = layout.shape[..batch_rank].iter().product();
     let mut out = Vec::new();
     out.try_reserve_exact(count)
-        .map_err(|_| crate::cpu::pool::out_of_memory::<usize>(count))?;
+        .map_err(|_| crate::core::pool::out_of_memory::<usize>(count))?;
     Strided::new([&batch]).runs(0..count, |_, [o], len, [s]| {
         out.extend((0..len).map(|i| o + i * s))
     });

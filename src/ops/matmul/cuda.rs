@@ -6,11 +6,11 @@
 //! stride at all is copied to a contiguous tensor first.
 
 use super::MatmulPlan;
+use crate::core::error::Result;
+use crate::core::layout::{contiguous_strides, Layout};
+use crate::core::raw::RawTensor;
 use crate::cuda::blas::{self, GemmOperand};
 use crate::cuda::{launch, memory};
-use crate::error::Result;
-use crate::tensor::layout::{contiguous_strides, Layout};
-use crate::tensor::raw::RawTensor;
 
 /// `(row_major, ld)` of the matrices of a `[batch..., rows, cols]` layout, if cuBLAS can read
 /// them in place.

@@ -6,10 +6,10 @@ mod cuda;
 
 pub(crate) use cpu::{gemm_into, MatrixView};
 
-use crate::error::{Error, Result};
-use crate::storage::Storage;
-use crate::tensor::layout::{broadcast_shapes, Dims, Layout};
-use crate::tensor::raw::RawTensor;
+use crate::core::error::{Error, Result};
+use crate::core::layout::{broadcast_shapes, Dims, Layout};
+use crate::core::raw::RawTensor;
+use crate::core::storage::Storage;
 
 /// The plan of one (batched) product `[..., m, k] @ [..., k, n]`.
 pub(crate) struct MatmulPlan {

@@ -2,9 +2,9 @@
 //! in place, split across threads for large parameters.
 
 use super::{AdamScalars, AdamUpdate, SgdUpdate};
-use crate::error::{Error, Result};
-use crate::tensor::raw::RawTensor;
-use crate::tensor::{DType, Float};
+use crate::core::error::{Error, Result};
+use crate::core::raw::RawTensor;
+use crate::core::{DType, Float};
 use rayon::prelude::*;
 
 /// Elements per parallel task.
@@ -23,7 +23,7 @@ fn make_unique<T: Float>(t: &mut RawTensor) -> Result<()> {
 /// A new state buffer of zeros shaped like `like`.
 fn zeros_like<T: Float>(like: &RawTensor) -> Result<RawTensor> {
     Ok(RawTensor::from_cpu_vec(
-        crate::cpu::pool::zeroed_vec::<T>(like.numel())?,
+        crate::core::pool::zeroed_vec::<T>(like.numel())?,
         like.layout.shape,
     ))
 }

@@ -5,12 +5,12 @@
 //! the update, as on the CPU.
 
 use super::{AdamScalars, AdamUpdate, SgdUpdate};
+use crate::core::cuda_storage::{with_dtype, CudaElement};
+use crate::core::error::{Error, Result};
+use crate::core::raw::RawTensor;
 use crate::cuda::context::GpuContext;
 use crate::cuda::kernels::{self, Family};
-use crate::cuda::storage::{with_dtype, CudaElement};
 use crate::cuda::{launch, memory};
-use crate::error::{Error, Result};
-use crate::tensor::raw::RawTensor;
 use cudarc::driver::PushKernelArg;
 
 /// Makes `t` the only owner of a contiguous buffer it covers from its start.

@@ -4,9 +4,9 @@
 mod cpu;
 mod cuda;
 
-use crate::error::{Error, Result};
-use crate::storage::Storage;
-use crate::tensor::raw::RawTensor;
+use crate::core::error::{Error, Result};
+use crate::core::raw::RawTensor;
+use crate::core::storage::Storage;
 
 /// The hyper-parameters of one SGD update (`torch.optim.SGD`).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -51,7 +51,7 @@ pub(crate) struct AdamScalars<T> {
 }
 
 impl AdamUpdate {
-    pub(crate) fn scalars<T: crate::tensor::Element>(&self) -> AdamScalars<T> {
+    pub(crate) fn scalars<T: crate::core::Element>(&self) -> AdamScalars<T> {
         let t = self.step as i32;
         let bc1 = 1.0 - self.beta1.powi(t);
         let bc2 = 1.0 - self.beta2.powi(t);
@@ -288,7 +288,7 @@ mod tests {
     use super::*;
 
     fn t(values: &[f32], shape: &[usize]) -> RawTensor {
-        RawTensor::from_vec(values.to_vec(), shape, crate::device::DynDevice::cpu()).unwrap()
+        RawTensor::from_vec(values.to_vec(), shape, crate::core::DynDevice::cpu()).unwrap()
     }
 
     const SGD: SgdUpdate = SgdUpdate {
@@ -325,7 +325,7 @@ mod tests {
         assert!(sgd("w", &mut p, &g2, &mut None, &SGD).is_err());
         // A state of another dtype.
         let mut f64_state = Some(
-            RawTensor::from_vec(vec![0.0f64; 3], &[3], crate::device::DynDevice::cpu()).unwrap(),
+            RawTensor::from_vec(vec![0.0f64; 3], &[3], crate::core::DynDevice::cpu()).unwrap(),
         );
         assert!(sgd("w", &mut p, &g, &mut f64_state, &SGD).is_err());
         assert_eq!(p.to_vec::<f32>().unwrap(), [1.0, 2.0, 3.0]);

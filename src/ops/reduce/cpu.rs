@@ -1,10 +1,10 @@
 //! CPU kernels for reductions.
 
 use super::{ReduceOp, ReducePlan};
+use crate::core::error::Result;
+use crate::core::raw::RawTensor;
+use crate::core::Element;
 use crate::cpu::strided::Strided;
-use crate::error::Result;
-use crate::tensor::raw::RawTensor;
-use crate::tensor::Element;
 use rayon::prelude::*;
 
 /// What a reduction needs of an element type.
@@ -194,7 +194,7 @@ pub(crate) fn reduce(a: &RawTensor, plan: &ReducePlan, op: ReduceOp) -> Result<R
 fn arg_typed<T: Reducible>(data: &[T], plan: &ReducePlan, max: bool) -> Result<RawTensor> {
     let walk = Strided::new([&plan.permuted]);
     let r = plan.reduced;
-    let mut out = crate::cpu::pool::zeroed_vec::<i64>(plan.outputs)?;
+    let mut out = crate::core::pool::zeroed_vec::<i64>(plan.outputs)?;
     for (i, o) in out.iter_mut().enumerate() {
         let (mut best, mut best_at, mut pos) = (data[0], 0usize, 0usize);
         walk.runs(i * r..(i + 1) * r, |_, [off], len, [s]| {

@@ -11,14 +11,14 @@
 //!   (`reduce_finish_*`), so every reduction uses the whole GPU.
 
 use super::{ReduceOp, ReducePlan};
+use crate::core::cuda_storage::{slice_ptr, suffix, with_dtype, CudaElement};
+use crate::core::error::Result;
+use crate::core::layout::MAX_DIMS;
+use crate::core::raw::RawTensor;
+use crate::core::DType;
 use crate::cuda::context::GpuContext;
 use crate::cuda::kernels::{self, Family};
-use crate::cuda::storage::{slice_ptr, suffix, with_dtype, CudaElement};
 use crate::cuda::{launch, memory};
-use crate::error::Result;
-use crate::tensor::layout::MAX_DIMS;
-use crate::tensor::raw::RawTensor;
-use crate::tensor::DType;
 use cudarc::driver::{CudaSlice, DeviceRepr, LaunchConfig, PushKernelArg};
 
 /// `ReduceLayout` of `kernels/reduce.cu`.

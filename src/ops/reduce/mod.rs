@@ -3,11 +3,11 @@
 mod cpu;
 mod cuda;
 
-use crate::error::{Error, Result};
-use crate::storage::Storage;
-use crate::tensor::layout::{wrap_dim, Dims, Layout};
-use crate::tensor::raw::RawTensor;
-use crate::tensor::DType;
+use crate::core::error::{Error, Result};
+use crate::core::layout::{wrap_dim, Dims, Layout};
+use crate::core::raw::RawTensor;
+use crate::core::storage::Storage;
+use crate::core::DType;
 
 /// A reduction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -48,7 +48,7 @@ pub(crate) struct ReducePlan {
 /// Normalises `dims` (negative allowed; empty means all) and plans the walk.
 pub(crate) fn plan(a: &RawTensor, dims: &[isize], keepdim: bool) -> Result<ReducePlan> {
     let rank = a.rank();
-    let mut reduce_mask = [false; crate::tensor::layout::MAX_DIMS];
+    let mut reduce_mask = [false; crate::core::layout::MAX_DIMS];
     if dims.is_empty() {
         reduce_mask[..rank].fill(true);
     }

@@ -1,11 +1,11 @@
 //! CUDA side of the relu gradient: `grad * (y > 0)` in one kernel (`relu_backward_*` of
 //! `kernels/binary.cu`), reading both operands through their strides.
 
+use crate::core::cuda_storage::suffix;
+use crate::core::error::Result;
+use crate::core::raw::RawTensor;
 use crate::cuda::kernels::{self, Family};
-use crate::cuda::storage::suffix;
 use crate::cuda::{launch, memory};
-use crate::error::Result;
-use crate::tensor::raw::RawTensor;
 use cudarc::driver::PushKernelArg;
 
 pub(crate) fn relu_backward(grad: &RawTensor, y: &RawTensor) -> Result<RawTensor> {

@@ -4,9 +4,9 @@
 mod cpu;
 mod cuda;
 
-use crate::error::{Error, Result};
-use crate::storage::Storage;
-use crate::tensor::raw::{Operand, RawTensor};
+use crate::core::error::{Error, Result};
+use crate::core::raw::{Operand, RawTensor};
+use crate::core::storage::Storage;
 
 /// `grad * (y > 0)` element-wise; `grad` and `y` have the same shape.
 pub(crate) fn relu_backward(grad: Operand<'_>, y: &RawTensor) -> Result<RawTensor> {

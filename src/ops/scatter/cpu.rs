@@ -1,9 +1,9 @@
 //! CPU kernels of `scatter_add` and `index_add`.
 
-use crate::error::{Error, Result};
-use crate::tensor::layout::{Dims, Layout};
-use crate::tensor::raw::RawTensor;
-use crate::tensor::{DType, Float};
+use crate::core::error::{Error, Result};
+use crate::core::layout::{Dims, Layout};
+use crate::core::raw::RawTensor;
+use crate::core::{DType, Float};
 
 fn wrap_index(i: i64, dim: usize, size: usize) -> Result<usize> {
     let j = if i < 0 { i + size as i64 } else { i };
@@ -28,7 +28,7 @@ fn accumulate_setup<T: Float>(shape: Dims, index: &RawTensor, src: &RawTensor) -
     let idx = index.to_vec::<i64>()?;
     let vals = src.to_vec::<T>()?;
     let numel: usize = shape.iter().product();
-    let mut out = crate::cpu::pool::zeroed_vec::<T>(numel)?;
+    let mut out = crate::core::pool::zeroed_vec::<T>(numel)?;
     if shape.is_empty() {
         for (&i, &v) in idx.iter().zip(&vals) {
             wrap_index(i, 0, 1)?;
@@ -52,7 +52,7 @@ fn scatter_typed<T: Float>(
     let strides = Layout::contiguous(shape).strides;
     let ishape = index.shape();
     let rank = ishape.len();
-    let mut pos = [0usize; crate::tensor::layout::MAX_DIMS];
+    let mut pos = [0usize; crate::core::layout::MAX_DIMS];
     for (p, (&i, &v)) in idx.iter().zip(&vals).enumerate() {
         let mut rest = p;
         for j in (0..rank).rev() {

@@ -5,12 +5,12 @@
 //! Indices outside the dimension (the CPU's `index ... is out of bounds`) are skipped instead
 //! of reported, since checking would make the host wait; the kernel never writes out of bounds.
 
+use crate::core::cuda_storage::suffix;
+use crate::core::error::Result;
+use crate::core::layout::{contiguous_strides, Dims, MAX_DIMS};
+use crate::core::raw::RawTensor;
 use crate::cuda::kernels::{self, Family};
-use crate::cuda::storage::suffix;
 use crate::cuda::{launch, memory};
-use crate::error::Result;
-use crate::tensor::layout::{contiguous_strides, Dims, MAX_DIMS};
-use crate::tensor::raw::RawTensor;
 use cudarc::driver::{DeviceRepr, PushKernelArg};
 
 /// `ScatterArgs` of `kernels/scatter.cu`.

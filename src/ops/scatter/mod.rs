@@ -4,12 +4,12 @@
 mod cpu;
 mod cuda;
 
-use crate::device::DynDevice;
-use crate::error::{Error, Result};
-use crate::storage::Storage;
-use crate::tensor::layout::Dims;
-use crate::tensor::raw::RawTensor;
-use crate::tensor::DType;
+use crate::core::error::{Error, Result};
+use crate::core::layout::Dims;
+use crate::core::raw::RawTensor;
+use crate::core::storage::Storage;
+use crate::core::DType;
+use crate::core::DynDevice;
 
 fn check(op: &'static str, index: &RawTensor, src: &RawTensor) -> Result<()> {
     if index.dtype != DType::I64 {

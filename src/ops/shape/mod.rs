@@ -1,9 +1,9 @@
 //! Views: reshape, view, transpose, permute, squeeze, unsqueeze, flatten, narrow, expand.
 //! These change only the layout; `reshape` copies when no view exists, as PyTorch does.
 
-use crate::error::{Error, Result};
-use crate::tensor::layout::{infer_shape, wrap_dim, Dims};
-use crate::tensor::raw::RawTensor;
+use crate::core::error::{Error, Result};
+use crate::core::layout::{infer_shape, wrap_dim, Dims};
+use crate::core::raw::RawTensor;
 
 /// Refuses target shapes whose known sizes overflow when multiplied (no tensor has that many
 /// elements, and even an empty one could not have strides), with `reshape`'s text, before

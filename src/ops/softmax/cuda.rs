@@ -1,10 +1,10 @@
 //! CUDA side of softmax: one block per row of the contiguous input (`kernels/softmax.cu`).
 
+use crate::core::cuda_storage::suffix;
+use crate::core::error::Result;
+use crate::core::raw::RawTensor;
 use crate::cuda::kernels::{self, Family};
-use crate::cuda::storage::suffix;
 use crate::cuda::{launch, memory};
-use crate::error::Result;
-use crate::tensor::raw::RawTensor;
 use cudarc::driver::PushKernelArg;
 
 /// `a` is contiguous (the caller moved the softmax dim last); rows are its last dimension.

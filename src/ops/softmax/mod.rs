@@ -3,10 +3,10 @@
 mod cpu;
 mod cuda;
 
-use crate::error::{Error, Result};
-use crate::storage::Storage;
-use crate::tensor::layout::wrap_dim;
-use crate::tensor::raw::RawTensor;
+use crate::core::error::{Error, Result};
+use crate::core::layout::wrap_dim;
+use crate::core::raw::RawTensor;
+use crate::core::storage::Storage;
 
 /// `softmax(a, dim)`, or `log_softmax` when `log`.
 pub(crate) fn softmax(a: &RawTensor, dim: isize, log: bool) -> Result<RawTensor> {

@@ -2,11 +2,11 @@
 //! reading any view through its strides and writing a new contiguous tensor.
 
 use super::UnaryOp;
+use crate::core::cuda_storage::suffix;
+use crate::core::error::Result;
+use crate::core::raw::RawTensor;
 use crate::cuda::kernels::{self, unary_name, Family};
-use crate::cuda::storage::suffix;
 use crate::cuda::{launch, memory};
-use crate::error::Result;
-use crate::tensor::raw::RawTensor;
 use cudarc::driver::PushKernelArg;
 
 pub(crate) fn unary(a: &RawTensor, op: UnaryOp) -> Result<RawTensor> {

@@ -3,10 +3,10 @@
 mod cpu;
 mod cuda;
 
-use crate::error::{Error, Result};
-use crate::storage::Storage;
-use crate::tensor::raw::{Operand, RawTensor};
-use crate::tensor::DType;
+use crate::core::error::{Error, Result};
+use crate::core::raw::{Operand, RawTensor};
+use crate::core::storage::Storage;
+use crate::core::DType;
 
 /// An element-wise function of one tensor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

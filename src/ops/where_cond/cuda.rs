@@ -1,12 +1,12 @@
 //! CUDA side of `where` (`kernels/where_cond.cu`): the three operands are broadcast through
 //! their strides, the output is a new contiguous tensor.
 
+use crate::core::cuda_storage::suffix;
+use crate::core::error::Result;
+use crate::core::layout::Dims;
+use crate::core::raw::RawTensor;
 use crate::cuda::kernels::{self, Family};
-use crate::cuda::storage::suffix;
 use crate::cuda::{launch, memory};
-use crate::error::Result;
-use crate::tensor::layout::Dims;
-use crate::tensor::raw::RawTensor;
 use cudarc::driver::PushKernelArg;
 
 pub(crate) fn where_cond(

@@ -2,12 +2,12 @@
 
 mod cuda;
 
+use crate::core::error::{Error, Result};
+use crate::core::layout::broadcast_shapes;
+use crate::core::raw::RawTensor;
+use crate::core::storage::Storage;
+use crate::core::{DType, Element};
 use crate::cpu::strided::map3;
-use crate::error::{Error, Result};
-use crate::storage::Storage;
-use crate::tensor::layout::broadcast_shapes;
-use crate::tensor::raw::RawTensor;
-use crate::tensor::{DType, Element};
 
 /// `cond ? a : b` element-wise.
 pub(crate) fn where_cond(cond: &RawTensor, a: &RawTensor, b: &RawTensor) -> Result<RawTensor> {
@@ -30,7 +30,7 @@ pub(crate) fn where_cond(cond: &RawTensor, a: &RawTensor, b: &RawTensor) -> Resu
                 c: &RawTensor,
                 a: &RawTensor,
                 b: &RawTensor,
-                shape: crate::tensor::layout::Dims,
+                shape: crate::core::layout::Dims,
             ) -> Result<RawTensor> {
                 let mut out = T::pool().take(shape.iter().product())?;
                 map3(

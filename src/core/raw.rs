@@ -6,10 +6,10 @@
 
 use super::layout::{Dims, Layout};
 use super::{DType, Element};
-use crate::cpu::storage::CpuStorage;
-use crate::device::DynDevice;
-use crate::error::{Error, Result};
-use crate::storage::{SharedStorage, Storage};
+use crate::core::cpu_storage::CpuStorage;
+use crate::core::error::{Error, Result};
+use crate::core::storage::{SharedStorage, Storage};
+use crate::core::DynDevice;
 use std::borrow::Cow;
 
 /// A tensor without a static device or element type.
@@ -50,7 +50,7 @@ impl RawTensor {
     /// A contiguous CPU tensor owning `data` (inline when tiny: one allocation in all).
     #[inline(always)]
     pub(crate) fn from_cpu_buffer<E: Element>(
-        data: crate::cpu::pool::PooledVec<E>,
+        data: crate::core::pool::PooledVec<E>,
         shape: Dims,
     ) -> Self {
         debug_assert_eq!(data.as_slice().len(), shape.iter().product::<usize>());
@@ -59,29 +59,6 @@ impl RawTensor {
             layout: Layout::contiguous(shape),
             dtype: E::DTYPE,
             device: DynDevice::cpu(),
-        }
-    }
-
-    /// A contiguous tensor on `device` made from host values (the length is checked).
-    pub(crate) fn from_vec<E: Element>(
-        data: Vec<E>,
-        shape: &[usize],
-        device: DynDevice,
-    ) -> Result<Self> {
-        let dims = Dims::shape(shape)?;
-        let numel: usize = dims.iter().product();
-        if data.len() != numel {
-            return Err(Error::LengthMismatch {
-                len: data.len(),
-                shape: shape.to_vec(),
-                numel,
-            });
-        }
-        let t = RawTensor::from_cpu_vec(data, dims);
-        if device.is_cpu() {
-            Ok(t)
-        } else {
-            t.to_device(device)
         }
     }
 
@@ -151,53 +128,5 @@ impl RawTensor {
                 found: self.dtype,
             })
         }
-    }
-
-    /// The values in row-major order, copied to the host. On a GPU this waits for it.
-    pub(crate) fn to_vec<E: Element>(&self) -> Result<Vec<E>> {
-        self.expect_dtype(E::DTYPE)?;
-        match &*self.storage {
-            Storage::Cpu(s) => {
-                let data = E::cpu_slice(s).ok_or(Error::DTypeMismatch {
-                    expected: E::DTYPE,
-                    found: s.dtype(),
-                })?;
-                if let Some(r) = self.layout.contiguous_range() {
-                    return crate::cpu::pool::copy_to_vec(&data[r]);
-                }
-                let mut out = crate::cpu::pool::zeroed_vec::<E>(self.numel())?;
-                crate::cpu::strided::map1(data, &self.layout, &mut out, |x| x);
-                Ok(out)
-            }
-            Storage::Cuda(_) => {
-                let host = self.to_device(DynDevice::cpu())?;
-                host.to_vec()
-            }
-        }
-    }
-
-    /// The one value of a one-element tensor (PyTorch's `.item()`).
-    pub(crate) fn item<E: Element>(&self) -> Result<E> {
-        if self.numel() != 1 {
-            return Err(Error::ItemNotScalar(self.numel()));
-        }
-        Ok(self.to_vec::<E>()?[0])
-    }
-
-    /// A contiguous copy (or `self` when already contiguous).
-    pub(crate) fn contiguous(&self) -> Result<Self> {
-        if self.layout.is_contiguous() {
-            return Ok(self.clone());
-        }
-        crate::ops::copy::contiguous(self)
-    }
-
-    /// Moves to `device`: the same storage when already there, else a copy.
-    pub(crate) fn to_device(&self, device: DynDevice) -> Result<Self> {
-        let device = device.resolved();
-        if device == self.device {
-            return Ok(self.clone());
-        }
-        crate::ops::copy::to_device(self, device)
     }
 }

@@ -1,7 +1,7 @@
 //! Host memory of a tensor, one variant per element type.
 
 use super::pool::PooledVec;
-use crate::tensor::DType;
+use crate::core::DType;
 
 /// The values of a CPU tensor.
 pub enum CpuStorage {

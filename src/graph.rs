@@ -7,9 +7,9 @@
 //! no sort of edges. Gradients flow as untyped tensors on the device they were computed on;
 //! the typed fronts put the device back in the type.
 
-use crate::error::{Error, Result};
+use crate::core::error::{Error, Result};
+use crate::core::raw::{Operand, RawTensor};
 use crate::ops::BinaryOp;
-use crate::tensor::raw::{Operand, RawTensor};
 use std::cell::Cell;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};

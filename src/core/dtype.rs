@@ -1,6 +1,6 @@
 //! Element types: the `E` in `Tensor<D, E>`.
 
-use crate::cpu::storage::CpuStorage;
+use crate::core::cpu_storage::CpuStorage;
 use std::fmt;
 
 /// The element type of a tensor, as a run-time value.
@@ -118,17 +118,17 @@ impl fmt::Display for DType {
 }
 
 pub(crate) mod sealed {
-    use crate::cpu::storage::CpuStorage;
+    use crate::core::cpu_storage::CpuStorage;
 
     /// Crate-private plumbing of [`Element`](super::Element): how a `Vec<Self>` sits in storage.
     pub trait ElementStorage: Sized {
         fn cpu_slice(storage: &CpuStorage) -> Option<&[Self]>;
         fn cpu_slice_mut(storage: &mut CpuStorage) -> Option<&mut [Self]>;
         fn into_cpu_storage(data: Vec<Self>) -> CpuStorage;
-        fn buffer_into_cpu_storage(data: crate::cpu::pool::PooledVec<Self>) -> CpuStorage
+        fn buffer_into_cpu_storage(data: crate::core::pool::PooledVec<Self>) -> CpuStorage
         where
             Self: super::Element;
-        fn pool() -> &'static crate::cpu::pool::Pool<Self>;
+        fn pool() -> &'static crate::core::pool::Pool<Self>;
     }
 }
 
@@ -162,10 +162,23 @@ pub trait Element:
     fn from_scalar(s: Scalar) -> Self;
 }
 
+mod numeric_sealed {
+    pub trait Sealed {}
+    impl Sealed for f32 {}
+    impl Sealed for f64 {}
+    impl Sealed for i64 {}
+}
+
+/// Element types with arithmetic: `f32`, `f64`, `i64`.
+pub trait Numeric: Element + numeric_sealed::Sealed {}
+impl Numeric for f32 {}
+impl Numeric for f64 {}
+impl Numeric for i64 {}
+
 /// Floating-point elements: the ones with `exp`, `log`, `softmax`, `matmul` and gradients.
 pub trait Float:
     Element
-    + crate::tensor::Numeric
+    + Numeric
     + std::ops::Add<Output = Self>
     + std::ops::Sub<Output = Self>
     + std::ops::Mul<Output = Self>
@@ -212,14 +225,14 @@ macro_rules! element {
             }
             #[inline]
             fn into_cpu_storage(data: Vec<Self>) -> CpuStorage {
-                CpuStorage::$variant(crate::cpu::pool::PooledVec::new(data))
+                CpuStorage::$variant(crate::core::pool::PooledVec::new(data))
             }
             #[inline]
-            fn buffer_into_cpu_storage(data: crate::cpu::pool::PooledVec<Self>) -> CpuStorage {
+            fn buffer_into_cpu_storage(data: crate::core::pool::PooledVec<Self>) -> CpuStorage {
                 CpuStorage::$variant(data)
             }
-            fn pool() -> &'static crate::cpu::pool::Pool<Self> {
-                static POOL: crate::cpu::pool::Pool<$t> = crate::cpu::pool::Pool::new();
+            fn pool() -> &'static crate::core::pool::Pool<Self> {
+                static POOL: crate::core::pool::Pool<$t> = crate::core::pool::Pool::new();
                 &POOL
             }
         }

@@ -1,7 +1,8 @@
 //! Device memory of a tensor, one variant per element type.
 
-use crate::tensor::{DType, Element};
+use crate::core::{DType, Element};
 use cudarc::driver::{CudaSlice, DevicePtr, DeviceRepr, ValidAsZeroBits};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The values of a CUDA tensor, in the device's memory.
 ///
@@ -77,7 +78,7 @@ impl CudaStorage {
 
 impl Drop for CudaStorage {
     fn drop(&mut self) {
-        super::memory::on_free(self.ordinal(), self.num_bytes());
+        on_free(self.ordinal(), self.num_bytes());
         // The buffer is freed (`cuMemFreeAsync`) when the field drops right after this; the last
         // handle may go away on a thread that never ran a CUDA op, so make the buffer's context
         // current there first. Setting it directly (not `bind_to_thread`) keeps any error cudarc
@@ -102,7 +103,7 @@ pub(crate) trait CudaElement: Element + DeviceRepr + ValidAsZeroBits {
     /// Wraps device memory of this type as tensor storage, counting its bytes in
     /// [`memory_allocated`](super::memory_allocated) until the storage is dropped.
     fn wrap(slice: CudaSlice<Self>) -> CudaStorage {
-        super::memory::on_alloc(slice.ordinal(), slice.num_bytes());
+        on_alloc(slice.ordinal(), slice.num_bytes());
         Self::variant(slice)
     }
 }
@@ -142,26 +143,26 @@ pub(crate) fn suffix(dtype: DType) -> &'static str {
     }
 }
 
-/// Runs `$body` with `$T` bound to the Rust type of a [`DType`](crate::tensor::DType).
+/// Runs `$body` with `$T` bound to the Rust type of a [`DType`](crate::core::DType).
 macro_rules! with_dtype {
     ($dtype:expr, |$T:ident| $body:expr) => {
         match $dtype {
-            $crate::tensor::DType::F32 => {
+            $crate::core::DType::F32 => {
                 #[allow(dead_code)]
                 type $T = f32;
                 $body
             }
-            $crate::tensor::DType::F64 => {
+            $crate::core::DType::F64 => {
                 #[allow(dead_code)]
                 type $T = f64;
                 $body
             }
-            $crate::tensor::DType::I64 => {
+            $crate::core::DType::I64 => {
                 #[allow(dead_code)]
                 type $T = i64;
                 $body
             }
-            $crate::tensor::DType::Bool => {
+            $crate::core::DType::Bool => {
                 #[allow(dead_code)]
                 type $T = bool;
                 $body
@@ -176,22 +177,22 @@ pub(crate) use with_dtype;
 macro_rules! with_cuda_slice {
     ($storage:expr, |$slice:ident : $T:ident| $body:expr) => {
         match $storage {
-            $crate::cuda::storage::CudaStorage::F32($slice) => {
+            $crate::core::cuda_storage::CudaStorage::F32($slice) => {
                 #[allow(dead_code)]
                 type $T = f32;
                 $body
             }
-            $crate::cuda::storage::CudaStorage::F64($slice) => {
+            $crate::core::cuda_storage::CudaStorage::F64($slice) => {
                 #[allow(dead_code)]
                 type $T = f64;
                 $body
             }
-            $crate::cuda::storage::CudaStorage::I64($slice) => {
+            $crate::core::cuda_storage::CudaStorage::I64($slice) => {
                 #[allow(dead_code)]
                 type $T = i64;
                 $body
             }
-            $crate::cuda::storage::CudaStorage::Bool($slice) => {
+            $crate::core::cuda_storage::CudaStorage::Bool($slice) => {
                 #[allow(dead_code)]
                 type $T = bool;
                 $body
@@ -200,3 +201,40 @@ macro_rules! with_cuda_slice {
     };
 }
 pub(crate) use with_cuda_slice;
+
+/// Devices whose memory is accounted (ordinals at or above are not counted).
+const TRACKED_DEVICES: usize = 64;
+
+#[allow(clippy::declare_interior_mutable_const)]
+const ZERO: AtomicU64 = AtomicU64::new(0);
+static ALLOCATED: [AtomicU64; TRACKED_DEVICES] = [ZERO; TRACKED_DEVICES];
+static PEAK: [AtomicU64; TRACKED_DEVICES] = [ZERO; TRACKED_DEVICES];
+
+/// Bytes held by live devtype tensors on GPU `ordinal` (PyTorch's
+/// `torch.cuda.memory_allocated`).
+pub fn memory_allocated(ordinal: usize) -> u64 {
+    ALLOCATED
+        .get(ordinal)
+        .map_or(0, |a| a.load(Ordering::SeqCst))
+}
+
+/// The most bytes devtype tensors have held at once on GPU `ordinal` (PyTorch's
+/// `torch.cuda.max_memory_allocated`).
+pub fn max_memory_allocated(ordinal: usize) -> u64 {
+    PEAK.get(ordinal).map_or(0, |a| a.load(Ordering::SeqCst))
+}
+
+/// Called when device memory becomes tensor storage ([`CudaElement::wrap`]).
+pub(crate) fn on_alloc(ordinal: usize, bytes: usize) {
+    if let (Some(a), Some(p)) = (ALLOCATED.get(ordinal), PEAK.get(ordinal)) {
+        let now = a.fetch_add(bytes as u64, Ordering::SeqCst) + bytes as u64;
+        p.fetch_max(now, Ordering::SeqCst);
+    }
+}
+
+/// Called when a [`CudaStorage`] is dropped.
+pub(crate) fn on_free(ordinal: usize, bytes: usize) {
+    if let Some(a) = ALLOCATED.get(ordinal) {
+        a.fetch_sub(bytes as u64, Ordering::SeqCst);
+    }
+}

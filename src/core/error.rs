@@ -5,8 +5,8 @@
 //! `pytorch-reference.md` in the design notes), so a search for the text finds the same answers
 //! a PyTorch user would find.
 
-use crate::device::DynDevice;
-use crate::tensor::DType;
+use crate::core::DType;
+use crate::core::DynDevice;
 
 /// Shorthand for `std::result::Result<T, devtype::Error>`.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

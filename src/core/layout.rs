@@ -1,6 +1,6 @@
 //! Shapes, strides and views: how a tensor's elements sit in its storage.
 
-use crate::error::{Error, Result};
+use crate::core::error::{Error, Result};
 use std::fmt;
 use std::ops::{Deref, DerefMut};
 

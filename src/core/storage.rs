@@ -1,8 +1,8 @@
 //! The one storage enum behind every tensor (host memory or device memory), and the shared
 //! handle tensors hold to it.
 
-use crate::cpu::storage::CpuStorage;
-use crate::cuda::storage::CudaStorage;
+use crate::core::cpu_storage::CpuStorage;
+use crate::core::cuda_storage::CudaStorage;
 use std::cell::RefCell;
 use std::mem::ManuallyDrop;
 use std::ops::Deref;
@@ -116,7 +116,7 @@ fn keep_spare(arc: Arc<Storage>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cpu::pool::PooledVec;
+    use crate::core::pool::PooledVec;
 
     fn tiny(values: &[f32]) -> Storage {
         let mut v = PooledVec::<f32>::with_len(values.len()).unwrap();

@@ -1,6 +1,6 @@
 //! The run-time device value, parsed and printed exactly as `torch.device`.
 
-use crate::error::{Error, Result};
+use crate::core::error::{Error, Result};
 use std::fmt;
 use std::str::FromStr;
 
@@ -160,22 +160,6 @@ impl DynDevice {
             },
         }
     }
-
-    /// Opens the device if it is a GPU (a no-op on the CPU); fails as [`Cuda::open`](crate::Cuda::open).
-    pub fn open(self) -> Result<Self> {
-        if let Some(i) = self.cuda_index() {
-            crate::cuda::context::open(i)?;
-        }
-        Ok(self.resolved())
-    }
-
-    /// Waits for all work queued on this device.
-    pub fn synchronize(self) -> Result<()> {
-        match self.cuda_index() {
-            Some(i) => crate::cuda::synchronize(i),
-            None => Ok(()),
-        }
-    }
 }
 
 impl Default for DynDevice {
@@ -256,18 +240,6 @@ impl TryFrom<&str> for DynDevice {
     type Error = Error;
     fn try_from(s: &str) -> Result<Self> {
         s.parse()
-    }
-}
-
-impl From<crate::Cpu> for DynDevice {
-    fn from(_: crate::Cpu) -> Self {
-        DynDevice::cpu()
-    }
-}
-
-impl<const N: usize> From<crate::Cuda<N>> for DynDevice {
-    fn from(_: crate::Cuda<N>) -> Self {
-        DynDevice::cuda(N)
     }
 }
 

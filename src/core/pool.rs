@@ -5,7 +5,7 @@
 //! devtype keeps a few freed large buffers and hands them to the next op of about the same size.
 //! Small buffers go straight to the system allocator, which is already fast for them.
 
-use crate::error::{Error, Result};
+use crate::core::error::{Error, Result};
 use std::sync::Mutex;
 
 /// Buffers smaller than this many bytes are not cached.
@@ -35,7 +35,7 @@ impl<T: Copy + Default> Pool<T> {
     /// overwrite every element. Fails with [`Error::CpuOutOfMemory`] when the host has no room.
     pub(crate) fn take(&self, len: usize) -> Result<Vec<T>>
     where
-        T: crate::Element,
+        T: crate::core::Element,
     {
         if Self::cacheable(len) {
             if let Ok(mut free) = self.free.lock() {
@@ -87,7 +87,7 @@ pub(crate) const INLINE: usize = 8;
 
 /// The values of a CPU tensor: a few inline, or a `Vec` that goes back to its element type's
 /// pool when dropped.
-pub struct PooledVec<T: crate::Element> {
+pub struct PooledVec<T: crate::core::Element> {
     repr: Repr<T>,
 }
 
@@ -96,7 +96,7 @@ enum Repr<T> {
     Heap(Vec<T>),
 }
 
-impl<T: crate::Element> PooledVec<T> {
+impl<T: crate::core::Element> PooledVec<T> {
     /// Takes ownership of `v`.
     #[inline]
     pub(crate) fn new(v: Vec<T>) -> Self {
@@ -147,7 +147,7 @@ impl<T: crate::Element> PooledVec<T> {
     }
 }
 
-impl<T: crate::Element> Drop for PooledVec<T> {
+impl<T: crate::core::Element> Drop for PooledVec<T> {
     fn drop(&mut self) {
         if let Repr::Heap(v) = &mut self.repr {
             let v = std::mem::take(v);
@@ -160,7 +160,7 @@ impl<T: crate::Element> Drop for PooledVec<T> {
 
 /// Frees the buffers devtype keeps for reuse on the CPU (like `torch.cuda.empty_cache()`).
 pub fn empty_cache() {
-    use crate::tensor::dtype::sealed::ElementStorage;
+    use crate::core::dtype::sealed::ElementStorage;
     <f32 as ElementStorage>::pool().clear();
     <f64 as ElementStorage>::pool().clear();
     <i64 as ElementStorage>::pool().clear();
@@ -180,7 +180,7 @@ pub(crate) fn out_of_memory<T>(len: usize) -> Error {
 /// Large buffers come zeroed from the allocator (`calloc`), which maps zero pages lazily, so
 /// no page is touched before a kernel writes it; small ones from `malloc`, filled here
 /// (glibc's `calloc` bypasses its per-thread cache).
-pub(crate) fn zeroed_vec<T: crate::Element>(len: usize) -> Result<Vec<T>> {
+pub(crate) fn zeroed_vec<T: crate::core::Element>(len: usize) -> Result<Vec<T>> {
     if len == 0 {
         return Ok(Vec::new());
     }
@@ -205,7 +205,7 @@ pub(crate) fn zeroed_vec<T: crate::Element>(len: usize) -> Result<Vec<T>> {
 }
 
 /// A copy of `values` in a new buffer, allocated fallibly (see [`zeroed_vec`]).
-pub(crate) fn copy_to_vec<T: crate::Element>(values: &[T]) -> Result<Vec<T>> {
+pub(crate) fn copy_to_vec<T: crate::core::Element>(values: &[T]) -> Result<Vec<T>> {
     let mut v = Vec::new();
     v.try_reserve_exact(values.len())
         .map_err(|_| out_of_memory::<T>(values.len()))?;
