@@ -108,6 +108,7 @@ fn allowed(e: &Error) -> bool {
             | Error::ViewNotPossible
             | Error::TooManyDims { .. }
             | Error::IndexOutOfBounds { .. }
+            | Error::IndexOutOfRange { .. }
             | Error::Shape(_)
     )
 }
