@@ -8,6 +8,7 @@
 //! [`compile_kernels`] can check (without a GPU) that every name the Rust side launches exists.
 
 use super::context::GpuContext;
+use super::disk_cache::{self, KeyParts};
 use super::nvrtc::{self, Compiled};
 use crate::error::{Error, Result};
 use crate::ops::{BinaryOp, CompareOp, UnaryOp};
@@ -267,23 +268,52 @@ fn arch_of(gpu: &GpuContext) -> Result<String> {
     Ok(arch)
 }
 
-fn module(gpu: &'static GpuContext, family: Family) -> Result<&'static KernelModule> {
-    let i = family.index();
-    if let Some(m) = gpu.kernels.loaded[i].get() {
-        return Ok(m);
+/// What the compiled image of `family` for `arch` depends on (the key of its cache entry).
+fn key_parts(family: Family, arch: &str, nvrtc_version: (i32, i32)) -> KeyParts<'_> {
+    KeyParts {
+        nvrtc: nvrtc_version,
+        arch,
+        options: nvrtc::OPTIONS,
+        header: nvrtc::COMMON_HEADER,
+        file: family.file(),
+        source: family.source(),
     }
-    let compiled = gpu.kernels.compiled[i]
-        .get_or_init(|| {
-            let arch = arch_of(gpu)?;
-            nvrtc::compile(family.file(), family.source(), &arch).map(Arc::new)
-        })
-        .clone()?;
+}
+
+/// Compiles `family` for `arch` with NVRTC and stores the image in the on-disk cache.
+fn compile_and_store(family: Family, arch: &str) -> Result<Compiled> {
+    let compiled = nvrtc::compile(family.file(), family.source(), arch)?;
+    let version = nvrtc::version()?;
+    disk_cache::store(&key_parts(family, arch, version), &compiled.image);
+    Ok(compiled)
+}
+
+/// The image of `family` for `arch`: from the on-disk cache when a valid entry's key matches
+/// (no NVRTC compile, which takes seconds per file), else compiled and stored.
+fn cached_or_compiled(family: Family, arch: &str) -> Result<Compiled> {
+    let version = nvrtc::version()?;
+    if let Some(image) = disk_cache::load(&key_parts(family, arch, version)) {
+        return Ok(Compiled {
+            image,
+            ptx: String::new(),
+            log: String::new(),
+            from_cache: true,
+        });
+    }
+    compile_and_store(family, arch)
+}
+
+/// Loads `compiled` on `gpu` and looks up every kernel of `family` in it.
+fn load_module(gpu: &GpuContext, family: Family, compiled: &Compiled) -> Result<KernelModule> {
     // A CUBIN, or PTX text NUL-terminated as NVRTC returned it: `cuModuleLoadData` takes both.
-    let image = Ptx::from_binary(compiled.image.clone());
-    let loaded = gpu
-        .context
-        .load_module(image)
-        .map_err(|e| gpu.error("cuModuleLoadData", e))?;
+    // Loading allocates device memory for the code and constants; on a full device it runs out
+    // of memory like an allocation, and recovers the same way (wait, trim the pool, retry).
+    let load = || {
+        gpu.context
+            .load_module(Ptx::from_binary(compiled.image.clone()))
+            .map_err(|e| gpu.error("cuModuleLoadData", e))
+    };
+    let loaded = super::memory::retry_after_oom(load, |_| false, || super::memory::reclaim(gpu))?;
     let mut functions = HashMap::new();
     for name in family.kernel_names() {
         let f = loaded.load_function(&name).map_err(|e| match e.0 {
@@ -295,7 +325,31 @@ fn module(gpu: &'static GpuContext, family: Family) -> Result<&'static KernelMod
         })?;
         functions.insert(name, f);
     }
-    let _ = gpu.kernels.loaded[i].set(KernelModule { functions });
+    Ok(KernelModule { functions })
+}
+
+fn module(gpu: &'static GpuContext, family: Family) -> Result<&'static KernelModule> {
+    let i = family.index();
+    if let Some(m) = gpu.kernels.loaded[i].get() {
+        return Ok(m);
+    }
+    let compiled = gpu.kernels.compiled[i]
+        .get_or_init(|| {
+            let arch = arch_of(gpu)?;
+            cached_or_compiled(family, &arch).map(Arc::new)
+        })
+        .clone()?;
+    let module = match load_module(gpu, family, &compiled) {
+        Ok(m) => m,
+        // A cached image the driver rejects (or that lacks a kernel) is not trusted twice:
+        // compile afresh, which also replaces the entry on disk.
+        Err(e) if compiled.from_cache && !matches!(e, Error::OutOfMemory { .. }) => {
+            let fresh = compile_and_store(family, &arch_of(gpu)?)?;
+            load_module(gpu, family, &fresh)?
+        }
+        Err(e) => return Err(e),
+    };
+    let _ = gpu.kernels.loaded[i].set(module);
     Ok(gpu.kernels.loaded[i].get().expect("set above"))
 }
 
@@ -345,10 +399,15 @@ fn ptx_entries(ptx: &str) -> Vec<String> {
 /// Returns one report per file; warnings are in each report's `log`. Fails on the first
 /// compile error, missing library or name mismatch. This is what CI runs with the
 /// `nvidia-cuda-nvrtc` wheel (see `scripts/check-kernels.sh`).
+///
+/// Each image is also stored in the on-disk kernel cache (`DEVTYPE_KERNEL_CACHE`, see the
+/// [module documentation](crate::cuda)), where GPU processes find it instead of compiling.
 pub fn compile_kernels(arch: &str) -> Result<Vec<KernelReport>> {
     let mut reports = Vec::new();
     for family in Family::ALL {
-        let compiled = nvrtc::compile(family.file(), family.source(), arch)?;
+        // Always compiled (this is the check), then stored in the on-disk cache, so that
+        // `scripts/gpu-check.sh build` ships the CUBINs and a GPU process loads them at once.
+        let compiled = compile_and_store(family, arch)?;
         let mut found = ptx_entries(&compiled.ptx);
         found.sort();
         let mut expected = family.kernel_names();
