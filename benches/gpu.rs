@@ -41,6 +41,12 @@ fn main() {
     let gpu = match Cuda::<0>::open() {
         Ok(gpu) => gpu,
         Err(e) => {
+            // On a GPU machine (`scripts/gpu-check.sh run` sets DEVTYPE_REQUIRE_CUDA=1) a GPU
+            // that does not open is a failure, not a skip.
+            if std::env::var("DEVTYPE_REQUIRE_CUDA").is_ok_and(|v| v == "1") {
+                eprintln!("DEVTYPE_REQUIRE_CUDA=1 but Cuda::<0>::open() failed: {e}");
+                std::process::exit(1);
+            }
             println!("no GPU: skipped ({e})");
             return;
         }
