@@ -198,16 +198,10 @@ pub(crate) fn store_in(dir: &Path, parts: &KeyParts, image: &[u8]) -> std::io::R
     written.map(|()| path)
 }
 
-/// The cached image for `parts` in this process's cache folder.
-pub(crate) fn load(parts: &KeyParts) -> Option<Vec<u8>> {
-    load_from(&dir()?, parts)
-}
-
-/// Stores `image` in this process's cache folder; failures are ignored (the cache is only an
+/// Stores `image` for `parts` in `dir`; failures are ignored (the cache is only an
 /// optimisation), but reported once on stderr when `DEVTYPE_KERNEL_CACHE` was set explicitly.
-pub(crate) fn store(parts: &KeyParts, image: &[u8]) {
-    let Some(dir) = dir() else { return };
-    if let Err(e) = store_in(&dir, parts, image) {
+pub(crate) fn store(dir: &Path, parts: &KeyParts, image: &[u8]) {
+    if let Err(e) = store_in(dir, parts, image) {
         static WARNED: std::sync::Once = std::sync::Once::new();
         if std::env::var_os(ENV).is_some() {
             WARNED.call_once(|| {

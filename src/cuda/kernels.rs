@@ -15,6 +15,7 @@ use crate::ops::{BinaryOp, CompareOp, UnaryOp};
 use cudarc::driver::CudaFunction;
 use cudarc::nvrtc::Ptx;
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 /// One kernel file.
@@ -280,19 +281,29 @@ fn key_parts(family: Family, arch: &str, nvrtc_version: (i32, i32)) -> KeyParts<
     }
 }
 
-/// Compiles `family` for `arch` with NVRTC and stores the image in the on-disk cache.
-fn compile_and_store(family: Family, arch: &str) -> Result<Compiled> {
+/// Compiles `family` for `arch` with NVRTC and stores the image in the on-disk cache folder
+/// `dir` (none: no cache).
+fn compile_and_store_in(dir: Option<&Path>, family: Family, arch: &str) -> Result<Compiled> {
     let compiled = nvrtc::compile(family.file(), family.source(), arch)?;
-    let version = nvrtc::version()?;
-    disk_cache::store(&key_parts(family, arch, version), &compiled.image);
+    if let Some(dir) = dir {
+        let version = nvrtc::version()?;
+        disk_cache::store(dir, &key_parts(family, arch, version), &compiled.image);
+    }
     Ok(compiled)
 }
 
-/// The image of `family` for `arch`: from the on-disk cache when a valid entry's key matches
-/// (no NVRTC compile, which takes seconds per file), else compiled and stored.
-fn cached_or_compiled(family: Family, arch: &str) -> Result<Compiled> {
+/// [`compile_and_store_in`] this process's cache folder.
+fn compile_and_store(family: Family, arch: &str) -> Result<Compiled> {
+    compile_and_store_in(disk_cache::dir().as_deref(), family, arch)
+}
+
+/// The image of `family` for `arch`: from the cache folder `dir` when a valid entry's key
+/// matches (no NVRTC compile, which takes seconds per file), else compiled and stored there.
+fn cached_or_compiled_in(dir: Option<&Path>, family: Family, arch: &str) -> Result<Compiled> {
     let version = nvrtc::version()?;
-    if let Some(image) = disk_cache::load(&key_parts(family, arch, version)) {
+    if let Some(image) =
+        dir.and_then(|d| disk_cache::load_from(d, &key_parts(family, arch, version)))
+    {
         return Ok(Compiled {
             image,
             ptx: String::new(),
@@ -300,7 +311,12 @@ fn cached_or_compiled(family: Family, arch: &str) -> Result<Compiled> {
             from_cache: true,
         });
     }
-    compile_and_store(family, arch)
+    compile_and_store_in(dir, family, arch)
+}
+
+/// [`cached_or_compiled_in`] this process's cache folder.
+fn cached_or_compiled(family: Family, arch: &str) -> Result<Compiled> {
+    cached_or_compiled_in(disk_cache::dir().as_deref(), family, arch)
 }
 
 /// Loads `compiled` on `gpu` and looks up every kernel of `family` in it.
@@ -434,4 +450,51 @@ pub fn compile_kernels(arch: &str) -> Result<Vec<KernelReport>> {
 /// none.
 pub fn nvrtc_version() -> Result<(i32, i32)> {
     nvrtc::version()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The whole path through the cache with the real NVRTC (when it loads; skipped otherwise,
+    /// e.g. under plain `cargo test`): a miss compiles and stores, a hit returns the same bytes
+    /// without compiling, and a corrupted entry is compiled afresh and replaced.
+    #[test]
+    #[cfg_attr(miri, ignore = "Miri cannot load libnvrtc")]
+    fn kernels_come_from_the_disk_cache_after_the_first_compile() {
+        if !nvrtc::nvrtc_present() {
+            eprintln!("skipping the kernel cache check: libnvrtc cannot be loaded");
+            return;
+        }
+        let dir = std::env::temp_dir().join(format!("devtype-kcache-nvrtc-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let family = Family::Optim;
+        let first = cached_or_compiled_in(Some(&dir), family, "sm_90").unwrap();
+        assert!(!first.from_cache);
+        let start = std::time::Instant::now();
+        let second = cached_or_compiled_in(Some(&dir), family, "sm_90").unwrap();
+        assert!(second.from_cache, "the second lookup compiled again");
+        assert_eq!(second.image, first.image);
+        eprintln!("kernel cache hit in {:?}", start.elapsed());
+        // Corrupt the entry: it is ignored, compiled afresh, and replaced by a good one.
+        let entry = std::fs::read_dir(&dir)
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        let mut bytes = std::fs::read(&entry).unwrap();
+        let mid = bytes.len() / 2;
+        bytes[mid] ^= 0x55;
+        std::fs::write(&entry, &bytes).unwrap();
+        let third = cached_or_compiled_in(Some(&dir), family, "sm_90").unwrap();
+        assert!(!third.from_cache, "a corrupt entry was trusted");
+        assert_eq!(third.image, first.image);
+        assert!(
+            cached_or_compiled_in(Some(&dir), family, "sm_90")
+                .unwrap()
+                .from_cache
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
