@@ -333,6 +333,7 @@ run() {
     cp "$BIN"/kernels/* "$DEVTYPE_KERNEL_CACHE"/ 2>/dev/null || true
     local cubins
     cubins=$(find "$DEVTYPE_KERNEL_CACHE" -name '*.cubin' | wc -l)
+    touch "$scratch/kernel-stamp"
 
     # One folder of libraries, linked first on the path.
     local picked folders
@@ -341,7 +342,7 @@ run() {
     export LD_LIBRARY_PATH="$scratch/cuda-libs${folders:+:$folders}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     export DEVTYPE_REQUIRE_CUDA=1 DEVTYPE_REQUIRE_NVRTC=1 RUST_BACKTRACE=0
 
-    say "==== devtype GPU check, $(date -u '+%Y-%m-%d %H:%M UTC') on $(hostname)"
+    say "==== devtype GPU check, $(date -u '+%Y-%m-%d %H:%M UTC') on $(uname -n)"
     if command -v nvidia-smi >/dev/null; then
         say "GPU: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -n 2)"
     else
@@ -398,6 +399,10 @@ run() {
         say "$failures"
     fi
 
+    local fresh
+    fresh=$(find "$DEVTYPE_KERNEL_CACHE" -type f -newer "$scratch/kernel-stamp" | wc -l)
+    say ""
+    say "Kernel files NVRTC compiled during the run: $fresh (0: every shipped CUBIN matched)"
     say ""
     say "==== GPU benchmark"
     local left=$((budget - 90 - (SECONDS - start)))
