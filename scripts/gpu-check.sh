@@ -341,6 +341,8 @@ run() {
     folders=$(echo "$picked" | head -n 1)
     export LD_LIBRARY_PATH="$scratch/cuda-libs${folders:+:$folders}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     export DEVTYPE_REQUIRE_CUDA=1 DEVTYPE_REQUIRE_NVRTC=1 RUST_BACKTRACE=0
+    # cuda_runtime writes the CUDA files its process really loaded here (see the summary).
+    export DEVTYPE_LOADED_LIBS_FILE="$logs/loaded-libs.txt"
 
     say "==== devtype GPU check, $(date -u '+%Y-%m-%d %H:%M UTC') on $(uname -n)"
     if command -v nvidia-smi >/dev/null; then
@@ -350,7 +352,7 @@ run() {
     fi
     say "CUDA libraries picked (linked into $scratch/cuda-libs, first on LD_LIBRARY_PATH):"
     say "$(echo "$picked" | tail -n +2)"
-    say "Files the loader finds under that path:"
+    say "Files a loader finds under that path (python's dlopen, in cudarc's order of names):"
     say "$(loaded_libs 2>&1)"
     say "Kernels: $cubins shipped CUBINs in DEVTYPE_KERNEL_CACHE (NVRTC compiles what does not match)"
     say "Budget: ${budget}s in all, at most ${cap}s per binary"
@@ -402,6 +404,12 @@ run() {
     local fresh
     fresh=$(find "$DEVTYPE_KERNEL_CACHE" -type f -newer "$scratch/kernel-stamp" | wc -l)
     say ""
+    say "CUDA files the cuda_runtime process loaded (from its /proc/self/maps):"
+    if [ -s "$logs/loaded-libs.txt" ]; then
+        say "$(cat "$logs/loaded-libs.txt")"
+    else
+        say "  (not written: cuda_runtime did not get that far)"
+    fi
     say "Kernel files NVRTC compiled during the run: $fresh (0: every shipped CUBIN matched)"
     say ""
     say "==== GPU benchmark"
