@@ -41,13 +41,19 @@ fn main() {
     let gpu = match Cuda::<0>::open() {
         Ok(gpu) => gpu,
         Err(e) => {
+            // On a GPU machine (`scripts/gpu-check.sh run` sets DEVTYPE_REQUIRE_CUDA=1) a GPU
+            // that does not open is a failure, not a skip.
+            if std::env::var("DEVTYPE_REQUIRE_CUDA").is_ok_and(|v| v == "1") {
+                eprintln!("DEVTYPE_REQUIRE_CUDA=1 but Cuda::<0>::open() failed: {e}");
+                std::process::exit(1);
+            }
             println!("no GPU: skipped ({e})");
             return;
         }
     };
     let quick = std::env::var("BENCH_QUICK").is_ok_and(|v| v == "1");
     let reps = if quick { 3 } else { 10 };
-    let mut results: Vec<(&str, f64)> = Vec::new();
+    let mut results = Results::new(json_path);
 
     // relu(x + y) on 256M f32, against cuMemcpyDtoD of the same 1 GiB.
     let x = Tensor::<Cuda<0>>::randn([ELEMS], gpu);
@@ -124,6 +130,7 @@ fn main() {
 
     let get = |k: &str| {
         results
+            .values
             .iter()
             .find(|(n, _)| *n == k)
             .map_or(f64::NAN, |r| r.1)
@@ -156,13 +163,58 @@ fn main() {
     );
     println!("  host -> device 256 MiB  {:8.1} GB/s", get("h2d_gbs"));
     println!("  MLP train step (D)      {:8.3} ms", get("train_step_ms"));
-    if let Some(path) = json_path {
-        let body: Vec<String> = results
+    results.finish();
+}
+
+/// The numbers measured so far, rewritten to the JSON file after each one, so a run cut short
+/// (a time limit, a crash in a later workload) still leaves the numbers it has.
+struct Results {
+    values: Vec<(&'static str, f64)>,
+    json: Option<String>,
+}
+
+impl Results {
+    fn new(json: Option<String>) -> Self {
+        let r = Results {
+            values: Vec::new(),
+            json,
+        };
+        r.write(false);
+        r
+    }
+
+    fn push(&mut self, value: (&'static str, f64)) {
+        self.values.push(value);
+        self.write(false);
+    }
+
+    fn finish(&self) {
+        self.write(true);
+    }
+
+    /// Writes `{"name": value, ..., "complete": bool}` through a temporary file and a rename, so
+    /// a reader never sees half a file. Infinities and NaN (a zero time, a failed measurement)
+    /// become `null`: JSON has no such numbers and Python's `json` rejects the bare words.
+    fn write(&self, complete: bool) {
+        let Some(path) = &self.json else { return };
+        let mut body: Vec<String> = self
+            .values
             .iter()
-            .map(|(k, v)| format!("\"{k}\": {v}"))
+            .map(|(k, v)| {
+                if v.is_finite() {
+                    format!("\"{k}\": {v}")
+                } else {
+                    format!("\"{k}\": null")
+                }
+            })
             .collect();
-        std::fs::write(&path, format!("{{{}}}\n", body.join(", ")))
-            .expect("write the JSON results");
+        body.push(format!("\"complete\": {complete}"));
+        let tmp = format!("{path}.tmp");
+        let written = std::fs::write(&tmp, format!("{{{}}}\n", body.join(", ")))
+            .and_then(|()| std::fs::rename(&tmp, path));
+        if let Err(e) = written {
+            eprintln!("could not write the JSON results to {path}: {e}");
+        }
     }
 }
 

@@ -52,7 +52,13 @@ def measure(torch, reps):
     r["copy_gbs"] = 2 * ELEMS * 4 / (ms * 1e-3) / 1e9
     del x, y, dst
 
-    torch.backends.cuda.matmul.allow_tf32 = False
+    # Plain fp32 sgemm, as devtype's cuBLAS call: the `fp32_precision` switch where this
+    # PyTorch has it (2.9+, which deprecates `allow_tf32`), the legacy one otherwise.
+    matmul = torch.backends.cuda.matmul
+    if hasattr(matmul, "fp32_precision"):
+        matmul.fp32_precision = "ieee"
+    else:
+        matmul.allow_tf32 = False
     a = torch.randn(MM, MM, device=dev)
     b = torch.randn(MM, MM, device=dev)
     ms = gpu_ms(torch, lambda: torch.mm(a, b), min(reps, 5))
@@ -130,7 +136,11 @@ def main():
         except (OSError, ValueError) as e:
             print(f"devtype numbers unavailable ({e})")
     nan = float("nan")
-    dv = lambda k: d.get(k, nan)
+
+    def dv(k):
+        # A number, or NaN for a workload devtype did not finish (absent, or null in the JSON).
+        v = d.get(k)
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else nan
 
     def ratio(a, b):
         return a / b if b and b == b and a == a else nan

@@ -76,7 +76,12 @@ fn out_of_memory_is_an_error_and_the_device_keeps_working() {
     drop(held);
     assert_eq!(memory_allocated(0), base + (4 << 20));
 
-    // The device keeps working: kernels, cuBLAS, reads.
+    // The device keeps working: kernels, cuBLAS, reads. The memory just freed went back to
+    // devtype's pool, which keeps it, so the driver itself has almost nothing left; and this is
+    // the process's first use of the reduce kernels and of cuBLAS. Loading the module
+    // (`cuModuleLoadData`) and creating the cuBLAS handle (`cublasCreate`) allocate outside the
+    // pool, run out of memory, and must recover as allocation does: wait, trim the pool, retry.
+    // No `empty_cache` before them, or the test would not test that.
     let x = Tensor::<Cuda<0>, f64>::arange(1000, gpu);
     assert_eq!(x.sum_all().item(), 499_500.0);
     let m = Tensor::<Cuda<0>>::ones([64, 32], gpu).matmul(&Tensor::ones([32, 16], gpu));

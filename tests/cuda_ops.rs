@@ -652,6 +652,12 @@ fn reductions_over_any_dims_of_any_view() {
         (&[3, 100_003], &[1]),
         (&[2, 50_000, 3], &[1]),
         (&[3000, 2, 2], &[0, 2]),
+        // At least 2048 outputs with a strided reduction: a thread per output
+        // (`reduce_cols_*`, `argreduce_cols_*`), the reduction split over `gridDim.y` and
+        // combined by `*_finish_*` (split 32, 2 and 10 on an H200's 132 SMs).
+        (&[1000, 4096], &[0]),
+        (&[64, 3000], &[0]),
+        (&[2, 300, 2500], &[1]),
     ];
     for dtype in FLOATS {
         for &(shape, dims) in cases {

@@ -189,3 +189,46 @@ fn event_timer_measures_gpu_time() {
     drop(y);
     gpu.synchronize().unwrap();
 }
+
+/// The CUDA libraries this process really loaded (read from `/proc/self/maps` after a kernel
+/// and a matrix product), written to `$DEVTYPE_LOADED_LIBS_FILE` for `scripts/gpu-check.sh`'s
+/// summary. libcublas loads libcublasLt itself; both must come from one folder, or a cuBLAS of
+/// one version runs on a cuBLASLt of another.
+#[test]
+fn cublas_and_cublaslt_come_from_one_folder() {
+    let Some(gpu) = common::gpu() else { return };
+    let a = Tensor::<Cuda<0>>::ones([4, 4], gpu);
+    assert_eq!(a.matmul(&a).to_vec(), vec![4.0; 16]);
+    assert_eq!((a + 1.0f32).sum_all().item(), 32.0);
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+    let libs = ["libcuda", "libnvrtc", "libcublas", "libcublasLt"];
+    let mut found = std::collections::BTreeMap::new();
+    for line in maps.lines() {
+        let Some(at) = line.find('/') else { continue };
+        let path = line[at..].trim();
+        let file = path.rsplit('/').next().unwrap_or(path);
+        for lib in libs {
+            let so = format!("{lib}.so");
+            if file == so || file.starts_with(&format!("{so}.")) {
+                found.entry(lib).or_insert_with(|| path.to_string());
+            }
+        }
+    }
+    let report: String = libs
+        .iter()
+        .map(|l| format!("  {l:<12} {}\n", found.get(l).map_or("(not loaded)", |p| p)))
+        .collect();
+    print!("{report}");
+    if let Some(file) = std::env::var_os("DEVTYPE_LOADED_LIBS_FILE") {
+        let _ = std::fs::write(file, &report);
+    }
+    let folder = |p: &String| std::path::Path::new(p).parent().map(|d| d.to_path_buf());
+    match (found.get("libcublas"), found.get("libcublasLt")) {
+        (Some(b), Some(lt)) => assert_eq!(
+            folder(b),
+            folder(lt),
+            "libcublas and libcublasLt come from two folders: {b} and {lt}"
+        ),
+        _ => panic!("a matrix product ran but cuBLAS is not among the loaded files:\n{report}"),
+    }
+}

@@ -38,18 +38,26 @@ fn every_kernel_file_compiles_for_sm_90_without_warnings() {
         assert!(r.kernels > 0, "kernels/{} defines no kernel", r.file);
         total += r.kernels;
     }
-    // Every .cu file in kernels/ is one the crate compiles (none forgotten).
+    // Every .cu file in kernels/ is one the crate compiles (none forgotten). The folder is the
+    // source tree's, a path of the build machine: a binary run elsewhere skips this part.
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/kernels");
-    let on_disk: BTreeSet<String> = std::fs::read_dir(dir)
-        .expect("kernels/")
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .filter(|n| n.ends_with(".cu"))
-        .collect();
-    let compiled: BTreeSet<String> = reports.iter().map(|r| r.file.to_string()).collect();
-    assert_eq!(
-        on_disk, compiled,
-        "kernel files on disk and in the crate differ"
-    );
+    match std::fs::read_dir(dir) {
+        Ok(entries) => {
+            let on_disk: BTreeSet<String> = entries
+                .filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .filter(|n| n.ends_with(".cu"))
+                .collect();
+            let compiled: BTreeSet<String> = reports.iter().map(|r| r.file.to_string()).collect();
+            assert_eq!(
+                on_disk, compiled,
+                "kernel files on disk and in the crate differ"
+            );
+        }
+        Err(e) => eprintln!(
+            "skipping the check that every file in {dir} is compiled: the source tree is not \
+             here ({e}); the binary was built on another machine"
+        ),
+    }
     println!(
         "NVRTC {}.{}: compiled {total} kernels in {} files for sm_90, no warnings",
         version.0,

@@ -219,12 +219,23 @@ fn dynamic_modules_move_in_place() {
         .named_parameters()
         .iter()
         .all(|(_, p)| p.grad().is_some()));
-    let err = model.to("cuda:0".parse().unwrap()).err();
-    assert!(
-        err.is_some(),
-        "there is no GPU here, so moving must fail (and leave the model where it was)"
-    );
-    assert_eq!(model.named_parameters()[0].1.device(), dev);
+    let cuda0: DynDevice = "cuda:0".parse().unwrap();
+    if devtype::cuda::is_available() {
+        // With a GPU the whole model moves in place, and every parameter is then on it.
+        if let Err(e) = model.to(cuda0) {
+            panic!("moving the model to cuda:0 failed on a machine with a GPU: {e}");
+        }
+        for (name, p) in model.named_parameters() {
+            assert_eq!(p.device(), cuda0, "{name} did not move to cuda:0");
+        }
+    } else {
+        let err = model.to(cuda0).err();
+        assert!(
+            err.is_some(),
+            "there is no GPU here, so moving must fail (and leave the model where it was)"
+        );
+        assert_eq!(model.named_parameters()[0].1.device(), dev);
+    }
 }
 
 #[test]

@@ -409,6 +409,18 @@ pub enum Error {
         /// The largest index there can be.
         max: usize,
     },
+
+    /// A CUDA library was found and loaded but is not the library it is named after: it lacks
+    /// a function devtype needs (a stub `libcuda.so`, a wrong file first on `LD_LIBRARY_PATH`).
+    #[error("CUDA library {library} loaded from {path} lacks the symbol `{symbol}`: it is not a usable {library} (a stub or a wrong file first on LD_LIBRARY_PATH?)")]
+    BrokenLibrary {
+        /// The library devtype wanted (`libcuda`, `libnvrtc`, `libcublas`).
+        library: &'static str,
+        /// The file that was loaded (its path when known, else the name it was opened by).
+        path: String,
+        /// The first missing symbol.
+        symbol: String,
+    },
 }
 
 impl Error {

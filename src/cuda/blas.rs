@@ -29,13 +29,6 @@ impl BlasCache {
     }
 }
 
-fn cublas_present() -> bool {
-    static PRESENT: OnceLock<bool> = OnceLock::new();
-    // SAFETY: `is_culib_present` only tries to dlopen libcublas by its known names. Miri cannot
-    // load shared libraries: there, no cuBLAS.
-    *PRESENT.get_or_init(|| !cfg!(miri) && unsafe { sys::is_culib_present() })
-}
-
 /// Maps a cuBLAS status; allocation failures are out-of-memory errors of `gpu`.
 fn status(gpu: &GpuContext, call: &'static str, s: cublasStatus_t) -> Result<()> {
     match s {
@@ -53,14 +46,30 @@ fn handle(gpu: &GpuContext) -> Result<&CudaBlas> {
     if let Some(h) = gpu.blas.handle.get() {
         return Ok(h);
     }
-    if !cublas_present() {
-        return Err(Error::MissingLibrary {
-            library: "libcublas",
-        });
-    }
+    // `Err(MissingLibrary)` or `Err(BrokenLibrary)` rather than a cudarc panic.
+    super::loader::cublas()?;
     gpu.bind()?;
-    let blas = CudaBlas::new(gpu.stream.clone())
-        .map_err(|e| status(gpu, "cublasCreate", e.0).unwrap_err())?;
+    let create = || {
+        super::loader::contain("cublasCreate", || {
+            CudaBlas::new(gpu.stream.clone()).map_err(|e| match status(gpu, "cublasCreate", e.0) {
+                Err(err) => err,
+                Ok(()) => Error::Cuda {
+                    context: "cublasCreate",
+                    name: format!("{:?}", e.0),
+                    code: e.0 as i32,
+                },
+            })
+        })
+    };
+    // Creating the handle allocates device memory (a workspace) outside devtype's pool: on a
+    // full device it fails with ALLOC_FAILED (out of memory) or, when the runtime cannot set
+    // itself up, NOT_INITIALIZED. Both are retried once after the pool's cache is released.
+    let not_initialized = |e: &Error| {
+        matches!(e, Error::Cuda { context: "cublasCreate", name, .. }
+            if name.contains("NOT_INITIALIZED"))
+    };
+    let blas =
+        super::memory::retry_after_oom(create, not_initialized, || super::memory::reclaim(gpu))?;
     // Another thread may have won the race; its handle is used and this one dropped.
     let _ = gpu.blas.handle.set(blas);
     Ok(gpu.blas.handle.get().expect("set above"))

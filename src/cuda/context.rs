@@ -11,7 +11,7 @@ use super::kernels::KernelCache;
 use crate::core::error::{Error, Result};
 use cudarc::driver::sys::{self, CUresult};
 use cudarc::driver::{CudaContext, CudaStream, DriverError};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 /// The oldest driver API version the kernels and cudarc bindings are built for (CUDA 13.0).
 pub(crate) const REQUIRED_DRIVER_VERSION: i32 = 13000;
@@ -88,12 +88,9 @@ pub(crate) fn driver_error(context: &'static str, e: DriverError) -> Error {
     }
 }
 
-/// True when the CUDA driver library can be loaded.
+/// True when the CUDA driver library loads and is a driver (see [`super::loader`]).
 fn driver_present() -> bool {
-    static PRESENT: OnceLock<bool> = OnceLock::new();
-    // SAFETY: `is_culib_present` only tries to dlopen the driver library by its known names.
-    // Miri cannot load shared libraries: there, no driver.
-    *PRESENT.get_or_init(|| !cfg!(miri) && unsafe { cudarc::driver::sys::is_culib_present() })
+    super::loader::driver_basic().is_ok()
 }
 
 /// The CUDA version the driver supports (`13000` for CUDA 13.0), or `None` without a driver.
@@ -102,20 +99,23 @@ pub(crate) fn driver_version() -> Option<i32> {
         return None;
     }
     let mut version = 0i32;
-    // SAFETY: the driver library is loaded (checked above); `cuDriverGetVersion` only writes
-    // the version into the pointed-to integer and needs no `cuInit`.
+    // SAFETY: the driver library is loaded and has `cuDriverGetVersion` (probed above); the
+    // call only writes the version into the pointed-to integer and needs no `cuInit`.
     let status = unsafe { sys::cuDriverGetVersion(&mut version) };
     (status == CUresult::CUDA_SUCCESS).then_some(version)
 }
 
-/// How many GPUs the driver sees: 0 without a driver. Never panics.
+/// How many GPUs the driver sees: 0 without a driver, or with a library that is not one.
+/// Never panics.
 pub fn device_count() -> usize {
     if !driver_present() {
         return 0;
     }
-    CudaContext::device_count()
-        .map(|n| n.max(0) as usize)
-        .unwrap_or(0)
+    super::loader::contain("cuDeviceGetCount", || {
+        CudaContext::device_count().map_err(|e| driver_error("cuDeviceGetCount", e))
+    })
+    .map(|n| n.max(0) as usize)
+    .unwrap_or(0)
 }
 
 /// True when at least one GPU can be used (PyTorch's `torch.cuda.is_available()`).
@@ -142,9 +142,8 @@ pub(crate) fn open(ordinal: usize) -> Result<&'static GpuContext> {
     if let Some(Some(ctx)) = devices.get(ordinal) {
         return Ok(ctx);
     }
-    if !driver_present() {
-        return Err(Error::NoDriver);
-    }
+    // No driver: `NoDriver`; a file that is not a driver: `BrokenLibrary`, never a panic.
+    super::loader::driver_basic()?;
     match driver_version() {
         Some(found) if found < REQUIRED_DRIVER_VERSION => {
             return Err(Error::DriverTooOld {
@@ -154,6 +153,17 @@ pub(crate) fn open(ordinal: usize) -> Result<&'static GpuContext> {
         }
         _ => {}
     }
+    super::loader::driver_full()?;
+    let ctx = super::loader::contain("cuInit", || open_new(ordinal))?;
+    if devices.len() <= ordinal {
+        devices.resize(ordinal + 1, None);
+    }
+    devices[ordinal] = Some(ctx);
+    Ok(ctx)
+}
+
+/// [`open`] once the driver is known to be usable; returns the context to record.
+fn open_new(ordinal: usize) -> Result<&'static GpuContext> {
     let count = CudaContext::device_count().map_err(|e| match e.0 {
         CUresult::CUDA_ERROR_NO_DEVICE => Error::InvalidDeviceOrdinal { ordinal, count: 0 },
         _ => driver_error("cuInit", e),
@@ -198,10 +208,6 @@ pub(crate) fn open(ordinal: usize) -> Result<&'static GpuContext> {
         kernels: KernelCache::new(),
         blas: BlasCache::new(),
     }));
-    if devices.len() <= ordinal {
-        devices.resize(ordinal + 1, None);
-    }
-    devices[ordinal] = Some(ctx);
     Ok(ctx)
 }
 

@@ -8,12 +8,14 @@
 //! [`compile_kernels`] can check (without a GPU) that every name the Rust side launches exists.
 
 use super::context::GpuContext;
+use super::disk_cache::{self, KeyParts};
 use super::nvrtc::{self, Compiled};
 use crate::core::error::{Error, Result};
 use crate::ops::{BinaryOp, CompareOp, UnaryOp};
 use cudarc::driver::CudaFunction;
 use cudarc::nvrtc::Ptx;
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 /// One kernel file.
@@ -267,23 +269,67 @@ fn arch_of(gpu: &GpuContext) -> Result<String> {
     Ok(arch)
 }
 
-fn module(gpu: &'static GpuContext, family: Family) -> Result<&'static KernelModule> {
-    let i = family.index();
-    if let Some(m) = gpu.kernels.loaded[i].get() {
-        return Ok(m);
+/// What the compiled image of `family` for `arch` depends on (the key of its cache entry).
+fn key_parts(family: Family, arch: &str, nvrtc_version: (i32, i32)) -> KeyParts<'_> {
+    KeyParts {
+        nvrtc: nvrtc_version,
+        arch,
+        options: nvrtc::OPTIONS,
+        header: nvrtc::COMMON_HEADER,
+        file: family.file(),
+        source: family.source(),
     }
-    let compiled = gpu.kernels.compiled[i]
-        .get_or_init(|| {
-            let arch = arch_of(gpu)?;
-            nvrtc::compile(family.file(), family.source(), &arch).map(Arc::new)
-        })
-        .clone()?;
+}
+
+/// Compiles `family` for `arch` with NVRTC and stores the image in the on-disk cache folder
+/// `dir` (none: no cache).
+fn compile_and_store_in(dir: Option<&Path>, family: Family, arch: &str) -> Result<Compiled> {
+    let compiled = nvrtc::compile(family.file(), family.source(), arch)?;
+    if let Some(dir) = dir {
+        let version = nvrtc::version()?;
+        disk_cache::store(dir, &key_parts(family, arch, version), &compiled.image);
+    }
+    Ok(compiled)
+}
+
+/// [`compile_and_store_in`] this process's cache folder.
+fn compile_and_store(family: Family, arch: &str) -> Result<Compiled> {
+    compile_and_store_in(disk_cache::dir().as_deref(), family, arch)
+}
+
+/// The image of `family` for `arch`: from the cache folder `dir` when a valid entry's key
+/// matches (no NVRTC compile, which takes seconds per file), else compiled and stored there.
+fn cached_or_compiled_in(dir: Option<&Path>, family: Family, arch: &str) -> Result<Compiled> {
+    let version = nvrtc::version()?;
+    if let Some(image) =
+        dir.and_then(|d| disk_cache::load_from(d, &key_parts(family, arch, version)))
+    {
+        return Ok(Compiled {
+            image,
+            ptx: String::new(),
+            log: String::new(),
+            from_cache: true,
+        });
+    }
+    compile_and_store_in(dir, family, arch)
+}
+
+/// [`cached_or_compiled_in`] this process's cache folder.
+fn cached_or_compiled(family: Family, arch: &str) -> Result<Compiled> {
+    cached_or_compiled_in(disk_cache::dir().as_deref(), family, arch)
+}
+
+/// Loads `compiled` on `gpu` and looks up every kernel of `family` in it.
+fn load_module(gpu: &GpuContext, family: Family, compiled: &Compiled) -> Result<KernelModule> {
     // A CUBIN, or PTX text NUL-terminated as NVRTC returned it: `cuModuleLoadData` takes both.
-    let image = Ptx::from_binary(compiled.image.clone());
-    let loaded = gpu
-        .context
-        .load_module(image)
-        .map_err(|e| gpu.error("cuModuleLoadData", e))?;
+    // Loading allocates device memory for the code and constants; on a full device it runs out
+    // of memory like an allocation, and recovers the same way (wait, trim the pool, retry).
+    let load = || {
+        gpu.context
+            .load_module(Ptx::from_binary(compiled.image.clone()))
+            .map_err(|e| gpu.error("cuModuleLoadData", e))
+    };
+    let loaded = super::memory::retry_after_oom(load, |_| false, || super::memory::reclaim(gpu))?;
     let mut functions = HashMap::new();
     for name in family.kernel_names() {
         let f = loaded.load_function(&name).map_err(|e| match e.0 {
@@ -295,7 +341,31 @@ fn module(gpu: &'static GpuContext, family: Family) -> Result<&'static KernelMod
         })?;
         functions.insert(name, f);
     }
-    let _ = gpu.kernels.loaded[i].set(KernelModule { functions });
+    Ok(KernelModule { functions })
+}
+
+fn module(gpu: &'static GpuContext, family: Family) -> Result<&'static KernelModule> {
+    let i = family.index();
+    if let Some(m) = gpu.kernels.loaded[i].get() {
+        return Ok(m);
+    }
+    let compiled = gpu.kernels.compiled[i]
+        .get_or_init(|| {
+            let arch = arch_of(gpu)?;
+            cached_or_compiled(family, &arch).map(Arc::new)
+        })
+        .clone()?;
+    let module = match load_module(gpu, family, &compiled) {
+        Ok(m) => m,
+        // A cached image the driver rejects (or that lacks a kernel) is not trusted twice:
+        // compile afresh, which also replaces the entry on disk.
+        Err(e) if compiled.from_cache && !matches!(e, Error::OutOfMemory { .. }) => {
+            let fresh = compile_and_store(family, &arch_of(gpu)?)?;
+            load_module(gpu, family, &fresh)?
+        }
+        Err(e) => return Err(e),
+    };
+    let _ = gpu.kernels.loaded[i].set(module);
     Ok(gpu.kernels.loaded[i].get().expect("set above"))
 }
 
@@ -345,10 +415,15 @@ fn ptx_entries(ptx: &str) -> Vec<String> {
 /// Returns one report per file; warnings are in each report's `log`. Fails on the first
 /// compile error, missing library or name mismatch. This is what CI runs with the
 /// `nvidia-cuda-nvrtc` wheel (see `scripts/check-kernels.sh`).
+///
+/// Each image is also stored in the on-disk kernel cache (`DEVTYPE_KERNEL_CACHE`, see the
+/// [module documentation](crate::cuda)), where GPU processes find it instead of compiling.
 pub fn compile_kernels(arch: &str) -> Result<Vec<KernelReport>> {
     let mut reports = Vec::new();
     for family in Family::ALL {
-        let compiled = nvrtc::compile(family.file(), family.source(), arch)?;
+        // Always compiled (this is the check), then stored in the on-disk cache, so that
+        // `scripts/gpu-check.sh build` ships the CUBINs and a GPU process loads them at once.
+        let compiled = compile_and_store(family, arch)?;
         let mut found = ptx_entries(&compiled.ptx);
         found.sort();
         let mut expected = family.kernel_names();
@@ -375,4 +450,51 @@ pub fn compile_kernels(arch: &str) -> Result<Vec<KernelReport>> {
 /// none.
 pub fn nvrtc_version() -> Result<(i32, i32)> {
     nvrtc::version()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The whole path through the cache with the real NVRTC (when it loads; skipped otherwise,
+    /// e.g. under plain `cargo test`): a miss compiles and stores, a hit returns the same bytes
+    /// without compiling, and a corrupted entry is compiled afresh and replaced.
+    #[test]
+    #[cfg_attr(miri, ignore = "Miri cannot load libnvrtc")]
+    fn kernels_come_from_the_disk_cache_after_the_first_compile() {
+        if !nvrtc::nvrtc_present() {
+            eprintln!("skipping the kernel cache check: libnvrtc cannot be loaded");
+            return;
+        }
+        let dir = std::env::temp_dir().join(format!("devtype-kcache-nvrtc-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let family = Family::Optim;
+        let first = cached_or_compiled_in(Some(&dir), family, "sm_90").unwrap();
+        assert!(!first.from_cache);
+        let start = std::time::Instant::now();
+        let second = cached_or_compiled_in(Some(&dir), family, "sm_90").unwrap();
+        assert!(second.from_cache, "the second lookup compiled again");
+        assert_eq!(second.image, first.image);
+        eprintln!("kernel cache hit in {:?}", start.elapsed());
+        // Corrupt the entry: it is ignored, compiled afresh, and replaced by a good one.
+        let entry = std::fs::read_dir(&dir)
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        let mut bytes = std::fs::read(&entry).unwrap();
+        let mid = bytes.len() / 2;
+        bytes[mid] ^= 0x55;
+        std::fs::write(&entry, &bytes).unwrap();
+        let third = cached_or_compiled_in(Some(&dir), family, "sm_90").unwrap();
+        assert!(!third.from_cache, "a corrupt entry was trusted");
+        assert_eq!(third.image, first.image);
+        assert!(
+            cached_or_compiled_in(Some(&dir), family, "sm_90")
+                .unwrap()
+                .from_cache
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

@@ -41,6 +41,33 @@ fn trim(gpu: &GpuContext) -> Result<()> {
     Ok(())
 }
 
+/// Makes memory reusable after an out-of-memory error: waits for the GPU (memory freed in
+/// stream order becomes reusable once the stream reaches the free) and returns the pool's
+/// cached memory to the driver, so the driver's own allocations (a module, cuBLAS's
+/// workspace) can use it too.
+pub(crate) fn reclaim(gpu: &GpuContext) -> Result<()> {
+    gpu.synchronize()?;
+    super::sync::record_sync();
+    trim(gpu)
+}
+
+/// Runs `attempt`; when it fails with [`Error::OutOfMemory`] (or `retry_also` says its error
+/// may be one in disguise), calls `reclaim` and tries once more. Allocation, module loading
+/// and cuBLAS handle creation all recover this way, so a full device stays usable.
+pub(crate) fn retry_after_oom<T>(
+    mut attempt: impl FnMut() -> Result<T>,
+    retry_also: impl Fn(&Error) -> bool,
+    reclaim: impl FnOnce() -> Result<()>,
+) -> Result<T> {
+    match attempt() {
+        Err(e) if matches!(e, Error::OutOfMemory { .. }) || retry_also(&e) => {
+            reclaim()?;
+            attempt()
+        }
+        other => other,
+    }
+}
+
 fn pool_attribute(gpu: &GpuContext, attribute: sys::CUmemPool_attribute) -> u64 {
     let Some(pool) = &gpu.pool else { return 0 };
     let mut value: u64 = 0;
@@ -86,28 +113,18 @@ pub(crate) fn alloc<T: CudaElement>(gpu: &GpuContext, len: usize) -> Result<Cuda
     let Some(bytes) = len.checked_mul(std::mem::size_of::<T>()) else {
         return Err(out_of_memory(gpu, u64::MAX));
     };
-    // SAFETY: the memory is uninitialised; every caller writes all `len` elements (by a kernel,
-    // a memset or a copy queued on the same stream) before anything reads them.
-    let first = unsafe { gpu.stream.alloc::<T>(len) };
-    let slice = match first {
-        Ok(s) => s,
-        Err(e) if e.0 == CUresult::CUDA_ERROR_OUT_OF_MEMORY => {
-            // Memory freed in stream order becomes reusable once the stream reaches the free;
-            // wait for that, hand the pool's cache back to the driver, and try once more.
-            gpu.synchronize()?;
-            super::sync::record_sync();
-            trim(gpu)?;
-            // SAFETY: as above.
-            match unsafe { gpu.stream.alloc::<T>(len) } {
-                Ok(s) => s,
-                Err(e) if e.0 == CUresult::CUDA_ERROR_OUT_OF_MEMORY => {
-                    return Err(out_of_memory(gpu, bytes as u64))
-                }
-                Err(e) => return Err(gpu.error("cuMemAllocAsync", e)),
+    let attempt = || {
+        // SAFETY: the memory is uninitialised; every caller writes all `len` elements (by a
+        // kernel, a memset or a copy queued on the same stream) before anything reads them.
+        unsafe { gpu.stream.alloc::<T>(len) }.map_err(|e| {
+            if e.0 == CUresult::CUDA_ERROR_OUT_OF_MEMORY {
+                out_of_memory(gpu, bytes as u64)
+            } else {
+                gpu.error("cuMemAllocAsync", e)
             }
-        }
-        Err(e) => return Err(gpu.error("cuMemAllocAsync", e)),
+        })
     };
+    let slice = retry_after_oom(attempt, |_| false, || reclaim(gpu))?;
     Ok(slice)
 }
 
@@ -190,4 +207,98 @@ pub(crate) fn same_gpu(gpu: &GpuContext, others: &[&RawTensor]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::retry_after_oom;
+    use crate::core::error::Error;
+
+    fn oom() -> Error {
+        Error::OutOfMemory {
+            device: 0,
+            requested: 1,
+            total: 2,
+            free: 0,
+            allocated: 0,
+            reserved: 0,
+        }
+    }
+
+    #[test]
+    fn out_of_memory_reclaims_and_retries_once() {
+        let mut calls = 0;
+        let mut reclaimed = false;
+        let r = retry_after_oom(
+            || {
+                calls += 1;
+                if calls == 1 {
+                    Err(oom())
+                } else {
+                    Ok(calls)
+                }
+            },
+            |_| false,
+            || {
+                reclaimed = true;
+                Ok(())
+            },
+        );
+        assert_eq!(r, Ok(2));
+        assert!(reclaimed);
+        // Still out of memory after reclaiming: the second error is returned, no third try.
+        let mut calls = 0;
+        let r: crate::core::error::Result<()> = retry_after_oom(
+            || {
+                calls += 1;
+                Err(oom())
+            },
+            |_| false,
+            || Ok(()),
+        );
+        assert!(matches!(r, Err(Error::OutOfMemory { .. })));
+        assert_eq!(calls, 2);
+    }
+
+    #[test]
+    fn other_errors_are_not_retried_unless_asked() {
+        let other = Error::Cuda {
+            context: "cublasCreate",
+            name: "CUBLAS_STATUS_NOT_INITIALIZED".into(),
+            code: 1,
+        };
+        let mut calls = 0;
+        let r: crate::core::error::Result<()> = retry_after_oom(
+            || {
+                calls += 1;
+                Err(other.clone())
+            },
+            |_| false,
+            || panic!("must not reclaim"),
+        );
+        assert_eq!(r, Err(other.clone()));
+        assert_eq!(calls, 1);
+        let mut calls = 0;
+        let r = retry_after_oom(
+            || {
+                calls += 1;
+                if calls == 1 {
+                    Err(other.clone())
+                } else {
+                    Ok(())
+                }
+            },
+            |e| {
+                matches!(
+                    e,
+                    Error::Cuda {
+                        context: "cublasCreate",
+                        ..
+                    }
+                )
+            },
+            || Ok(()),
+        );
+        assert_eq!(r, Ok(()));
+    }
 }

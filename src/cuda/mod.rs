@@ -11,13 +11,18 @@
 //! - **Kernels** live in `kernels/*.cu`, are embedded in the crate, and are compiled by NVRTC
 //!   for the device's architecture the first time an op family runs on a device
 //!   ([`compile_kernels`] does the same without a GPU). Matrix products use cuBLAS.
+//!   Compiled kernels are kept on disk, in `$DEVTYPE_KERNEL_CACHE` (default
+//!   `~/.cache/devtype/kernels`; `off` to disable), keyed by a hash of NVRTC's version, the
+//!   architecture, the options and the sources: later processes load them without compiling.
 //! - **Memory.** [`memory_allocated`] tracks the bytes of live tensors per device. Running out
 //!   of memory is [`Error::OutOfMemory`](crate::Error::OutOfMemory); the device stays usable.
 
 pub(crate) mod blas;
 pub(crate) mod context;
+pub(crate) mod disk_cache;
 pub(crate) mod kernels;
 pub(crate) mod launch;
+pub(crate) mod loader;
 pub(crate) mod memory;
 pub(crate) mod nvrtc;
 pub(crate) mod sync;

@@ -9,7 +9,6 @@
 use crate::core::error::{Error, Result};
 use cudarc::nvrtc::sys::{self, nvrtcResult};
 use std::ffi::{c_char, c_int, CString};
-use std::sync::OnceLock;
 
 /// The shared header every kernel file includes.
 pub(crate) const COMMON_HEADER: &str = include_str!("../../kernels/common.cuh");
@@ -26,14 +25,13 @@ pub(crate) struct Compiled {
     pub(crate) ptx: String,
     /// NVRTC's log (warnings), empty for a clean compile.
     pub(crate) log: String,
+    /// True when the image came from the on-disk cache (then `ptx` and `log` are empty).
+    pub(crate) from_cache: bool,
 }
 
-/// True when `libnvrtc` can be loaded.
+/// True when `libnvrtc` loads and has every function devtype calls.
 pub(crate) fn nvrtc_present() -> bool {
-    static PRESENT: OnceLock<bool> = OnceLock::new();
-    // SAFETY: `is_culib_present` only tries to dlopen libnvrtc by its known names. Miri cannot
-    // load shared libraries: there, no NVRTC.
-    *PRESENT.get_or_init(|| !cfg!(miri) && unsafe { sys::is_culib_present() })
+    super::loader::nvrtc().is_ok()
 }
 
 fn check(call: &'static str, status: nvrtcResult) -> Result<()> {
@@ -48,14 +46,10 @@ fn check(call: &'static str, status: nvrtcResult) -> Result<()> {
     }
 }
 
+/// `Err(MissingLibrary)` without libnvrtc, `Err(BrokenLibrary)` for a file that lacks one of
+/// its functions: never a cudarc panic.
 fn require_nvrtc() -> Result<()> {
-    if nvrtc_present() {
-        Ok(())
-    } else {
-        Err(Error::MissingLibrary {
-            library: "libnvrtc",
-        })
-    }
+    super::loader::nvrtc()
 }
 
 /// NVRTC's version `(major, minor)`.
@@ -227,5 +221,10 @@ pub(crate) fn compile(file: &'static str, source: &str, arch: &str) -> Result<Co
     } else {
         ptx_bytes
     };
-    Ok(Compiled { image, ptx, log })
+    Ok(Compiled {
+        image,
+        ptx,
+        log,
+        from_cache: false,
+    })
 }
