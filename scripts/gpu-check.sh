@@ -88,15 +88,22 @@ build() {
     mkdir -p "$BIN/tests"
     local wanted
     wanted=" $(gpu_tests | tr '\n' ' ') "
-    echo "gpu-check: building release test binaries (GPU tests:$wanted)"
+    # GPU_CHECK_PROFILE=dev builds debug binaries instead (CI's dry run: they are already built
+    # by `cargo test`, so the dry run costs seconds, not a release build).
+    local profile=(--release) bench=(cargo bench --bench gpu --no-run)
+    if [ "${GPU_CHECK_PROFILE:-release}" = dev ]; then
+        profile=()
+        bench=(cargo build --bench gpu)
+    fi
+    echo "gpu-check: building ${profile[*]:-debug} test binaries (GPU tests:$wanted)"
     local args=(--lib --test kernels_compile)
     for t in $wanted; do args+=(--test "$t"); done
-    if ! cargo test --release --no-run --message-format=json "${args[@]}" >"$BIN/build-tests.json" 2>"$BIN/build-tests.log"; then
+    if ! cargo test "${profile[@]}" --no-run --message-format=json "${args[@]}" >"$BIN/build-tests.json" 2>"$BIN/build-tests.log"; then
         # One test that does not compile must not hide the others: build them one by one.
         echo "gpu-check: building all at once failed; building each test on its own"
         : >"$BIN/build-tests.json"
         for a in --lib --test=kernels_compile $(printf -- '--test=%s ' $wanted); do
-            if ! cargo test --release --no-run --message-format=json "$a" >>"$BIN/build-tests.json" 2>>"$BIN/build-tests.log"; then
+            if ! cargo test "${profile[@]}" --no-run --message-format=json "$a" >>"$BIN/build-tests.json" 2>>"$BIN/build-tests.log"; then
                 case "$a" in
                 --test=cuda_* | --test=kernels_compile | --lib)
                     tail -n 40 "$BIN/build-tests.log"
@@ -108,7 +115,7 @@ build() {
         done
     fi
     echo "gpu-check: building the GPU benchmark"
-    cargo bench --bench gpu --no-run --message-format=json >"$BIN/build-bench.json" 2>"$BIN/build-bench.log" ||
+    "${bench[@]}" --message-format=json >"$BIN/build-bench.json" 2>"$BIN/build-bench.log" ||
         { tail -n 40 "$BIN/build-bench.log"; die "cargo bench --no-run failed"; }
     build_kernels
     python3 - "$BIN" "$wanted" <<'EOF' || die "could not collect the binaries"
