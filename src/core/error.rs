@@ -126,6 +126,26 @@ pub enum Error {
         code: i32,
     },
 
+    /// A CUDA library call panicked inside cudarc (a symbol missing after all); devtype caught
+    /// it so that no panic reaches the caller.
+    #[error("the CUDA library panicked in {call}: {message}")]
+    LibraryPanicked {
+        /// The call that panicked.
+        call: &'static str,
+        /// The panic's message.
+        message: String,
+    },
+
+    /// A broken invariant inside devtype (an op dispatched to the wrong backend): a bug to
+    /// report, never the user's mistake.
+    #[error("internal error in devtype's {context}: {message} (this is a bug in devtype; please report it)")]
+    Internal {
+        /// Where it was found.
+        context: &'static str,
+        /// What was wrong.
+        message: String,
+    },
+
     /// A kernel failed to compile with NVRTC.
     #[error("NVRTC failed to compile kernels/{file}:\n{log}")]
     KernelCompile {

@@ -72,19 +72,15 @@ static DEVICES: Mutex<Vec<Option<&'static GpuContext>>> = Mutex::new(Vec::new())
 
 /// Maps a cudarc driver error without formatting it through the driver: cudarc's `Display`
 /// calls `cuGetErrorString`, which needs a loaded driver, so only the code's name is kept.
+///
+/// The code is kept as it is: a call that knows which ordinal it asked for maps an invalid
+/// device to [`Error::InvalidDeviceOrdinal`] itself (see [`open`]), so no error ever names a
+/// made-up ordinal.
 pub(crate) fn driver_error(context: &'static str, e: DriverError) -> Error {
-    match e.0 {
-        CUresult::CUDA_ERROR_INVALID_DEVICE | CUresult::CUDA_ERROR_NO_DEVICE => {
-            Error::InvalidDeviceOrdinal {
-                ordinal: usize::MAX,
-                count: 0,
-            }
-        }
-        code => Error::Cuda {
-            context,
-            name: format!("{code:?}"),
-            code: code as i32,
-        },
+    Error::Cuda {
+        context,
+        name: format!("{:?}", e.0),
+        code: e.0 as i32,
     }
 }
 
@@ -172,8 +168,12 @@ fn open_new(ordinal: usize) -> Result<&'static GpuContext> {
     if ordinal >= count {
         return Err(Error::InvalidDeviceOrdinal { ordinal, count });
     }
-    let context =
-        CudaContext::new(ordinal).map_err(|e| driver_error("cuDevicePrimaryCtxRetain", e))?;
+    let context = CudaContext::new(ordinal).map_err(|e| match e.0 {
+        CUresult::CUDA_ERROR_INVALID_DEVICE | CUresult::CUDA_ERROR_NO_DEVICE => {
+            Error::InvalidDeviceOrdinal { ordinal, count }
+        }
+        _ => driver_error("cuDevicePrimaryCtxRetain", e),
+    })?;
     // SAFETY: every devtype operation on this device runs on the one stream created below, so
     // stream order already orders every use of every buffer, and buffers are freed in stream
     // order (`cuMemFreeAsync` on the same stream). Cross-device copies wait on explicit events.

@@ -235,11 +235,7 @@ pub(crate) fn contain<T>(call: &'static str, f: impl FnOnce() -> Result<T>) -> R
                 .cloned()
                 .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
                 .unwrap_or_else(|| "a panic without a message".to_string());
-            Err(Error::Cuda {
-                context: call,
-                name: format!("the CUDA library panicked: {message}"),
-                code: -1,
-            })
+            Err(Error::LibraryPanicked { call, message })
         }
     }
 }

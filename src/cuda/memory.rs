@@ -179,13 +179,9 @@ pub(crate) fn gpu_of<'a>(
 ) -> Result<(&'static GpuContext, &'a CudaStorage)> {
     match (&*t.storage, t.device.cuda_index()) {
         (Storage::Cuda(s), Some(ordinal)) => Ok((super::context::get(ordinal)?, s)),
-        _ => Err(Error::Cuda {
+        _ => Err(Error::Internal {
             context: op,
-            name: format!(
-                "expected a tensor on a CUDA device, got one on {}",
-                t.device
-            ),
-            code: -1,
+            message: format!("the CUDA kernel was given a tensor on {}", t.device),
         }),
     }
 }
