@@ -48,9 +48,35 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod autograd;
+mod backend;
 mod core;
-mod cpu;
-pub mod cuda;
+pub mod cuda {
+    //! The CUDA backend on `cudarc`: one context and stream per GPU, shared by the process.
+    //!
+    //! The driver, NVRTC and cuBLAS are loaded at run time, so devtype builds and runs on machines
+    //! without CUDA: [`Cuda::open`](crate::Cuda::open) then returns an error, never panics.
+    //!
+    //! - **Asynchrony.** Ops only queue work on the device's stream and return; memory is
+    //!   allocated and freed in stream order. The host waits only in `to_vec`, `item`, printing,
+    //!   `to(Cpu)`, [`synchronize`] and [`Timer::elapsed_ms`]. [`sync_count`] counts those waits
+    //!   and [`set_sync_debug_mode`] makes implicit ones warn or fail, as
+    //!   `torch.cuda.set_sync_debug_mode` does.
+    //! - **Kernels** live in `kernels/*.cu`, are embedded in the crate, and are compiled by NVRTC
+    //!   for the device's architecture the first time an op family runs on a device
+    //!   ([`compile_kernels`] does the same without a GPU). Matrix products use cuBLAS.
+    //!   Compiled kernels are kept on disk, in `$DEVTYPE_KERNEL_CACHE` (default
+    //!   `~/.cache/devtype/kernels`; `off` to disable), keyed by a hash of NVRTC's version, the
+    //!   architecture, the options and the sources: later processes load them without compiling.
+    //! - **Memory.** [`memory_allocated`] tracks the bytes of live tensors per device. Running out
+    //!   of memory is [`Error::OutOfMemory`](crate::Error::OutOfMemory); the device stays usable.
+
+    pub use crate::backend::cuda::{
+        device_count, empty_cache, is_available, max_memory_allocated, memory_allocated,
+        nvrtc_available, nvrtc_version, set_sync_debug_mode, sync_count, sync_debug_mode,
+        synchronize, SyncDebugMode, Timer,
+    };
+    pub use crate::ops::kernels::{compile_kernels, KernelReport};
+}
 pub mod data;
 pub mod device;
 mod dyn_tensor;
@@ -62,9 +88,9 @@ pub mod optim;
 mod random;
 mod tensor;
 
+pub use crate::core::pool::empty_cache;
 pub use crate::core::{format_size, Error, Result};
 pub use autograd::{no_grad, DynVar, Var};
-pub use cpu::empty_cache;
 pub use device::{Cpu, Cuda, Device, DynDevice};
 pub use dyn_tensor::DynTensor;
 pub use ops::{BinaryOp, CompareOp, ReduceOp, UnaryOp};

@@ -84,7 +84,7 @@ impl<const N: usize> Cuda<N> {
     /// Fails with PyTorch's `Found no NVIDIA driver on your system. ...` when no driver loads,
     /// and with `invalid device ordinal` when the driver has no GPU `N`. Never panics.
     pub fn open() -> Result<Self> {
-        crate::cuda::context::open(N)?;
+        crate::backend::cuda::context::open(N)?;
         Ok(Cuda { _opened: () })
     }
 
@@ -112,11 +112,11 @@ impl<const N: usize> Device for Cuda<N> {
         DynDevice::cuda(N)
     }
     fn from_dyn(device: DynDevice) -> Option<Self> {
-        (device.cuda_index() == Some(N) && crate::cuda::context::is_open(N))
+        (device.cuda_index() == Some(N) && crate::backend::cuda::context::is_open(N))
             .then_some(Cuda { _opened: () })
     }
     fn synchronize(&self) -> Result<()> {
-        crate::cuda::synchronize(N)
+        crate::backend::cuda::synchronize(N)
     }
 }
 
@@ -159,7 +159,7 @@ impl DynDevice {
     /// Opens the device if it is a GPU (a no-op on the CPU); fails as [`Cuda::open`](crate::Cuda::open).
     pub fn open(self) -> Result<Self> {
         if let Some(i) = self.cuda_index() {
-            crate::cuda::context::open(i)?;
+            crate::backend::cuda::context::open(i)?;
         }
         Ok(self.resolved())
     }
@@ -167,7 +167,7 @@ impl DynDevice {
     /// Waits for all work queued on this device.
     pub fn synchronize(self) -> Result<()> {
         match self.cuda_index() {
-            Some(i) => crate::cuda::synchronize(i),
+            Some(i) => crate::backend::cuda::synchronize(i),
             None => Ok(()),
         }
     }

@@ -557,7 +557,7 @@ fn dyn_modules_check_through_the_same_path() {
 // Probing for the driver dlopens it, a foreign call Miri cannot run.
 #[cfg_attr(miri, ignore)]
 fn module_to_a_missing_gpu_fails_cleanly_and_leaves_the_module() {
-    if crate::cuda::is_available() {
+    if crate::backend::cuda::is_available() {
         return; // Moving works there; covered by the GPU suite.
     }
     let mut model = DynLinear::new(3, 2, CPU).unwrap();

@@ -44,6 +44,7 @@ pub(crate) mod copy;
 pub(crate) mod creation;
 pub(crate) mod cross_entropy_backward;
 pub(crate) mod index;
+pub(crate) mod kernels;
 pub(crate) mod linear;
 pub(crate) mod loss;
 pub(crate) mod matmul;

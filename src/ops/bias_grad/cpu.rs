@@ -25,7 +25,7 @@ fn typed<T: Float>(grad: &RawTensor) -> Result<RawTensor> {
     let rows = data.len().checked_div(n).unwrap_or(0);
     let mut out = crate::core::pool::zeroed_vec::<T>(n)?;
     if n > 0 {
-        if rows * n >= crate::cpu::strided::PARALLEL_THRESHOLD && !cfg!(miri) {
+        if rows * n >= crate::backend::cpu::strided::PARALLEL_THRESHOLD && !cfg!(miri) {
             let partial = data
                 .par_chunks(ROWS_PER_TASK * n)
                 .map(|block| {

@@ -4,13 +4,12 @@
 
 use crate::core::error::Result;
 use crate::core::raw::RawTensor;
-use crate::cuda::launch;
 use crate::ops::reduce::{self, ReduceOp};
 
 pub(crate) fn bias_grad(grad: &RawTensor) -> Result<RawTensor> {
     if grad.rank() == 1 {
         // Nothing to sum over (an empty `dims` would mean "all dims" to `reduce`).
-        return launch::contiguous_or_self(grad);
+        return crate::ops::copy::cuda::contiguous_or_self(grad);
     }
     let dims: Vec<isize> = (0..grad.rank() as isize - 1).collect();
     reduce::reduce(grad, &dims, false, ReduceOp::Sum)

@@ -1,13 +1,15 @@
 //! CPU kernels for element-wise arithmetic and comparisons.
 
 use super::{BinaryOp, CompareOp};
+use crate::backend::cpu::strided::{
+    map1, map2, zip_contiguous, zip_contiguous_in_place, zip_in_place,
+};
 use crate::core::dtype::sealed::ElementStorage;
 use crate::core::error::Result;
 use crate::core::layout::{Dims, Layout};
 use crate::core::pool::PooledVec;
 use crate::core::raw::{Operand, RawTensor};
 use crate::core::{DType, Element, Float, Scalar};
-use crate::cpu::strided::{map1, map2, zip_contiguous, zip_contiguous_in_place, zip_in_place};
 
 /// Arithmetic every numeric element type has. Integer ops wrap instead of panicking.
 pub(crate) trait Arith: Element {
@@ -258,11 +260,11 @@ fn scalar_typed<T: Arith>(
         if let Some(dst) = owner.unique_cpu_data::<T>() {
             with_op!(op, |f| {
                 if scalar_first {
-                    crate::cpu::strided::for_each_chunk(dst, |_, c| {
+                    crate::backend::cpu::strided::for_each_chunk(dst, |_, c| {
                         c.iter_mut().for_each(|x| *x = f(s, *x))
                     })
                 } else {
-                    crate::cpu::strided::for_each_chunk(dst, |_, c| {
+                    crate::backend::cpu::strided::for_each_chunk(dst, |_, c| {
                         c.iter_mut().for_each(|x| *x = f(*x, s))
                     })
                 }

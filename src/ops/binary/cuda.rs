@@ -4,14 +4,15 @@
 //! contiguous tensor. Contiguous operands take the kernels' vectorised path.
 
 use super::{BinaryOp, CompareOp};
+use crate::backend::cuda::context::GpuContext;
+use crate::backend::cuda::kernels;
+use crate::backend::cuda::{launch, memory};
 use crate::core::cuda_storage::{suffix, with_dtype, CudaElement};
 use crate::core::error::Result;
 use crate::core::layout::Dims;
 use crate::core::raw::RawTensor;
 use crate::core::{DType, Element, Scalar};
-use crate::cuda::context::GpuContext;
-use crate::cuda::kernels::{self, compare_name, Family};
-use crate::cuda::{launch, memory};
+use crate::ops::kernels::compare_name;
 use cudarc::driver::PushKernelArg;
 
 /// Queues `kernel(out, a, b, Strided<2>, n)` over `shape` and returns `out`.
@@ -31,7 +32,7 @@ fn launch2(
         let la = a.layout.broadcast_to(&shape)?;
         let lb = b.layout.broadcast_to(&shape)?;
         let layout = launch::strided::<2>(&shape, [&la.strides, &lb.strides]);
-        let f = kernels::function(gpu, Family::Binary, name)?;
+        let f = kernels::function(gpu, &crate::ops::kernels::BINARY, name)?;
         let (po, pa, pb, count) = (
             out.device_ptr(),
             memory::element_ptr(a, sa),
@@ -74,7 +75,7 @@ fn scalar_typed<T: CudaElement>(
     let out = memory::alloc::<T>(gpu, n)?;
     if n > 0 {
         let name = format!("binary_scalar_{}_{}", op.name(), T::SUFFIX);
-        let f = kernels::function(gpu, Family::Binary, &name)?;
+        let f = kernels::function(gpu, &crate::ops::kernels::BINARY, &name)?;
         let layout = launch::strided::<1>(&a.layout.shape, [&a.layout.strides]);
         // The scalar converted as the CPU converts it (`T::from_scalar`).
         let (po, count, value, first) = (
@@ -149,7 +150,7 @@ fn compare_scalar_typed<T: CudaElement>(
     let out = memory::alloc::<bool>(gpu, n)?;
     if n > 0 {
         let name = format!("compare_scalar_{}_{}", compare_name(op), suffix(a.dtype));
-        let f = kernels::function(gpu, Family::Binary, &name)?;
+        let f = kernels::function(gpu, &crate::ops::kernels::BINARY, &name)?;
         let layout = launch::strided::<1>(&a.layout.shape, [&a.layout.strides]);
         let (po, pa, count) = (
             crate::core::cuda_storage::slice_ptr(&out),

@@ -32,6 +32,18 @@ pub enum BinaryOp {
 }
 
 impl BinaryOp {
+    /// Every element-wise arithmetic op.
+    pub(crate) const ALL: [BinaryOp; 8] = [
+        BinaryOp::Add,
+        BinaryOp::Sub,
+        BinaryOp::Mul,
+        BinaryOp::Div,
+        BinaryOp::Maximum,
+        BinaryOp::Minimum,
+        BinaryOp::Pow,
+        BinaryOp::AddRelu,
+    ];
+
     /// PyTorch's name of the op.
     pub const fn name(self) -> &'static str {
         match self {
@@ -67,6 +79,18 @@ pub enum CompareOp {
     Gt,
     /// `a >= b`
     Ge,
+}
+
+impl CompareOp {
+    /// Every comparison.
+    pub(crate) const ALL: [CompareOp; 6] = [
+        CompareOp::Eq,
+        CompareOp::Ne,
+        CompareOp::Lt,
+        CompareOp::Le,
+        CompareOp::Gt,
+        CompareOp::Ge,
+    ];
 }
 
 fn check_dtypes(op: &'static str, float_only: bool, a: DType, b: DType) -> Result<()> {

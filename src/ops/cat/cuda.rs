@@ -1,10 +1,10 @@
 //! CUDA side of `cat`: each input is copied through its strides into its slab of the output
 //! (`copy_<dtype>` of `kernels/copy.cu`), one launch per non-empty input.
 
+use crate::backend::cuda::memory;
 use crate::core::error::Result;
 use crate::core::layout::{contiguous_strides, Dims};
 use crate::core::raw::RawTensor;
-use crate::cuda::{launch, memory};
 
 pub(crate) fn cat(tensors: &[&RawTensor], d: usize, shape: Dims) -> Result<RawTensor> {
     let (gpu, _) = memory::gpu_of("cat", tensors[0])?;
@@ -17,7 +17,7 @@ pub(crate) fn cat(tensors: &[&RawTensor], d: usize, shape: Dims) -> Result<RawTe
     for t in tensors {
         let (_, storage) = memory::gpu_of("cat", t)?;
         let slab = base + (start * strides[d] * dtype.size_in_bytes()) as u64;
-        launch::copy_strided(
+        crate::ops::copy::cuda::copy_strided(
             gpu,
             dtype,
             t.shape(),

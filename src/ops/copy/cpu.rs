@@ -1,10 +1,10 @@
 //! CPU kernels for copies and casts.
 
+use crate::backend::cpu::strided::{map1, Strided};
 use crate::core::error::Result;
 use crate::core::layout::Layout;
 use crate::core::raw::RawTensor;
 use crate::core::{DType, Element};
-use crate::cpu::strided::{map1, Strided};
 
 /// The elements of a view in row-major order.
 pub(crate) fn gather_strided<T: Element>(data: &[T], layout: &Layout) -> Result<Vec<T>> {

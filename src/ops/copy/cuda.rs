@@ -4,19 +4,14 @@
 //! Only downloads make the host wait (they are how values reach the host); uploads, copies
 //! between GPUs, strided copies and casts are queued on the device's stream.
 
+use crate::backend::cuda::context::{self, driver_error, GpuContext};
+use crate::backend::cuda::kernels;
+use crate::backend::cuda::{launch, memory, sync};
 use crate::core::cuda_storage::{suffix, with_cuda_slice, with_dtype};
 use crate::core::error::Result;
 use crate::core::raw::RawTensor;
 use crate::core::DType;
-use crate::cuda::context::{self, driver_error};
-use crate::cuda::kernels::{self, Family};
-use crate::cuda::{launch, memory, sync};
 use cudarc::driver::PushKernelArg;
-
-/// A contiguous copy of a strided view, on its GPU.
-pub(crate) fn contiguous(t: &RawTensor) -> Result<RawTensor> {
-    launch::contiguous(t)
-}
 
 /// Copies a contiguous CPU tensor to GPU `ordinal`. The host memory is staged by the driver
 /// before the call returns, so nothing waits for the GPU.
@@ -51,7 +46,7 @@ pub(crate) fn download(t: &RawTensor) -> Result<RawTensor> {
         )));
     }
     sync::before_implicit_sync()?;
-    let src = launch::contiguous_or_self(t)?;
+    let src = crate::ops::copy::cuda::contiguous_or_self(t)?;
     let (_, storage) = memory::gpu_of("download", &src)?;
     let range = src.layout.contiguous_range().expect("contiguous");
     let out = with_cuda_slice!(storage, |slice: T| {
@@ -74,7 +69,7 @@ pub(crate) fn download(t: &RawTensor) -> Result<RawTensor> {
 pub(crate) fn device_to_device(t: &RawTensor, ordinal: usize) -> Result<RawTensor> {
     let (src_gpu, _) = memory::gpu_of("device_to_device", t)?;
     let dst_gpu = context::get(ordinal)?;
-    let src = launch::contiguous_or_self(t)?;
+    let src = crate::ops::copy::cuda::contiguous_or_self(t)?;
     if src_gpu.ordinal == ordinal {
         return Ok(src);
     }
@@ -133,7 +128,7 @@ pub(crate) fn cast(t: &RawTensor, dtype: DType) -> Result<RawTensor> {
     let out = memory::alloc_dtype(gpu, dtype, n)?;
     if n > 0 {
         let name = format!("cast_{}_{}", suffix(t.dtype), suffix(dtype));
-        let f = kernels::function(gpu, Family::Copy, &name)?;
+        let f = kernels::function(gpu, &crate::ops::kernels::COPY, &name)?;
         let layout = launch::strided::<1>(&t.layout.shape, [&t.layout.strides]);
         let (dst, src, count) = (out.device_ptr(), memory::element_ptr(t, storage), n as u64);
         let mut b = gpu.stream.launch_builder(f);
@@ -148,4 +143,67 @@ pub(crate) fn cast(t: &RawTensor, dtype: DType) -> Result<RawTensor> {
         t.layout.shape,
         gpu.ordinal,
     ))
+}
+
+/// Queues `dst[i] = src[i]` over `shape`, each side a strided view given by its first
+/// element's device address and its strides (in elements of `dtype`).
+pub(crate) fn copy_strided(
+    gpu: &'static GpuContext,
+    dtype: DType,
+    shape: &[usize],
+    (dst, dst_strides): (u64, &[usize]),
+    (src, src_strides): (u64, &[usize]),
+) -> Result<()> {
+    let n: usize = shape.iter().product();
+    if n == 0 {
+        return Ok(());
+    }
+    let f = crate::backend::cuda::kernels::function(
+        gpu,
+        &crate::ops::kernels::COPY,
+        &format!("copy_{}", suffix(dtype)),
+    )?;
+    let layout = crate::backend::cuda::launch::strided::<2>(shape, [dst_strides, src_strides]);
+    let count = n as u64;
+    let mut b = gpu.stream.launch_builder(f);
+    b.arg(&dst).arg(&src).arg(&layout).arg(&count);
+    // SAFETY: `copy_<dtype>(T* dst, const T* src, Strided<2>, u64)` matches these arguments;
+    // the caller guarantees both views lie inside live buffers of `dtype` on `gpu`, and the
+    // kernel touches exactly the `n` elements of each view.
+    unsafe { b.launch(crate::backend::cuda::launch::elementwise(gpu, n)) }
+        .map_err(|e| gpu.error("cuLaunchKernel(copy)", e))?;
+    Ok(())
+}
+
+/// A contiguous copy of a GPU tensor (any view), on the same GPU.
+pub(crate) fn contiguous(t: &RawTensor) -> Result<RawTensor> {
+    let (gpu, storage) = crate::backend::cuda::memory::gpu_of("contiguous", t)?;
+    let n = t.numel();
+    let out = crate::backend::cuda::memory::alloc_dtype(gpu, t.dtype, n)?;
+    let shape = t.layout.shape;
+    let dst_strides = crate::core::layout::contiguous_strides(&shape);
+    copy_strided(
+        gpu,
+        t.dtype,
+        &shape,
+        (out.device_ptr(), &dst_strides),
+        (
+            crate::backend::cuda::memory::element_ptr(t, storage),
+            &t.layout.strides,
+        ),
+    )?;
+    Ok(crate::backend::cuda::memory::tensor_from_storage(
+        out,
+        shape,
+        gpu.ordinal,
+    ))
+}
+
+/// The tensor itself when contiguous, else a contiguous copy on its GPU.
+pub(crate) fn contiguous_or_self(t: &RawTensor) -> Result<RawTensor> {
+    if t.layout.is_contiguous() {
+        Ok(t.clone())
+    } else {
+        contiguous(t)
+    }
 }

@@ -1,7 +1,7 @@
 //! Copies: contiguous copies of strided views, moves between devices, element-type casts.
 
 mod cpu;
-mod cuda;
+pub(crate) mod cuda;
 
 pub(crate) use cpu::copy_into;
 
@@ -82,7 +82,7 @@ impl RawTensor {
                     return crate::core::pool::copy_to_vec(&data[r]);
                 }
                 let mut out = crate::core::pool::zeroed_vec::<E>(self.numel())?;
-                crate::cpu::strided::map1(data, &self.layout, &mut out, |x| x);
+                crate::backend::cpu::strided::map1(data, &self.layout, &mut out, |x| x);
                 Ok(out)
             }
             Storage::Cuda(_) => {

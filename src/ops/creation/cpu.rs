@@ -1,12 +1,12 @@
 //! CPU kernels for creation.
 
 use super::Fill;
+use crate::backend::cpu::strided::for_each_chunk;
 use crate::core::error::Result;
 use crate::core::layout::Dims;
 use crate::core::pool::zeroed_vec;
 use crate::core::raw::RawTensor;
 use crate::core::{DType, Element};
-use crate::cpu::strided::for_each_chunk;
 use crate::random;
 
 pub(crate) fn create(shape: Dims, dtype: DType, fill: Fill) -> Result<RawTensor> {

@@ -3,14 +3,14 @@
 //! counter-based hash as the CPU, so one seed gives the same numbers on every device.
 
 use super::Fill;
+use crate::backend::cuda::context::{self, GpuContext};
+use crate::backend::cuda::kernels;
+use crate::backend::cuda::{launch, memory};
 use crate::core::cuda_storage::{slice_ptr, with_dtype, CudaElement};
 use crate::core::error::Result;
 use crate::core::layout::Dims;
 use crate::core::raw::RawTensor;
 use crate::core::DType;
-use crate::cuda::context::{self, GpuContext};
-use crate::cuda::kernels::{self, Family};
-use crate::cuda::{launch, memory};
 use cudarc::driver::{CudaSlice, PushKernelArg};
 
 pub(crate) fn create(shape: Dims, dtype: DType, ordinal: usize, fill: Fill) -> Result<RawTensor> {
@@ -39,7 +39,11 @@ fn create_typed<T: CudaElement>(
         let launch_err = |e| gpu.error("cuLaunchKernel(creation)", e);
         match fill {
             Fill::Constant(v) => {
-                let f = kernels::function(gpu, Family::Creation, &format!("fill_{}", T::SUFFIX))?;
+                let f = kernels::function(
+                    gpu,
+                    &crate::ops::kernels::CREATION,
+                    &format!("fill_{}", T::SUFFIX),
+                )?;
                 let value = T::from_scalar(v);
                 let mut b = gpu.stream.launch_builder(f);
                 b.arg(&ptr).arg(&count).arg(&value);
@@ -47,7 +51,11 @@ fn create_typed<T: CudaElement>(
                 unsafe { b.launch(launch::elementwise(gpu, n)) }.map_err(launch_err)?;
             }
             Fill::Range { start, step } => {
-                let f = kernels::function(gpu, Family::Creation, &format!("range_{}", T::SUFFIX))?;
+                let f = kernels::function(
+                    gpu,
+                    &crate::ops::kernels::CREATION,
+                    &format!("range_{}", T::SUFFIX),
+                )?;
                 let mut b = gpu.stream.launch_builder(f);
                 b.arg(&ptr).arg(&count).arg(&start).arg(&step);
                 // SAFETY: `range_<T>(T* out, u64 n, double start, double step)` matches; `out`
@@ -60,7 +68,11 @@ fn create_typed<T: CudaElement>(
                 } else {
                     "normal"
                 };
-                let f = kernels::function(gpu, Family::Creation, &format!("{base}_{}", T::SUFFIX))?;
+                let f = kernels::function(
+                    gpu,
+                    &crate::ops::kernels::CREATION,
+                    &format!("{base}_{}", T::SUFFIX),
+                )?;
                 let mut b = gpu.stream.launch_builder(f);
                 b.arg(&ptr).arg(&count).arg(&seed).arg(&offset);
                 // SAFETY: `uniform_<T>` / `normal_<T>(T* out, u64 n, u64 seed, u64 offset)`

@@ -6,11 +6,11 @@
 //! that row NaN (and, for the mean, every row, through the total weight) instead, because
 //! checking would make the host wait. The kernels never read out of bounds.
 
+use crate::backend::cuda::kernels;
+use crate::backend::cuda::{launch, memory};
 use crate::core::cuda_storage::{slice_ptr, with_dtype, CudaElement};
 use crate::core::error::Result;
 use crate::core::raw::RawTensor;
-use crate::cuda::kernels::{self, Family};
-use crate::cuda::{launch, memory};
 use crate::ops::loss::{CrossEntropyOptions, Reduction};
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 
@@ -40,10 +40,12 @@ fn typed<T: CudaElement>(
     if let Some(w) = weight {
         memory::same_gpu(gpu, &[w])?;
     }
-    let x = launch::contiguous_or_self(logits)?;
-    let t = launch::contiguous_or_self(targets)?;
-    let go = launch::contiguous_or_self(grad_out)?;
-    let w = weight.map(launch::contiguous_or_self).transpose()?;
+    let x = crate::ops::copy::cuda::contiguous_or_self(logits)?;
+    let t = crate::ops::copy::cuda::contiguous_or_self(targets)?;
+    let go = crate::ops::copy::cuda::contiguous_or_self(grad_out)?;
+    let w = weight
+        .map(crate::ops::copy::cuda::contiguous_or_self)
+        .transpose()?;
     let ptr = |r: &RawTensor| -> Result<u64> {
         let (_, s) = memory::gpu_of("cross_entropy_backward", r)?;
         Ok(memory::element_ptr(r, s))
@@ -67,7 +69,7 @@ fn typed<T: CudaElement>(
         if mode == 0 {
             let f = kernels::function(
                 gpu,
-                Family::Loss,
+                &crate::ops::kernels::LOSS,
                 &format!("cross_entropy_total_weight_{}", T::SUFFIX),
             )?;
             let cfg = LaunchConfig {
@@ -92,7 +94,7 @@ fn typed<T: CudaElement>(
         }
         let f = kernels::function(
             gpu,
-            Family::Loss,
+            &crate::ops::kernels::LOSS,
             &format!("cross_entropy_backward_{}", T::SUFFIX),
         )?;
         let cfg = launch::per_row(gpu, n, c, 256);

@@ -6,12 +6,12 @@
 //! `[0, size)` (as in PyTorch, negative indices are invalid) is NaN (floats) or 0 / `false`
 //! (integers, booleans).
 
+use crate::backend::cuda::kernels;
+use crate::backend::cuda::{launch, memory};
 use crate::core::cuda_storage::suffix;
 use crate::core::error::Result;
 use crate::core::layout::{Dims, MAX_DIMS};
 use crate::core::raw::RawTensor;
-use crate::cuda::kernels::{self, Family};
-use crate::cuda::{launch, memory};
 use cudarc::driver::{DeviceRepr, PushKernelArg};
 
 /// `IndexArgs` of `kernels/index.cu`.
@@ -51,7 +51,11 @@ fn run(
     let n: usize = shape.iter().product();
     let out = memory::alloc_dtype(gpu, a.dtype, n)?;
     if n > 0 {
-        let f = kernels::function(gpu, Family::Index, &format!("{kernel}_{}", suffix(a.dtype)))?;
+        let f = kernels::function(
+            gpu,
+            &crate::ops::kernels::INDEX,
+            &format!("{kernel}_{}", suffix(a.dtype)),
+        )?;
         let (po, pa, pi, count) = (
             out.device_ptr(),
             memory::element_ptr(a, sa),
@@ -86,7 +90,7 @@ pub(crate) fn index_select(
 ) -> Result<RawTensor> {
     if a.rank() == 0 {
         // A 0-dim input: the output is its one value.
-        return launch::contiguous(a);
+        return crate::ops::copy::cuda::contiguous(a);
     }
     let mut index_strides = [0u64; MAX_DIMS];
     index_strides[d] = if index.rank() == 1 {

@@ -2,11 +2,11 @@
 //! cuBLAS GEMM accumulates `x @ weight.T` onto them (`beta = 1`), reading the weight through
 //! its transposed strides (no copy).
 
+use crate::backend::cuda::blas::{self, GemmOperand};
+use crate::backend::cuda::memory;
 use crate::core::error::Result;
 use crate::core::layout::Dims;
 use crate::core::raw::RawTensor;
-use crate::cuda::blas::{self, GemmOperand};
-use crate::cuda::{launch, memory};
 
 pub(crate) fn linear(
     x: &RawTensor,
@@ -27,13 +27,13 @@ pub(crate) fn linear(
     };
     let x2 = match blas::matrix_layout(rows, k, x2.layout.strides[0], x2.layout.strides[1]) {
         Some(_) => x2,
-        None => launch::contiguous(&x2)?,
+        None => crate::ops::copy::cuda::contiguous(&x2)?,
     };
     // weight is [n, k]; weight.T is [k, n] with the strides swapped.
     let wt = |t: &RawTensor| blas::matrix_layout(k, n, t.layout.strides[1], t.layout.strides[0]);
     let w = match wt(w) {
         Some(_) => w.clone(),
-        None => launch::contiguous(w)?,
+        None => crate::ops::copy::cuda::contiguous(w)?,
     };
     let (la, lb) = (
         blas::matrix_layout(rows, k, x2.layout.strides[0], x2.layout.strides[1])
@@ -52,7 +52,7 @@ pub(crate) fn linear(
             Some(b) => {
                 // Every output row starts as the bias: a broadcast copy (row stride 0).
                 let (_, sb) = memory::gpu_of("linear", b)?;
-                launch::copy_strided(
+                crate::ops::copy::cuda::copy_strided(
                     gpu,
                     x.dtype,
                     &[rows, n],

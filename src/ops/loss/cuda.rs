@@ -8,12 +8,12 @@
 //! sum is NaN too).
 
 use super::{CrossEntropyOptions, Reduction};
+use crate::backend::cuda::kernels;
+use crate::backend::cuda::{launch, memory};
 use crate::core::cuda_storage::{slice_ptr, with_dtype, CudaElement};
 use crate::core::error::Result;
 use crate::core::layout::Dims;
 use crate::core::raw::RawTensor;
-use crate::cuda::kernels::{self, Family};
-use crate::cuda::{launch, memory};
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 
 pub(crate) fn cross_entropy(
@@ -40,9 +40,11 @@ fn typed<T: CudaElement>(
     if let Some(w) = weight {
         memory::same_gpu(gpu, &[w])?;
     }
-    let x = launch::contiguous_or_self(logits)?;
-    let t = launch::contiguous_or_self(targets)?;
-    let w = weight.map(launch::contiguous_or_self).transpose()?;
+    let x = crate::ops::copy::cuda::contiguous_or_self(logits)?;
+    let t = crate::ops::copy::cuda::contiguous_or_self(targets)?;
+    let w = weight
+        .map(crate::ops::copy::cuda::contiguous_or_self)
+        .transpose()?;
     let ptr = |r: &RawTensor| -> Result<u64> {
         let (_, s) = memory::gpu_of("cross_entropy", r)?;
         Ok(memory::element_ptr(r, s))
@@ -53,7 +55,7 @@ fn typed<T: CudaElement>(
     if n > 0 {
         let f = kernels::function(
             gpu,
-            Family::Loss,
+            &crate::ops::kernels::LOSS,
             &format!("cross_entropy_rows_{}", T::SUFFIX),
         )?;
         let cfg = launch::per_row(gpu, n, c, 256);
@@ -94,7 +96,7 @@ fn typed<T: CudaElement>(
             let out = memory::alloc::<T>(gpu, 1)?;
             let f = kernels::function(
                 gpu,
-                Family::Loss,
+                &crate::ops::kernels::LOSS,
                 &format!("cross_entropy_reduce_{}", T::SUFFIX),
             )?;
             let cfg = LaunchConfig {

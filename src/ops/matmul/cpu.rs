@@ -2,12 +2,12 @@
 //! tiny products use a plain loop, which beats any dispatch.
 
 use super::MatmulPlan;
+use crate::backend::cpu::strided::Strided;
 use crate::core::error::Result;
 use crate::core::layout::Layout;
 use crate::core::pool::PooledVec;
 use crate::core::raw::RawTensor;
 use crate::core::{DType, Float};
-use crate::cpu::strided::Strided;
 
 /// Products with at most this many multiply-adds use the plain loop.
 const SMALL_PRODUCT: usize = 32 * 32 * 32;

@@ -6,11 +6,11 @@
 //! stride at all is copied to a contiguous tensor first.
 
 use super::MatmulPlan;
+use crate::backend::cuda::blas::{self, GemmOperand};
+use crate::backend::cuda::{launch, memory};
 use crate::core::error::Result;
 use crate::core::layout::{contiguous_strides, Layout};
 use crate::core::raw::RawTensor;
-use crate::cuda::blas::{self, GemmOperand};
-use crate::cuda::{launch, memory};
 
 /// `(row_major, ld)` of the matrices of a `[batch..., rows, cols]` layout, if cuBLAS can read
 /// them in place.
@@ -32,12 +32,12 @@ pub(crate) fn matmul(a: &RawTensor, b: &RawTensor, plan: &MatmulPlan) -> Result<
         // A matrix with no unit stride (a broadcast or every-other-column view): copy that
         // operand, then plan again (its vector and batch dims are unchanged).
         let a2 = if blas_layout(&plan.a).is_none() {
-            launch::contiguous(a)?
+            crate::ops::copy::cuda::contiguous(a)?
         } else {
             a.clone()
         };
         let b2 = if blas_layout(&plan.b).is_none() {
-            launch::contiguous(b)?
+            crate::ops::copy::cuda::contiguous(b)?
         } else {
             b.clone()
         };

@@ -41,7 +41,7 @@ fn same_lengths(lengths: &[usize]) -> Result<()> {
 }
 
 fn parallel(len: usize) -> bool {
-    len >= crate::cpu::strided::PARALLEL_THRESHOLD && !cfg!(miri)
+    len >= crate::backend::cpu::strided::PARALLEL_THRESHOLD && !cfg!(miri)
 }
 
 fn sgd_typed<T: Float>(

@@ -5,19 +5,19 @@
 //! the update, as on the CPU.
 
 use super::{AdamScalars, AdamUpdate, SgdUpdate};
+use crate::backend::cuda::context::GpuContext;
+use crate::backend::cuda::kernels;
+use crate::backend::cuda::{launch, memory};
 use crate::core::cuda_storage::{with_dtype, CudaElement};
 use crate::core::error::{Error, Result};
 use crate::core::raw::RawTensor;
-use crate::cuda::context::GpuContext;
-use crate::cuda::kernels::{self, Family};
-use crate::cuda::{launch, memory};
 use cudarc::driver::PushKernelArg;
 
 /// Makes `t` the only owner of a contiguous buffer it covers from its start.
 fn make_unique(t: &mut RawTensor) -> Result<()> {
     let whole = t.layout.offset == 0 && t.layout.is_contiguous();
     if !(whole && t.storage.get_mut().is_some()) {
-        *t = launch::contiguous(t)?;
+        *t = crate::ops::copy::cuda::contiguous(t)?;
     }
     Ok(())
 }
@@ -70,7 +70,7 @@ fn sgd_typed<T: CudaElement>(
 ) -> Result<()> {
     let (gpu, _) = memory::gpu_of("sgd_update", param)?;
     memory::same_gpu(gpu, &[grad])?;
-    let g = launch::contiguous_or_self(grad)?;
+    let g = crate::ops::copy::cuda::contiguous_or_self(grad)?;
     make_unique(param)?;
     let has_momentum = u.momentum != 0.0;
     let first = buffer.is_none();
@@ -88,7 +88,11 @@ fn sgd_typed<T: CudaElement>(
     if n == 0 {
         return Ok(());
     }
-    let f = kernels::function(gpu, Family::Optim, &format!("sgd_{}", T::SUFFIX))?;
+    let f = kernels::function(
+        gpu,
+        &crate::ops::kernels::OPTIM,
+        &format!("sgd_{}", T::SUFFIX),
+    )?;
     let (pp, pg) = (ptr(param)?, ptr(&g)?);
     let pb = match (has_momentum, buffer.as_ref()) {
         (true, Some(b)) => ptr(b)?,
@@ -146,7 +150,7 @@ fn adam_typed<T: CudaElement>(
 ) -> Result<()> {
     let (gpu, _) = memory::gpu_of("adam_update", param)?;
     memory::same_gpu(gpu, &[grad])?;
-    let g = launch::contiguous_or_self(grad)?;
+    let g = crate::ops::copy::cuda::contiguous_or_self(grad)?;
     make_unique(param)?;
     for state in [&mut *exp_avg, &mut *exp_avg_sq] {
         if state.is_none() {
@@ -173,7 +177,11 @@ fn adam_typed<T: CudaElement>(
         step_size,
         inv_sqrt_bc2,
     } = u.scalars::<T>();
-    let f = kernels::function(gpu, Family::Optim, &format!("adam_{}", T::SUFFIX))?;
+    let f = kernels::function(
+        gpu,
+        &crate::ops::kernels::OPTIM,
+        &format!("adam_{}", T::SUFFIX),
+    )?;
     let (pp, pg) = (ptr(param)?, ptr(&g)?);
     let pm = ptr(exp_avg.as_ref().expect("created above"))?;
     let pv = ptr(exp_avg_sq.as_ref().expect("created above"))?;

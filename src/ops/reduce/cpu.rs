@@ -1,10 +1,10 @@
 //! CPU kernels for reductions.
 
 use super::{ReduceOp, ReducePlan};
+use crate::backend::cpu::strided::Strided;
 use crate::core::error::Result;
 use crate::core::raw::RawTensor;
 use crate::core::Element;
-use crate::cpu::strided::Strided;
 use rayon::prelude::*;
 
 /// What a reduction needs of an element type.

@@ -11,14 +11,14 @@
 //!   (`reduce_finish_*`), so every reduction uses the whole GPU.
 
 use super::{ReduceOp, ReducePlan};
+use crate::backend::cuda::context::GpuContext;
+use crate::backend::cuda::kernels;
+use crate::backend::cuda::{launch, memory};
 use crate::core::cuda_storage::{slice_ptr, suffix, with_dtype, CudaElement};
 use crate::core::error::Result;
 use crate::core::layout::MAX_DIMS;
 use crate::core::raw::RawTensor;
 use crate::core::DType;
-use crate::cuda::context::GpuContext;
-use crate::cuda::kernels::{self, Family};
-use crate::cuda::{launch, memory};
 use cudarc::driver::{CudaSlice, DeviceRepr, LaunchConfig, PushKernelArg};
 
 /// `ReduceLayout` of `kernels/reduce.cu`.
@@ -137,7 +137,7 @@ fn reduce_typed<T: CudaElement>(
         let kind = if s.rows { "rows" } else { "cols" };
         let f = kernels::function(
             gpu,
-            Family::Reduce,
+            &crate::ops::kernels::REDUCE,
             &format!("reduce_{kind}_{base}_{}", T::SUFFIX),
         )?;
         let partial: Option<CudaSlice<T>> = if s.split > 1 {
@@ -171,7 +171,7 @@ fn reduce_typed<T: CudaElement>(
         if s.split > 1 {
             let f = kernels::function(
                 gpu,
-                Family::Reduce,
+                &crate::ops::kernels::REDUCE,
                 &format!("reduce_finish_{base}_{}", T::SUFFIX),
             )?;
             let split = s.split as u64;
@@ -215,7 +215,7 @@ pub(crate) fn arg_reduce(a: &RawTensor, plan: &ReducePlan, max: bool) -> Result<
         let kind = if s.rows { "rows" } else { "cols" };
         let f = kernels::function(
             gpu,
-            Family::Reduce,
+            &crate::ops::kernels::REDUCE,
             &format!("argreduce_{kind}_{op}_{}", suffix(a.dtype)),
         )?;
         let values = if s.split > 1 {
@@ -251,7 +251,7 @@ pub(crate) fn arg_reduce(a: &RawTensor, plan: &ReducePlan, max: bool) -> Result<
         if s.split > 1 {
             let f = kernels::function(
                 gpu,
-                Family::Reduce,
+                &crate::ops::kernels::REDUCE,
                 &format!("argreduce_finish_{op}_{}", suffix(a.dtype)),
             )?;
             let split = s.split as u64;

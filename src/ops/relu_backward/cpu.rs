@@ -1,9 +1,9 @@
 //! CPU kernel of the relu gradient.
 
+use crate::backend::cpu::strided::{for_each_chunk, map2};
 use crate::core::error::Result;
 use crate::core::raw::{Operand, RawTensor};
 use crate::core::{DType, Float};
-use crate::cpu::strided::{for_each_chunk, map2};
 
 #[inline(always)]
 fn mask<T: Float>(g: T, y: T) -> T {

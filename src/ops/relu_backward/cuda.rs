@@ -1,11 +1,11 @@
 //! CUDA side of the relu gradient: `grad * (y > 0)` in one kernel (`relu_backward_*` of
 //! `kernels/binary.cu`), reading both operands through their strides.
 
+use crate::backend::cuda::kernels;
+use crate::backend::cuda::{launch, memory};
 use crate::core::cuda_storage::suffix;
 use crate::core::error::Result;
 use crate::core::raw::RawTensor;
-use crate::cuda::kernels::{self, Family};
-use crate::cuda::{launch, memory};
 use cudarc::driver::PushKernelArg;
 
 pub(crate) fn relu_backward(grad: &RawTensor, y: &RawTensor) -> Result<RawTensor> {
@@ -19,7 +19,7 @@ pub(crate) fn relu_backward(grad: &RawTensor, y: &RawTensor) -> Result<RawTensor
         let layout = launch::strided::<2>(&shape, [&grad.layout.strides, &y.layout.strides]);
         let f = kernels::function(
             gpu,
-            Family::Binary,
+            &crate::ops::kernels::BINARY,
             &format!("relu_backward_{}", suffix(grad.dtype)),
         )?;
         let (po, pg, py, count) = (

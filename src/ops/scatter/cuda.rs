@@ -5,12 +5,12 @@
 //! Indices outside the dimension (the CPU's `index ... is out of bounds`) are skipped instead
 //! of reported, since checking would make the host wait; the kernel never writes out of bounds.
 
+use crate::backend::cuda::kernels;
+use crate::backend::cuda::{launch, memory};
 use crate::core::cuda_storage::suffix;
 use crate::core::error::Result;
 use crate::core::layout::{contiguous_strides, Dims, MAX_DIMS};
 use crate::core::raw::RawTensor;
-use crate::cuda::kernels::{self, Family};
-use crate::cuda::{launch, memory};
 use cudarc::driver::{DeviceRepr, PushKernelArg};
 
 /// `ScatterArgs` of `kernels/scatter.cu`.
@@ -51,7 +51,7 @@ fn run(shape: Dims, index: &RawTensor, src: &RawTensor, args: ScatterArgs) -> Re
     if n > 0 && shape.iter().product::<usize>() > 0 {
         let f = kernels::function(
             gpu,
-            Family::Scatter,
+            &crate::ops::kernels::SCATTER,
             &format!("scatter_add_{}", suffix(src.dtype)),
         )?;
         let (po, ps, pi, count) = (

@@ -1,9 +1,9 @@
 //! CPU kernel for softmax over contiguous rows.
 
+use crate::backend::cpu::strided::PARALLEL_THRESHOLD;
 use crate::core::error::Result;
 use crate::core::raw::RawTensor;
 use crate::core::{DType, Float};
-use crate::cpu::strided::PARALLEL_THRESHOLD;
 use rayon::prelude::*;
 
 /// Softmax (or log-softmax) of one row, from `src` into `dst`.

@@ -1,15 +1,15 @@
 //! CUDA side of softmax: one block per row of the contiguous input (`kernels/softmax.cu`).
 
+use crate::backend::cuda::kernels;
+use crate::backend::cuda::{launch, memory};
 use crate::core::cuda_storage::suffix;
 use crate::core::error::Result;
 use crate::core::raw::RawTensor;
-use crate::cuda::kernels::{self, Family};
-use crate::cuda::{launch, memory};
 use cudarc::driver::PushKernelArg;
 
 /// `a` is contiguous (the caller moved the softmax dim last); rows are its last dimension.
 pub(crate) fn softmax(a: &RawTensor, log: bool) -> Result<RawTensor> {
-    let a = launch::contiguous_or_self(a)?;
+    let a = crate::ops::copy::cuda::contiguous_or_self(a)?;
     let (gpu, sa) = memory::gpu_of("softmax", &a)?;
     let n = a.numel();
     let out = memory::alloc_dtype(gpu, a.dtype, n)?;
@@ -18,7 +18,7 @@ pub(crate) fn softmax(a: &RawTensor, log: bool) -> Result<RawTensor> {
         let rows = n / cols;
         let f = kernels::function(
             gpu,
-            Family::Softmax,
+            &crate::ops::kernels::SOFTMAX,
             &format!("softmax_{}", suffix(a.dtype)),
         )?;
         let cfg = launch::per_row(gpu, rows, cols, 512);

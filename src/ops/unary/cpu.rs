@@ -1,11 +1,11 @@
 //! CPU kernels for element-wise math.
 
 use super::UnaryOp;
+use crate::backend::cpu::strided::{for_each_chunk, map1};
 use crate::core::error::Result;
 use crate::core::pool::PooledVec;
 use crate::core::raw::{Operand, RawTensor};
 use crate::core::{DType, Element, Float};
-use crate::cpu::strided::{for_each_chunk, map1};
 
 /// The math of a unary op on one element type.
 pub(crate) trait UnaryMath: Element {

@@ -2,11 +2,12 @@
 //! reading any view through its strides and writing a new contiguous tensor.
 
 use super::UnaryOp;
+use crate::backend::cuda::kernels;
+use crate::backend::cuda::{launch, memory};
 use crate::core::cuda_storage::suffix;
 use crate::core::error::Result;
 use crate::core::raw::RawTensor;
-use crate::cuda::kernels::{self, unary_name, Family};
-use crate::cuda::{launch, memory};
+use crate::ops::kernels::unary_name;
 use cudarc::driver::PushKernelArg;
 
 pub(crate) fn unary(a: &RawTensor, op: UnaryOp) -> Result<RawTensor> {
@@ -15,7 +16,7 @@ pub(crate) fn unary(a: &RawTensor, op: UnaryOp) -> Result<RawTensor> {
     let out = memory::alloc_dtype(gpu, a.dtype, n)?;
     if n > 0 {
         let name = format!("unary_{}_{}", unary_name(op), suffix(a.dtype));
-        let f = kernels::function(gpu, Family::Unary, &name)?;
+        let f = kernels::function(gpu, &crate::ops::kernels::UNARY, &name)?;
         let layout = launch::strided::<1>(&a.layout.shape, [&a.layout.strides]);
         let (po, pa, count) = (out.device_ptr(), memory::element_ptr(a, sa), n as u64);
         let mut b = gpu.stream.launch_builder(f);

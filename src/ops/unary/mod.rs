@@ -34,6 +34,20 @@ pub enum UnaryOp {
 }
 
 impl UnaryOp {
+    /// Every unary op.
+    pub(crate) const ALL: [UnaryOp; 10] = [
+        UnaryOp::Neg,
+        UnaryOp::Relu,
+        UnaryOp::Abs,
+        UnaryOp::Square,
+        UnaryOp::Exp,
+        UnaryOp::Log,
+        UnaryOp::Sqrt,
+        UnaryOp::Tanh,
+        UnaryOp::Sigmoid,
+        UnaryOp::Reciprocal,
+    ];
+
     /// PyTorch's CPU kernel name, used in `"exp_vml_cpu" not implemented for 'Long'`.
     pub const fn kernel_name(self) -> &'static str {
         match self {

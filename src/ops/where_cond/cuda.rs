@@ -1,12 +1,12 @@
 //! CUDA side of `where` (`kernels/where_cond.cu`): the three operands are broadcast through
 //! their strides, the output is a new contiguous tensor.
 
+use crate::backend::cuda::kernels;
+use crate::backend::cuda::{launch, memory};
 use crate::core::cuda_storage::suffix;
 use crate::core::error::Result;
 use crate::core::layout::Dims;
 use crate::core::raw::RawTensor;
-use crate::cuda::kernels::{self, Family};
-use crate::cuda::{launch, memory};
 use cudarc::driver::PushKernelArg;
 
 pub(crate) fn where_cond(
@@ -26,7 +26,11 @@ pub(crate) fn where_cond(
         let la = a.layout.broadcast_to(&shape)?;
         let lb = b.layout.broadcast_to(&shape)?;
         let layout = launch::strided::<3>(&shape, [&lc.strides, &la.strides, &lb.strides]);
-        let f = kernels::function(gpu, Family::Where, &format!("where_{}", suffix(a.dtype)))?;
+        let f = kernels::function(
+            gpu,
+            &crate::ops::kernels::WHERE,
+            &format!("where_{}", suffix(a.dtype)),
+        )?;
         let (po, pc, pa, pb, count) = (
             out.device_ptr(),
             memory::element_ptr(cond, sc),

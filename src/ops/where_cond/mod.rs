@@ -2,12 +2,12 @@
 
 mod cuda;
 
+use crate::backend::cpu::strided::map3;
 use crate::core::error::{Error, Result};
 use crate::core::layout::broadcast_shapes;
 use crate::core::raw::RawTensor;
 use crate::core::storage::Storage;
 use crate::core::{DType, Element};
-use crate::cpu::strided::map3;
 
 /// `cond ? a : b` element-wise.
 pub(crate) fn where_cond(cond: &RawTensor, a: &RawTensor, b: &RawTensor) -> Result<RawTensor> {

@@ -1,14 +1,8 @@
 //! Kernel arguments that describe strided operands, and launch geometry.
 
 use super::context::GpuContext;
-use super::kernels::{self, Family};
-use super::memory;
-use crate::core::cuda_storage::suffix;
-use crate::core::error::Result;
 use crate::core::layout::MAX_DIMS;
-use crate::core::raw::RawTensor;
-use crate::core::DType;
-use cudarc::driver::{DeviceRepr, LaunchConfig, PushKernelArg};
+use cudarc::driver::{DeviceRepr, LaunchConfig};
 
 /// Threads per block of the element-wise kernels.
 pub(crate) const BLOCK: u32 = 256;
@@ -116,57 +110,6 @@ pub(crate) fn per_row(
         grid_dim: (row_blocks(gpu, rows, threads), 1, 1),
         block_dim: (threads, 1, 1),
         shared_mem_bytes: 0,
-    }
-}
-
-/// Queues `dst[i] = src[i]` over `shape`, each side a strided view given by its first
-/// element's device address and its strides (in elements of `dtype`).
-pub(crate) fn copy_strided(
-    gpu: &'static GpuContext,
-    dtype: DType,
-    shape: &[usize],
-    (dst, dst_strides): (u64, &[usize]),
-    (src, src_strides): (u64, &[usize]),
-) -> Result<()> {
-    let n: usize = shape.iter().product();
-    if n == 0 {
-        return Ok(());
-    }
-    let f = kernels::function(gpu, Family::Copy, &format!("copy_{}", suffix(dtype)))?;
-    let layout = strided::<2>(shape, [dst_strides, src_strides]);
-    let count = n as u64;
-    let mut b = gpu.stream.launch_builder(f);
-    b.arg(&dst).arg(&src).arg(&layout).arg(&count);
-    // SAFETY: `copy_<dtype>(T* dst, const T* src, Strided<2>, u64)` matches these arguments;
-    // the caller guarantees both views lie inside live buffers of `dtype` on `gpu`, and the
-    // kernel touches exactly the `n` elements of each view.
-    unsafe { b.launch(elementwise(gpu, n)) }.map_err(|e| gpu.error("cuLaunchKernel(copy)", e))?;
-    Ok(())
-}
-
-/// A contiguous copy of a GPU tensor (any view), on the same GPU.
-pub(crate) fn contiguous(t: &RawTensor) -> Result<RawTensor> {
-    let (gpu, storage) = memory::gpu_of("contiguous", t)?;
-    let n = t.numel();
-    let out = memory::alloc_dtype(gpu, t.dtype, n)?;
-    let shape = t.layout.shape;
-    let dst_strides = crate::core::layout::contiguous_strides(&shape);
-    copy_strided(
-        gpu,
-        t.dtype,
-        &shape,
-        (out.device_ptr(), &dst_strides),
-        (memory::element_ptr(t, storage), &t.layout.strides),
-    )?;
-    Ok(memory::tensor_from_storage(out, shape, gpu.ordinal))
-}
-
-/// The tensor itself when contiguous, else a contiguous copy on its GPU.
-pub(crate) fn contiguous_or_self(t: &RawTensor) -> Result<RawTensor> {
-    if t.layout.is_contiguous() {
-        Ok(t.clone())
-    } else {
-        contiguous(t)
     }
 }
 

@@ -11,7 +11,7 @@ use cudarc::nvrtc::sys::{self, nvrtcResult};
 use std::ffi::{c_char, c_int, CString};
 
 /// The shared header every kernel file includes.
-pub(crate) const COMMON_HEADER: &str = include_str!("../../kernels/common.cuh");
+pub(crate) const COMMON_HEADER: &str = include_str!("../../../kernels/common.cuh");
 
 /// Options every kernel file is compiled with (besides the architecture). `--fmad=false` keeps
 /// multiply-adds rounded as on the CPU, so ranges and random numbers match it.

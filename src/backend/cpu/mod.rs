@@ -2,5 +2,3 @@
 //! Each op's CPU kernel lives beside the op, in `ops/<family>/cpu.rs`.
 
 pub(crate) mod strided;
-
-pub use crate::core::pool::empty_cache;
