@@ -91,6 +91,22 @@ lesson!(
     /// `cuda.matmul(&cpu)`: a matrix product across devices.
     matmul_across_devices
 );
+lesson!(
+    /// In the training loop, suspect one: a batch not moved inside the loop.
+    train_batch_not_moved
+);
+lesson!(
+    /// In the training loop, suspect two: a tensor created in `forward` on a fixed device.
+    train_tensor_in_forward
+);
+lesson!(
+    /// In the training loop, suspect three: the loss's class weights left on the CPU.
+    train_loss_weight_on_cpu
+);
+lesson!(
+    /// After resuming a checkpoint: optimizer state on another device than the model.
+    train_optimizer_state_on_cpu
+);
 
 /// The same programs done right: each compiles and runs (trybuild runs them), on the CPU
 /// everywhere and on GPU 0 too where one opens.

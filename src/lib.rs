@@ -88,12 +88,11 @@ pub mod optim;
 mod random;
 mod tensor;
 
-pub use crate::core::pool::empty_cache;
+pub use crate::core::pool::empty_host_cache;
 pub use crate::core::{format_size, Error, Result};
 pub use autograd::{no_grad, DynVar, Var};
 pub use device::{Cpu, Cuda, Device, DynDevice};
 pub use dyn_tensor::DynTensor;
-pub use ops::{BinaryOp, CompareOp, ReduceOp, UnaryOp};
 pub use random::manual_seed;
 pub use tensor::{
     DType, Element, Float, HasDevice, IntoShape, ModuleInput, Numeric, OperandOn, Scalar, Tensor,

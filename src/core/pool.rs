@@ -158,8 +158,9 @@ impl<T: crate::core::Element> Drop for PooledVec<T> {
     }
 }
 
-/// Frees the buffers devtype keeps for reuse on the CPU (like `torch.cuda.empty_cache()`).
-pub fn empty_cache() {
+/// Frees the large host buffers devtype keeps for reuse (the CPU's counterpart of
+/// [`cuda::empty_cache`](crate::cuda::empty_cache), which returns a GPU's cached memory).
+pub fn empty_host_cache() {
     use crate::core::dtype::sealed::ElementStorage;
     <f32 as ElementStorage>::pool().clear();
     <f64 as ElementStorage>::pool().clear();

@@ -248,9 +248,9 @@ mod tests {
     fn a_panic_becomes_an_error() {
         let r: Result<()> = contain("cuInit", || panic!("Missing symbol cuInit: dlsym failed"));
         match r {
-            Err(Error::Cuda { context, name, .. }) => {
-                assert_eq!(context, "cuInit");
-                assert!(name.contains("Missing symbol cuInit"), "{name}");
+            Err(Error::LibraryPanicked { call, message }) => {
+                assert_eq!(call, "cuInit");
+                assert!(message.contains("Missing symbol cuInit"), "{message}");
             }
             other => panic!("expected an error, got {other:?}"),
         }
