@@ -102,17 +102,32 @@ impl Drop for Node {
     /// chain of ops (`total = total + loss` over a long run) would otherwise drop one node
     /// inside the other and overflow the stack. Inputs that this node held last are taken
     /// apart on a heap list instead, so a graph of any depth drops in constant stack space.
+    /// The list is only allocated when such an input has inputs of its own: dropping the
+    /// result of an op on parameters (held elsewhere) allocates nothing.
     fn drop(&mut self) {
-        let mut pending: Vec<Arc<Node>> = std::mem::take(&mut self.inputs)
-            .into_iter()
+        // The usual case: every input is still held elsewhere (a parameter, a value an op
+        // saved), so dropping them frees nothing and cannot recurse.
+        if self
+            .inputs
+            .iter()
             .flatten()
-            .collect();
-        while let Some(node) = pending.pop() {
+            .all(|n| Arc::strong_count(n) > 1)
+        {
+            return;
+        }
+        fn take_apart(node: Arc<Node>, pending: &mut Vec<Arc<Node>>) {
             // Only the last handle takes the node apart; shared nodes stay for their other
             // users (and drop later, the same way).
             if let Some(mut node) = Arc::into_inner(node) {
                 pending.extend(std::mem::take(&mut node.inputs).into_iter().flatten());
             }
+        }
+        let mut pending = Vec::new();
+        for input in std::mem::take(&mut self.inputs).into_iter().flatten() {
+            take_apart(input, &mut pending);
+        }
+        while let Some(node) = pending.pop() {
+            take_apart(node, &mut pending);
         }
     }
 }

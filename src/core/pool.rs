@@ -108,7 +108,7 @@ impl<T: crate::core::Element> PooledVec<T> {
     /// `len` elements with unspecified (initialised) values, for a kernel to overwrite:
     /// inline when tiny, from the pool when large. Fails with [`Error::CpuOutOfMemory`] when
     /// the host has no room.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn with_len(len: usize) -> Result<Self> {
         if len <= INLINE {
             Ok(PooledVec {
@@ -118,10 +118,17 @@ impl<T: crate::core::Element> PooledVec<T> {
                 },
             })
         } else {
-            Ok(PooledVec {
-                repr: Repr::Heap(T::pool().take(len)?),
-            })
+            Self::heap(len)
         }
+    }
+
+    /// The heap case of [`with_len`](Self::with_len), kept out of line so that the inline
+    /// case of every tiny op stays a few instructions.
+    #[inline(never)]
+    fn heap(len: usize) -> Result<Self> {
+        Ok(PooledVec {
+            repr: Repr::Heap(T::pool().take(len)?),
+        })
     }
 
     /// True when the values sit inside this value (no heap buffer).

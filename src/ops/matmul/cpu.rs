@@ -77,10 +77,9 @@ pub(crate) fn gemm_into<T: Float>(
         }
         return;
     }
-    // Both operands must stay inside their slices: checked here, relied on below.
-    assert!(a.fits(m, k), "gemm lhs out of bounds");
-    assert!(b.fits(k, n), "gemm rhs out of bounds");
     let flops = out_len.saturating_mul(k);
+    // The plain loops below index the slices (bounds-checked); the `gemm` call at the end
+    // relies on the operands lying inside their slices, checked right before it.
     if flops <= SMALL_PRODUCT || cfg!(miri) {
         if a.col_stride == 1 && b.row_stride == 1 {
             // Rows of `a` and columns of `b` are contiguous (e.g. `x @ weight.T`): dot products.
@@ -123,6 +122,8 @@ pub(crate) fn gemm_into<T: Float>(
         }
         return;
     }
+    assert!(a.fits(m, k), "gemm lhs out of bounds");
+    assert!(b.fits(k, n), "gemm rhs out of bounds");
     let threads = rayon::current_num_threads();
     let parallelism = if flops >= 1 << 18 && threads > 1 {
         gemm::Parallelism::Rayon(threads)
