@@ -12,6 +12,7 @@ pub(crate) mod cuda_storage;
 pub(crate) mod device;
 pub(crate) mod dtype;
 pub(crate) mod error;
+pub(crate) mod format;
 pub(crate) mod layout;
 pub(crate) mod pool;
 pub(crate) mod raw;

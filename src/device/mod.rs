@@ -184,3 +184,11 @@ impl<const N: usize> From<Cuda<N>> for DynDevice {
         DynDevice::cuda(N)
     }
 }
+
+/// The device type's own name, `Cpu` or `Cuda<0>`, as error texts and `Debug` output show it.
+pub(crate) fn type_label<D: Device>() -> &'static str {
+    std::any::type_name::<D>()
+        .rsplit("::")
+        .next()
+        .unwrap_or("?")
+}

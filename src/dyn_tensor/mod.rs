@@ -185,11 +185,7 @@ impl DynTensor {
     /// This tensor as `Tensor<D, E>` for any element type.
     pub fn try_into_tensor<D: Device, E: Element>(self) -> Result<Tensor<D, E>> {
         let device = D::from_dyn(self.raw.device).ok_or_else(|| Error::WrongTypedDevice {
-            expected: std::any::type_name::<D>()
-                .rsplit("::")
-                .next()
-                .unwrap_or("?")
-                .to_string(),
+            expected: crate::device::type_label::<D>().to_string(),
             found: self.raw.device,
         })?;
         self.raw.expect_dtype(E::DTYPE)?;

@@ -59,10 +59,7 @@ impl<D: Device, E: Float> std::fmt::Debug for Adam<D, E> {
             "Adam({:?}, state of {} parameters on {})",
             self.update,
             self.state.len(),
-            std::any::type_name::<D>()
-                .rsplit("::")
-                .next()
-                .unwrap_or("?")
+            crate::device::type_label::<D>()
         )
     }
 }

@@ -57,10 +57,7 @@ impl<D: Device, E: Float> std::fmt::Debug for Sgd<D, E> {
             "Sgd({:?}, {} momentum buffers on {})",
             self.update,
             self.momentum_buffers.len(),
-            std::any::type_name::<D>()
-                .rsplit("::")
-                .next()
-                .unwrap_or("?")
+            crate::device::type_label::<D>()
         )
     }
 }

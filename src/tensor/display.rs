@@ -66,17 +66,7 @@ fn write_value(v: f64, style: &Style) -> String {
         Style::Fixed => format!("{v:.4}"),
         Style::Scientific => {
             // Rust writes `1.2346e8`; PyTorch (C printf) writes `1.2346e+08`.
-            let s = format!("{v:.4e}");
-            match s.split_once('e') {
-                Some((mantissa, exp)) => {
-                    let (sign, digits) = match exp.strip_prefix('-') {
-                        Some(d) => ('-', d),
-                        None => ('+', exp),
-                    };
-                    format!("{mantissa}e{sign}{digits:0>2}")
-                }
-                None => s,
-            }
+            crate::core::format::c_style_exponent(format!("{v:.4e}"))
         }
     }
 }

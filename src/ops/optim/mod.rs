@@ -85,17 +85,7 @@ pub(crate) fn py_float(x: f64) -> String {
     }
     // Rust's `{:?}` is the shortest round-trip form and switches to exponents where Python
     // does (below 1e-4, from 1e16); only the exponent's spelling differs.
-    let s = format!("{x:?}");
-    match s.split_once('e') {
-        Some((mantissa, exp)) => {
-            let (sign, digits) = match exp.strip_prefix('-') {
-                Some(d) => ('-', d),
-                None => ('+', exp),
-            };
-            format!("{mantissa}e{sign}{digits:0>2}")
-        }
-        None => s,
-    }
+    crate::core::format::c_style_exponent(format!("{x:?}"))
 }
 
 fn invalid(what: &str, value: f64) -> Error {
