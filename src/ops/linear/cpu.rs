@@ -4,10 +4,10 @@ use crate::core::error::Result;
 use crate::core::layout::Dims;
 use crate::core::pool::PooledVec;
 use crate::core::raw::RawTensor;
-use crate::core::{DType, Float};
-use crate::ops::matmul::{gemm_into, MatrixView};
+use crate::core::DType;
+use crate::ops::matmul::{gemm_into, Gemm, MatrixView};
 
-fn typed<T: Float>(
+fn typed<T: Gemm>(
     x: &RawTensor,
     w: &RawTensor,
     bias: Option<&RawTensor>,

@@ -9,6 +9,48 @@ use crate::core::pool::PooledVec;
 use crate::core::raw::RawTensor;
 use crate::core::{DType, Float};
 
+/// The signature of a `gemm-*` crate's entry point (row and column strides in elements).
+type GemmFn<T> = unsafe fn(
+    usize,
+    usize,
+    usize,
+    *mut T,
+    isize,
+    isize,
+    bool,
+    *const T,
+    isize,
+    isize,
+    *const T,
+    isize,
+    isize,
+    T,
+    T,
+    bool,
+    bool,
+    bool,
+    gemm_common::Parallelism,
+);
+
+/// The element types the CPU GEMM runs on, each through its own `gemm-*` crate, which picks
+/// the best kernel the CPU has (AVX-512, AVX2, ...) at run time.
+pub(crate) trait Gemm: Float {
+    /// The crate's entry point for this type.
+    fn gemm_fn() -> GemmFn<Self>;
+}
+
+impl Gemm for f32 {
+    fn gemm_fn() -> GemmFn<f32> {
+        gemm_f32::gemm::f32::get_gemm_fn()
+    }
+}
+
+impl Gemm for f64 {
+    fn gemm_fn() -> GemmFn<f64> {
+        gemm_f64::gemm::f64::get_gemm_fn()
+    }
+}
+
 /// Products with at most this many multiply-adds use the plain loop.
 const SMALL_PRODUCT: usize = 32 * 32 * 32;
 
@@ -56,7 +98,7 @@ fn dot<T: Float>(x: &[T], y: &[T]) -> T {
 }
 
 /// `dst[m x n] (row-major, contiguous) = (accumulate ? dst : 0) + a[m x k] @ b[k x n]`.
-pub(crate) fn gemm_into<T: Float>(
+pub(crate) fn gemm_into<T: Gemm>(
     dst: &mut [T],
     (m, k, n): (usize, usize, usize),
     a: MatrixView<'_, T>,
@@ -126,16 +168,16 @@ pub(crate) fn gemm_into<T: Float>(
     assert!(b.fits(k, n), "gemm rhs out of bounds");
     let threads = rayon::current_num_threads();
     let parallelism = if flops >= 1 << 18 && threads > 1 {
-        gemm::Parallelism::Rayon(threads)
+        gemm_common::Parallelism::Rayon(threads)
     } else {
-        gemm::Parallelism::None
+        gemm_common::Parallelism::None
     };
     // SAFETY: `dst` holds m*n elements (asserted) written row-major with strides (n, 1); the
     // last element each operand reaches is inside its slice (asserted above), and all three
     // regions are valid for the call's duration. `dst` is borrowed mutably, so it does not
     // alias `a` or `b`.
     unsafe {
-        gemm::gemm(
+        T::gemm_fn()(
             m,
             n,
             k,
@@ -181,7 +223,7 @@ pub(crate) fn batch_offsets(layout: &Layout, batch_rank: usize) -> Result<Vec<us
     Ok(out)
 }
 
-fn typed<T: Float>(a: &[T], b: &[T], plan: &MatmulPlan) -> Result<RawTensor> {
+fn typed<T: Gemm>(a: &[T], b: &[T], plan: &MatmulPlan) -> Result<RawTensor> {
     let (m, k, n) = (plan.m, plan.k, plan.n);
     let br = plan.batch.len();
     let ra = plan.a.rank();

@@ -4,7 +4,7 @@
 mod cpu;
 mod cuda;
 
-pub(crate) use cpu::{gemm_into, MatrixView};
+pub(crate) use cpu::{gemm_into, Gemm, MatrixView};
 
 use crate::core::error::{Error, Result};
 use crate::core::layout::{broadcast_shapes, Dims, Layout};
