@@ -111,14 +111,21 @@ impl<T: crate::core::Element> PooledVec<T> {
     #[inline(always)]
     pub(crate) fn with_len(len: usize) -> Result<Self> {
         if len <= INLINE {
-            Ok(PooledVec {
-                repr: Repr::Inline {
-                    len: len as u8,
-                    data: [T::default(); INLINE],
-                },
-            })
+            Ok(Self::inline(len))
         } else {
             Self::heap(len)
+        }
+    }
+
+    /// `len <= INLINE` elements inside the value: no allocation, so it cannot fail.
+    #[inline(always)]
+    pub(crate) fn inline(len: usize) -> Self {
+        debug_assert!(len <= INLINE);
+        PooledVec {
+            repr: Repr::Inline {
+                len: len.min(INLINE) as u8,
+                data: [T::default(); INLINE],
+            },
         }
     }
 

@@ -7,7 +7,7 @@ use crate::backend::cpu::strided::{
 use crate::core::dtype::sealed::ElementStorage;
 use crate::core::error::Result;
 use crate::core::layout::{Dims, Layout};
-use crate::core::pool::PooledVec;
+use crate::core::pool::{PooledVec, INLINE};
 use crate::core::raw::{Operand, RawTensor};
 use crate::core::{DType, Element, Float, Scalar};
 
@@ -198,7 +198,12 @@ fn binary_typed<T: Arith>(
             }
             let x = &a.cpu_slice::<T>().expect("cpu")[ra];
             let y = &b.cpu_slice::<T>().expect("cpu")[rb];
-            let mut out = PooledVec::<T>::with_len(x.len())?;
+            // Tiny results (a loss, a step size) take the infallible inline buffer directly.
+            let mut out = if x.len() <= INLINE {
+                PooledVec::<T>::inline(x.len())
+            } else {
+                PooledVec::<T>::with_len(x.len())?
+            };
             with_op!(op, |f| zip_contiguous(x, y, out.as_mut_slice(), f));
             return Ok(RawTensor::from_cpu_buffer(out, shape));
         }
