@@ -3,14 +3,16 @@
 //! In PyTorch every tensor lives on exactly one device, and an op whose inputs sit on
 //! different devices fails at run time with *Expected all tensors to be on the same device*.
 //! In devtype the device is a type parameter, so the same mistake does not compile, and the
-//! compiler's message reads like PyTorch's and names the fix:
+//! compiler's message reads like PyTorch's and names the fix (rustc 1.95's words, abridged;
+//! the lesson `cpu_plus_cuda` has them whole):
 //!
 //! ```text
-//! error[E0277]: Expected all tensors to be on the same device, but found at least two devices, `Cuda<0>` and `Cpu`
-//!   |
-//!   |     let y = &x_gpu + &x;
-//!   |                    ^ this operand is on `Cpu`, expected `Cuda<0>`
-//!   = note: `.to(device)` returns a new tensor and leaves the original where it was: `let x = x.to(dev);`
+//! error[E0277]: Expected all tensors to be on the same device, but found at least two devices, `devtype::Cuda<0>` and `devtype::Cpu`
+//!    |
+//! 18 |     let y = &out + &bias;
+//!    |                  ^ this operand is on `devtype::Cpu`, expected `devtype::Cuda<0>`
+//!    |
+//!    = note: `.to(device)` returns a new tensor and leaves the original where it was: `let x = x.to(dev);`
 //! ```
 //!
 //! When the device is only known at run time, [`DynTensor`] carries it as a value and returns

@@ -5,7 +5,7 @@
 //! missing rustc prints our message with both devices filled in:
 //!
 //! ```text
-//! error[E0277]: Expected all tensors to be on the same device, but found at least two devices, `Cuda<0>` and `Cpu`
+//! error[E0277]: Expected all tensors to be on the same device, but found at least two devices, `devtype::Cuda<0>` and `devtype::Cpu`
 //! ```
 //!
 //! Modules and losses ask for [`ModuleInput<D>`] instead, whose label says that the input is on
