@@ -260,6 +260,16 @@ fn every_op_family_at_the_limits_ends_in_ok_or_a_clear_err() {
                 || da.index_select(0, &index.to_dyn()),
                 None,
             );
+            // gather with an index of `a`'s own shape (all zeros, an expanded view).
+            let zeros = Tensor::<Cpu, i64>::zeros(vec![1; sa.len()], Cpu);
+            if let Ok(gi) = zeros.try_expand(&sa) {
+                both(
+                    "gather",
+                    || a.try_gather(-1, &gi),
+                    || da.gather(-1, &gi.to_dyn()),
+                    Some(sa.clone()),
+                );
+            }
         }
         // Products: run when the inner size is small or the result too large to exist.
         if !sa.is_empty() && !sb.is_empty() {
