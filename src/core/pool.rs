@@ -199,8 +199,8 @@ pub(crate) fn zeroed_vec<T: crate::core::Element>(len: usize) -> Result<Vec<T>> 
     if len == 0 {
         return Ok(Vec::new());
     }
-    if len * std::mem::size_of::<T>() < MIN_CACHED_BYTES {
-        // Small (so `len * size` cannot overflow): `len` is below 1 MiB of elements.
+    if len.saturating_mul(std::mem::size_of::<T>()) < MIN_CACHED_BYTES {
+        // Small: below 1 MiB.
         let mut v = Vec::new();
         v.try_reserve_exact(len)
             .map_err(|_| out_of_memory::<T>(len))?;
