@@ -61,7 +61,7 @@ impl Mlp<Cpu> {
 }
 
 impl<D: Device> Forward<D> for Mlp<D> {
-    fn forward<I: ModuleInput<D> + HasDevice<Element = f32>>(&self, x: I) -> Var<D> {
+    fn forward<I: ModuleInput<D> + HasDevice<Element = f32>>(&self, x: I) -> Tensor<D> {
         let x = self.act.forward(self.fc1.forward(x));
         let x = self.act.forward(self.fc2.forward(x));
         self.fc3.forward(x)

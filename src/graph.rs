@@ -191,7 +191,7 @@ impl Drop for NoGradGuard {
 ///
 /// ```
 /// use devtype::prelude::*;
-/// let w = Var::parameter(Tensor::<Cpu>::ones([2], Cpu));
+/// let w = Tensor::parameter(Tensor::<Cpu>::ones([2], Cpu));
 /// let y = no_grad(|| &w * 2.0f32);
 /// assert!(!y.requires_grad());
 /// ```
@@ -213,7 +213,7 @@ pub(crate) fn record<F>(
 where
     F: FnOnce(RawTensor) -> Result<Grads> + Send + 'static,
 {
-    if !is_grad_enabled() || inputs.iter().all(Option::is_none) {
+    if inputs.iter().all(Option::is_none) || !is_grad_enabled() {
         return None;
     }
     // Which inputs want a gradient; on the stack for the usual few inputs.
@@ -290,4 +290,80 @@ pub(crate) fn backward(root: &Arc<Node>, grad: RawTensor) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// An op's tensor argument as the shared backward rules see it: the value and, if tracked,
+/// its node.
+///
+/// Public only so that a public trait's hidden method can name it; it is not reachable from
+/// outside.
+#[derive(Clone, Copy)]
+pub struct In<'a> {
+    pub(crate) value: &'a RawTensor,
+    pub(crate) node: Option<&'a Arc<Node>>,
+}
+
+/// An op's result: the value and the node that made it (`None` when nothing is tracked).
+pub(crate) struct Out {
+    pub(crate) value: RawTensor,
+    pub(crate) node: Option<Arc<Node>>,
+}
+
+impl Out {
+    /// An untracked result.
+    #[inline]
+    pub(crate) fn untracked(value: RawTensor) -> Self {
+        Out { value, node: None }
+    }
+
+    /// This result as the input of the next op.
+    #[inline]
+    pub(crate) fn input(&self) -> In<'_> {
+        In {
+            value: &self.value,
+            node: self.node.as_ref(),
+        }
+    }
+}
+
+/// PyTorch's error for `backward` on a tensor that no tracked op made.
+pub(crate) fn no_grad_fn() -> Error {
+    Error::Autograd("element 0 of tensors does not require grad and does not have a grad_fn".into())
+}
+
+/// Checks the gradient given to `backward_with` against the output: same shape, same dtype.
+pub(crate) fn check_backward_grad(output: &RawTensor, grad: &RawTensor) -> Result<()> {
+    if grad.shape() != output.shape() {
+        return Err(Error::Autograd(format!(
+            "Mismatch in shape: grad_output[0] has a shape of {:?} and output[0] has a shape of {:?}.",
+            grad.shape(),
+            output.shape()
+        )));
+    }
+    if grad.dtype != output.dtype {
+        return Err(dtype_mismatch(grad.dtype, output.dtype));
+    }
+    Ok(())
+}
+
+/// `torch.<name>` of a dtype, as PyTorch prints dtypes.
+fn torch_dtype_name(dtype: crate::core::DType) -> &'static str {
+    use crate::core::DType;
+    match dtype {
+        DType::F32 => "torch.float32",
+        DType::F64 => "torch.float64",
+        DType::I64 => "torch.int64",
+        DType::Bool => "torch.bool",
+    }
+}
+
+/// A gradient for `backward_with` of another dtype than the output, in the words of
+/// `torch.autograd`'s shape check (PyTorch words the dtype check of complex outputs this way;
+/// devtype does not convert silently, so every dtype mismatch gets it).
+fn dtype_mismatch(grad: crate::core::DType, output: crate::core::DType) -> Error {
+    Error::Autograd(format!(
+        "Mismatch in dtype: grad_output[0] has a dtype of {} and output[0] has a dtype of {}.",
+        torch_dtype_name(grad),
+        torch_dtype_name(output)
+    ))
 }

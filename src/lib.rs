@@ -49,7 +49,45 @@
 #![warn(missing_docs)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
-pub mod autograd;
+mod api;
+pub mod autograd {
+    //! Reverse-mode automatic differentiation over the same ops as the tensors.
+    //!
+    //! Any floating-point [`Tensor`](crate::Tensor) or [`DynTensor`](crate::DynTensor) can
+    //! track gradients, as in PyTorch since 0.4: make a parameter with
+    //! [`Tensor::parameter`](crate::Tensor::parameter) (PyTorch's `nn.Parameter`), and every op
+    //! on it records its backward rule. `loss.backward()` on a scalar walks the recorded graph
+    //! once and adds each parameter's gradient to its `.grad()`, a tensor on the parameter's
+    //! own device, typed on it. Gradients accumulate until zeroed. [`no_grad`] turns recording
+    //! off for evaluation.
+    //!
+    //! ```
+    //! use devtype::prelude::*;
+    //!
+    //! let dev = Cpu;                                              // or Cuda::<0>::open()?
+    //! let w = Tensor::parameter(Tensor::<Cpu>::randn([3, 2], dev));
+    //! let x = Tensor::<Cpu>::randn([4, 3], dev);
+    //! let loss = x.matmul(&w).tanh().mean_all();
+    //! loss.backward();
+    //! let g: Tensor<Cpu> = w.grad().unwrap();                     // on w's device, by type
+    //! assert_eq!(g.shape(), &[3, 2]);
+    //! ```
+    //!
+    //! The backward rules are written once, on the untyped core, beside each op's declaration
+    //! (`src/api/`), with the same device-generic ops the tensors use, so they run wherever
+    //! those ops run. [`gradcheck`] compares every rule with finite differences, as
+    //! `torch.autograd.gradcheck` does.
+
+    pub use crate::api::{gradcheck, gradcheck_dyn, gradcheck_with, GradcheckOptions};
+    pub use crate::graph::{is_grad_enabled, no_grad, NoGradGuard};
+
+    /// A tensor on `D` that tracks gradients: the same type as [`Tensor`](crate::Tensor)
+    /// (the name is kept for readers of older code; PyTorch merged `Variable` into `Tensor`).
+    pub type Var<D, E = f32> = crate::Tensor<D, E>;
+
+    /// The dynamic front's tracked tensor: the same type as [`DynTensor`](crate::DynTensor).
+    pub type DynVar = crate::DynTensor;
+}
 mod backend;
 mod core;
 pub mod cuda {
@@ -92,6 +130,9 @@ mod tensor;
 
 pub use crate::core::pool::empty_host_cache;
 pub use crate::core::{format_size, Error, Result};
+#[doc(hidden)]
+pub use api::declared_ops;
+pub use api::TensorList;
 pub use autograd::{no_grad, DynVar, Var};
 pub use device::{Cpu, Cuda, Device, DynDevice};
 pub use dyn_tensor::DynTensor;
@@ -103,7 +144,7 @@ pub use tensor::{
 
 /// Everything the seed's code needs: `use devtype::prelude::*;`.
 pub mod prelude {
-    pub use crate::autograd::{no_grad, DynVar, Var};
+    pub use crate::autograd::no_grad;
     pub use crate::device::{Cpu, Cuda, Device, DynDevice};
     pub use crate::nn::{Forward, Module};
     pub use crate::optim::Optimizer;

@@ -1,4 +1,4 @@
-//! The dynamic front: `DynVar` ops checked against finite differences (`gradcheck_dyn`), and
+//! The dynamic front: `DynTensor` ops checked against finite differences (`gradcheck_dyn`), and
 //! its errors.
 
 use devtype::autograd::gradcheck_dyn;
@@ -13,7 +13,7 @@ fn randn(shape: &[usize], seed: u64) -> DynTensor {
         .unwrap()
 }
 
-fn check(f: impl Fn(&[DynVar]) -> devtype::Result<DynVar>, inputs: &[&DynTensor]) {
+fn check(f: impl Fn(&[DynTensor]) -> devtype::Result<DynTensor>, inputs: &[&DynTensor]) {
     let inputs: Vec<DynTensor> = inputs.iter().map(|t| (*t).clone()).collect();
     if let Err(e) = gradcheck_dyn(f, &inputs) {
         panic!("{e}");
@@ -53,11 +53,11 @@ fn matmul_linear_reductions_and_shapes() {
         &[&x],
     );
     check(
-        |v| DynVar::cat(&[&v[0], &v[1]], 0),
+        |v| DynTensor::cat(&[&v[0], &v[1]], 0),
         &[&x, &randn(&[2, 3], 7)],
     );
     check(
-        |v| DynVar::stack(&[&v[0], &v[1]], 2),
+        |v| DynTensor::stack(&[&v[0], &v[1]], 2),
         &[&x, &randn(&[4, 3], 8)],
     );
     check(|v| v[0].log_softmax(1), &[&x]);
@@ -74,15 +74,18 @@ fn indexing_and_cross_entropy() {
     let t = DynTensor::from_vec(vec![2i64, 0, 1, 1], [4], DynDevice::cpu()).unwrap();
     let w = DynTensor::from_vec(vec![0.5f64, 2.0, 1.5], [3], DynDevice::cpu()).unwrap();
     check(
-        |v| v[0].cross_entropy(&t, Some(&w), Reduction::Mean, -100),
+        |v| v[0].cross_entropy_with(&t, Some(&w), Reduction::Mean, -100),
         &[&x],
     );
-    check(|v| v[0].cross_entropy(&t, None, Reduction::None, 0), &[&x]);
+    check(
+        |v| v[0].cross_entropy_with(&t, None, Reduction::None, 0),
+        &[&x],
+    );
 }
 
 #[test]
 fn errors_are_values() {
-    let x = DynVar::parameter(DynTensor::ones([2], DynDevice::cpu()).unwrap());
+    let x = DynTensor::parameter(DynTensor::ones([2], DynDevice::cpu()).unwrap()).unwrap();
     let y = x.mul_scalar(2.0).unwrap();
     assert_eq!(
         y.backward().unwrap_err().to_string(),
@@ -97,9 +100,9 @@ fn errors_are_values() {
         .starts_with("Trying to backward through the graph a second time"));
     assert_eq!(x.grad().unwrap().to_vec::<f32>().unwrap(), vec![2.0, 2.0]);
     let ints = DynTensor::from_vec(vec![1i64, 2], [2], DynDevice::cpu()).unwrap();
-    assert!(DynVar::try_parameter(ints).is_err());
+    assert!(DynTensor::parameter(ints).is_err());
     let bad = x
-        .add(DynTensor::ones([3], DynDevice::cpu()).unwrap())
+        .add(&DynTensor::ones([3], DynDevice::cpu()).unwrap())
         .unwrap_err();
     assert_eq!(
         bad.to_string(),

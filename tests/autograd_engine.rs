@@ -4,9 +4,9 @@
 use devtype::autograd::{gradcheck, is_grad_enabled, NoGradGuard};
 use devtype::prelude::*;
 
-fn param(values: Vec<f32>) -> Var<Cpu> {
+fn param(values: Vec<f32>) -> Tensor<Cpu> {
     let n = values.len();
-    Var::parameter(Tensor::from_vec(values, [n], Cpu))
+    Tensor::parameter(Tensor::from_vec(values, [n], Cpu))
 }
 
 #[test]
@@ -60,7 +60,7 @@ fn backward_needs_a_scalar_or_a_gradient() {
     );
     y.backward_with(&Tensor::from_vec(vec![1.0, -1.0], [2], Cpu));
     assert_eq!(w.grad().unwrap().to_vec(), vec![3.0, -3.0]);
-    let c = Var::new(Tensor::<Cpu>::ones([1], Cpu));
+    let c = Tensor::<Cpu>::ones([1], Cpu);
     assert_eq!(
         c.try_backward().unwrap_err().to_string(),
         "element 0 of tensors does not require grad and does not have a grad_fn"
@@ -109,12 +109,9 @@ fn gradcheck_catches_a_wrong_gradient() {
         "{err}"
     );
     // A constant whose recorded gradient is zero while the value moves: caught too.
-    let err = gradcheck(
-        |v| Ok(Var::new(v[0].detach()).sum_all()),
-        std::slice::from_ref(&x),
-    )
-    .unwrap_err()
-    .to_string();
+    let err = gradcheck(|v| Ok(v[0].detach().sum_all()), std::slice::from_ref(&x))
+        .unwrap_err()
+        .to_string();
     assert!(err.starts_with("Jacobian mismatch"), "{err}");
     // And a gradient that is zero everywhere proves nothing: refused.
     let err = gradcheck(|v| Ok((-v[0].square() - 1.0).relu().sum_all()), &[x])
@@ -125,8 +122,8 @@ fn gradcheck_catches_a_wrong_gradient() {
 
 #[test]
 fn a_big_graph_frees_saved_tensors_after_backward() {
-    let w = Var::parameter(Tensor::<Cpu>::randn([64, 64], Cpu));
-    let mut h = Var::new(Tensor::<Cpu>::randn([8, 64], Cpu));
+    let w = Tensor::parameter(Tensor::<Cpu>::randn([64, 64], Cpu));
+    let mut h = Tensor::<Cpu>::randn([8, 64], Cpu);
     for _ in 0..20 {
         h = h.matmul(&w).tanh();
     }

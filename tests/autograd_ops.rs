@@ -5,7 +5,7 @@ use devtype::autograd::{gradcheck, gradcheck_with, GradcheckOptions};
 use devtype::nn::Reduction;
 use devtype::prelude::*;
 
-type V = Var<Cpu, f64>;
+type V = Tensor<Cpu, f64>;
 type T = Tensor<Cpu, f64>;
 
 fn randn(shape: &[usize], seed: u64) -> T {
@@ -50,8 +50,8 @@ fn broadcasting_arithmetic_sums_gradients_back_to_each_shape() {
 
 #[test]
 fn maximum_splits_ties_evenly() {
-    let a = Var::parameter(Tensor::<Cpu, f64>::from_vec(vec![1.0, 2.0, 3.0], [3], Cpu));
-    let b = Var::parameter(Tensor::<Cpu, f64>::from_vec(vec![0.0, 2.0, 5.0], [3], Cpu));
+    let a = Tensor::parameter(Tensor::<Cpu, f64>::from_vec(vec![1.0, 2.0, 3.0], [3], Cpu));
+    let b = Tensor::parameter(Tensor::<Cpu, f64>::from_vec(vec![0.0, 2.0, 5.0], [3], Cpu));
     a.maximum(&b).sum_all().backward();
     assert_eq!(a.grad().unwrap().to_vec(), vec![1.0, 0.5, 0.0]);
     assert_eq!(b.grad().unwrap().to_vec(), vec![0.0, 0.5, 1.0]);
@@ -153,11 +153,11 @@ fn shape_ops() {
 #[test]
 fn cat_and_stack() {
     let (a, b, c) = (randn(&[2, 3], 9), randn(&[4, 3], 10), randn(&[2, 3], 11));
-    check(|v| Ok(&V::try_cat(&[&v[0], &v[1]], 0)? * 2.0), &[&a, &b]);
-    check(|v| V::try_cat(&[&v[0], &v[1]], -1), &[&a, &c]);
-    check(|v| V::try_stack(&[&v[0], &v[1]], 1), &[&a, &c]);
+    check(|v| Ok(&V::try_cat([&v[0], &v[1]], 0)? * 2.0), &[&a, &b]);
+    check(|v| V::try_cat([&v[0], &v[1]], -1), &[&a, &c]);
+    check(|v| V::try_stack([&v[0], &v[1]], 1), &[&a, &c]);
     // An untracked member gets no gradient, the others do.
-    check(|v| V::try_stack(&[&v[0], &Var::new(c.clone())], 0), &[&a]);
+    check(|v| V::try_stack([&v[0], &c.clone()], 0), &[&a]);
 }
 
 #[test]
@@ -187,10 +187,7 @@ fn linear_with_and_without_bias() {
     check(|v| v[0].try_linear(&v[1], Some(&v[2])), &[&x, &w, &b]);
     check(|v| v[0].try_linear(&v[1], None), &[&randn(&[6, 4], 18), &w]);
     // The input as a constant: only the parameters get gradients.
-    check(
-        |v| Var::new(x.clone()).try_linear(&v[0], Some(&v[1])),
-        &[&w, &b],
-    );
+    check(|v| x.clone().try_linear(&v[0], Some(&v[1])), &[&w, &b]);
 }
 
 #[test]
@@ -218,7 +215,7 @@ fn fused_cross_entropy() {
 fn where_and_to() {
     let (a, b) = (randn(&[3, 4], 21), randn(&[4], 22));
     let cond = a.gt_scalar(0.0);
-    check(|v| V::try_where_cond(&cond, &v[0], &v[1]), &[&a, &b]);
+    check(|v| cond.try_where_cond(&v[0], &v[1]), &[&a, &b]);
     check(|v| v[0].try_to(Cpu)?.try_exp(), &[&a]);
 }
 

@@ -72,9 +72,9 @@ fn grads(
     inputs: &[DynTensor],
     reduction: Reduction,
 ) -> Result<Vec<DynTensor>> {
-    let params: Vec<DynVar> = init
+    let params: Vec<DynTensor> = init
         .iter()
-        .map(|t| DynVar::parameter(t.to(dev).unwrap()))
+        .map(|t| DynTensor::parameter(t.to(dev).unwrap()).unwrap())
         .collect();
     let [w1, b1, w2, b2, table] = &params[..] else {
         unreachable!()
@@ -84,10 +84,10 @@ fn grads(
     };
     let on = |t: &DynTensor| t.to(dev).unwrap();
     let emb = table.index_select(0, &on(rows))?;
-    let h = DynVar::new(on(x)).add(&emb)?.linear(w1, Some(b1))?.relu()?;
+    let h = on(x).add(&emb)?.linear(w1, Some(b1))?.relu()?;
     let logits = h.linear(w2, Some(b2))?;
     let picked = logits.gather(1, &on(picks))?.sum_all()?.mul_scalar(0.1)?;
-    let loss = logits.cross_entropy(&on(targets), Some(&on(weight)), reduction, -100)?;
+    let loss = logits.cross_entropy_with(&on(targets), Some(&on(weight)), reduction, -100)?;
     let loss = if reduction == Reduction::None {
         loss.sum_all()?
     } else {
@@ -172,8 +172,8 @@ fn optimizer_steps_on_the_gpu_match_the_cpu() {
     let adam = || Adam::new(0.01).weight_decay(0.1);
     let adamw = || Adam::new(0.01).decoupled_weight_decay(0.1);
 
-    let mut cpu_p = Var::parameter(start.clone());
-    let mut gpu_p = Var::parameter(start.to(gpu));
+    let mut cpu_p = Tensor::parameter(start.clone());
+    let mut gpu_p = Tensor::parameter(start.to(gpu));
     let (mut cpu_opt, mut gpu_opt) = (sgd::<Cpu>(), sgd::<Cuda<0>>());
     for g in &grads {
         cpu_p.try_set_grad(Some(g.clone())).unwrap();
@@ -196,8 +196,8 @@ fn optimizer_steps_on_the_gpu_match_the_cpu() {
         ("Adam", &adam as &dyn Fn() -> Adam<Cpu, f64>),
         ("AdamW", &adamw),
     ] {
-        let mut cpu_p = Var::parameter(start.clone());
-        let mut gpu_p = Var::parameter(start.to(gpu));
+        let mut cpu_p = Tensor::parameter(start.clone());
+        let mut gpu_p = Tensor::parameter(start.to(gpu));
         let mut cpu_opt = make();
         let mut gpu_opt: Adam<Cuda<0>, f64> = make().to(gpu);
         for g in &grads {
@@ -214,7 +214,7 @@ fn optimizer_steps_on_the_gpu_match_the_cpu() {
     }
 
     // A parameter shared with another handle is copied before the in-place update.
-    let mut p = Var::parameter(Tensor::<Cuda<0>, f64>::ones([4], gpu));
+    let mut p = Tensor::parameter(Tensor::<Cuda<0>, f64>::ones([4], gpu));
     let other = p.detach();
     p.try_set_grad(Some(Tensor::ones([4], gpu))).unwrap();
     Sgd::new(0.5).step(&mut p);
@@ -228,7 +228,7 @@ fn optimizer_steps_on_the_gpu_match_the_cpu() {
 fn optimizer_state_of_another_shape_is_refused_on_the_gpu() {
     let Some(gpu) = common::gpu() else { return };
     let with_grad = |n: usize| {
-        let p = Var::parameter(Tensor::<Cpu, f64>::ones([n], Cpu).to(gpu));
+        let p = Tensor::parameter(Tensor::<Cpu, f64>::ones([n], Cpu).to(gpu));
         p.try_set_grad(Some(Tensor::<Cpu, f64>::ones([n], Cpu).to(gpu)))
             .unwrap();
         p
@@ -253,15 +253,15 @@ fn max_min_gradients_at_nan_and_ties_on_the_gpu() {
     let Some(gpu) = common::gpu() else { return };
     let nan = f64::NAN;
     let grad = |x: &[f64], max: bool| {
-        let v = Var::parameter(Tensor::<Cpu, f64>::from_vec(x.to_vec(), [x.len()], Cpu).to(gpu));
+        let v = Tensor::parameter(Tensor::<Cpu, f64>::from_vec(x.to_vec(), [x.len()], Cpu).to(gpu));
         if max { v.max_all() } else { v.min_all() }.backward();
         v.grad().unwrap().to_vec()
     };
     assert_eq!(grad(&[1.0, nan, 3.0], true), [0.0, 1.0, 0.0]);
     assert_eq!(grad(&[nan, 1.0, nan], false), [0.5, 0.0, 0.5]);
     assert_eq!(grad(&[3.0, 1.0, 3.0], true), [0.5, 0.0, 0.5]);
-    let a = Var::parameter(Tensor::<Cpu, f64>::from_vec(vec![1.0, 2.0, nan], [3], Cpu).to(gpu));
-    let b = Var::parameter(Tensor::<Cpu, f64>::from_vec(vec![2.0, 2.0, 1.0], [3], Cpu).to(gpu));
+    let a = Tensor::parameter(Tensor::<Cpu, f64>::from_vec(vec![1.0, 2.0, nan], [3], Cpu).to(gpu));
+    let b = Tensor::parameter(Tensor::<Cpu, f64>::from_vec(vec![2.0, 2.0, 1.0], [3], Cpu).to(gpu));
     a.maximum(&b).sum_all().backward();
     // Over a dim, the NaN is the max and the min, at its index (the backward's route).
     let x = Tensor::<Cpu, f64>::from_vec(vec![1.0, nan, 3.0, 4.0, 2.0, 4.0], [2, 3], Cpu).to(gpu);

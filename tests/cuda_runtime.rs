@@ -130,7 +130,7 @@ fn device_mismatch_texts_on_cuda0_and_cpu() {
     let targets = DynTensor::from_vec(vec![0i64, 2], [2], GPU).unwrap();
     let weight = DynTensor::ones([3], CPU).unwrap();
     assert_eq!(
-        g.cross_entropy(&targets, Some(&weight), Reduction::Mean, -100)
+        g.cross_entropy_with(&targets, Some(&weight), Reduction::Mean, -100)
             .unwrap_err()
             .to_string(),
         argument("weight", "wrapper_CUDA_nll_loss_forward")
@@ -142,7 +142,7 @@ fn device_mismatch_texts_on_cuda0_and_cpu() {
         vec![4.0; 8]
     );
     let loss = g
-        .cross_entropy(
+        .cross_entropy_with(
             &targets,
             Some(&weight.to(GPU).unwrap()),
             Reduction::Mean,

@@ -36,7 +36,7 @@ fn a_loop_of_gpu_ops_never_waits_and_reading_values_does() {
         let both = Tensor::cat((&masked, &h), 0);
         let loss = h
             .to_dyn()
-            .cross_entropy(&targets.to_dyn(), None, Reduction::Mean, -100)
+            .cross_entropy_with(&targets.to_dyn(), None, Reduction::Mean, -100)
             .unwrap()
             .try_into_typed::<Cuda<0>>()
             .unwrap();

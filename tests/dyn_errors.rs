@@ -117,7 +117,7 @@ fn linear_shape_errors_say_addmm_with_a_bias_and_mm_without() {
     );
     let dyn_model = DynLinear::new(20, 2, cpu()).unwrap();
     assert_eq!(
-        err(dyn_model.forward(ones(&[4, 10]))),
+        err(dyn_model.forward(&ones(&[4, 10]))),
         "addmm: mat1 and mat2 shapes cannot be multiplied (4x10 and 20x2)"
     );
     assert_eq!(
@@ -316,7 +316,7 @@ fn dtype_errors() {
     let targets = DynTensor::from_vec(vec![0i64, 1, 1], [3], cpu()).unwrap();
     let weight = DynTensor::full([2], 1.0, DType::F64, cpu()).unwrap();
     assert_eq!(
-        err(logits.cross_entropy(&targets, Some(&weight), Reduction::Mean, -100)),
+        err(logits.cross_entropy_with(&targets, Some(&weight), Reduction::Mean, -100)),
         "expected scalar type Float but found Double"
     );
     let loss = DynCrossEntropyLoss::with_weight(weight);
@@ -325,7 +325,7 @@ fn dtype_errors() {
         "expected scalar type Float but found Double"
     );
     assert_eq!(
-        err(logits.cross_entropy(&logits, None, Reduction::Mean, -100)),
+        err(logits.cross_entropy_with(&logits, None, Reduction::Mean, -100)),
         "expected scalar type Long but found Float"
     );
 }
@@ -348,26 +348,26 @@ fn cross_entropy_errors() {
         DynTensor::from_vec(v, [n], cpu()).unwrap()
     };
     assert_eq!(
-        err(logits.cross_entropy(&t(vec![0, 4, 1]), None, Reduction::Mean, -100)),
+        err(logits.cross_entropy_with(&t(vec![0, 4, 1]), None, Reduction::Mean, -100)),
         "Target 4 is out of bounds."
     );
     assert_eq!(
-        err(logits.cross_entropy(&t(vec![0, -1, 1]), None, Reduction::Mean, -100)),
+        err(logits.cross_entropy_with(&t(vec![0, -1, 1]), None, Reduction::Mean, -100)),
         "Target -1 is out of bounds."
     );
     assert!(
         logits
-            .cross_entropy(&t(vec![0, -1, 1]), None, Reduction::Mean, -1)
+            .cross_entropy_with(&t(vec![0, -1, 1]), None, Reduction::Mean, -1)
             .is_ok(),
         "ignored targets are not checked"
     );
     assert_eq!(
-        err(logits.cross_entropy(&t(vec![0, 1]), None, Reduction::Mean, -100)),
+        err(logits.cross_entropy_with(&t(vec![0, 1]), None, Reduction::Mean, -100)),
         "Expected input batch_size (3) to match target batch_size (2)."
     );
     let w = ones(&[3]);
     assert_eq!(
-        err(logits.cross_entropy(&t(vec![0, 1, 2]), Some(&w), Reduction::Mean, -100)),
+        err(logits.cross_entropy_with(&t(vec![0, 1, 2]), Some(&w), Reduction::Mean, -100)),
         "weight tensor should be defined either for all 4 classes or no classes but got weight tensor of shape: [3]"
     );
     let typed = CrossEntropyLoss::<Cpu>::new();

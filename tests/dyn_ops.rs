@@ -134,8 +134,8 @@ fn scalar_methods_and_operators() {
         ("sub_scalar", DynTensor::sub_scalar, |x, s| x - s),
         ("mul_scalar", DynTensor::mul_scalar, |x, s| x * s),
         ("div_scalar", DynTensor::div_scalar, |x, s| x / s),
-        ("maximum_scalar", DynTensor::maximum_scalar, f64::max),
-        ("minimum_scalar", DynTensor::minimum_scalar, f64::min),
+        ("clamp_min", DynTensor::clamp_min, f64::max),
+        ("clamp_max", DynTensor::clamp_max, f64::min),
         ("pow_scalar", DynTensor::pow_scalar, |x, s| x.abs().powf(s)),
     ];
     for dtype in [DType::F32, DType::F64] {
@@ -209,7 +209,7 @@ fn scalar_methods_and_operators() {
         vec![-1.0, 2.0, 7.0, 9.0]
     );
     assert_eq!(
-        read(&a.maximum_scalar(1.0).unwrap()).data,
+        read(&a.clamp_min(1.0).unwrap()).data,
         vec![1.0, 1.0, 5.0, 7.0]
     );
     assert!(a.div_scalar(2.0).is_err());

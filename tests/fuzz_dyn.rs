@@ -357,8 +357,8 @@ fn step(rng: &mut Rng, pool: &[Entry]) -> Vec<Entry> {
                 ("sub_scalar", DynTensor::sub_scalar),
                 ("mul_scalar", DynTensor::mul_scalar),
                 ("div_scalar", DynTensor::div_scalar),
-                ("maximum_scalar", DynTensor::maximum_scalar),
-                ("minimum_scalar", DynTensor::minimum_scalar),
+                ("clamp_min", DynTensor::clamp_min),
+                ("clamp_max", DynTensor::clamp_max),
                 ("pow_scalar", DynTensor::pow_scalar),
             ];
             let (name, f) = rng.pick(&ops);
@@ -891,10 +891,10 @@ fn step(rng: &mut Rng, pool: &[Entry]) -> Vec<Entry> {
                 None
             };
             let reduction = rng.pick(&[Reduction::Mean, Reduction::Sum, Reduction::None]);
-            note(&format!("<{:?}{:?}>.cross_entropy(targets{tshape:?}={tv:?}, weight {:?}, {reduction:?}, {ignore})", logits.dtype(), logits.shape(), weight.as_ref().map(|w| w.shape().to_vec())));
-            let r = logits.cross_entropy(&targets, weight.as_ref(), reduction, ignore);
+            note(&format!("<{:?}{:?}>.cross_entropy_with(targets{tshape:?}={tv:?}, weight {:?}, {reduction:?}, {ignore})", logits.dtype(), logits.shape(), weight.as_ref().map(|w| w.shape().to_vec())));
+            let r = logits.cross_entropy_with(&targets, weight.as_ref(), reduction, ignore);
             keep(r, format!(
-                    "<{:?}{:?}>.cross_entropy(targets{tshape:?}={tv:?}, weight {:?}, {reduction:?}, {ignore})",
+                    "<{:?}{:?}>.cross_entropy_with(targets{tshape:?}={tv:?}, weight {:?}, {reduction:?}, {ignore})",
                     logits.dtype(),
                     logits.shape(),
                     weight.as_ref().map(|w| w.shape().to_vec())

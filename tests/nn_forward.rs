@@ -136,18 +136,21 @@ fn linear_moves_and_dynamic_twin() {
     let model = Linear::from_parameters(tensor::<f32>(&rw), Some(tensor::<f32>(&rb)));
     let moved = model.to(Cpu);
     assert!(
-        moved.weight.shares_storage_with(model.weight.tensor()),
+        moved.weight.shares_storage_with(&model.weight),
         "to the same device shares parameters"
     );
     let x = tensor::<f32>(&Ref::random(&mut rng, &[4, 5], -1.0, 1.0));
     let typed = model.forward(&x).to_vec();
     let dyn_model = DynLinear {
-        weight: DynVar::parameter(model.weight.to_dyn()),
-        bias: model.bias.as_ref().map(|b| DynVar::parameter(b.to_dyn())),
+        weight: DynTensor::parameter(model.weight.to_dyn()).unwrap(),
+        bias: model
+            .bias
+            .as_ref()
+            .map(|b| DynTensor::parameter(b.to_dyn()).unwrap()),
     };
     assert_eq!(
         dyn_model
-            .forward(x.to_dyn())
+            .forward(&x.to_dyn())
             .unwrap()
             .to_vec::<f32>()
             .unwrap(),
@@ -155,10 +158,7 @@ fn linear_moves_and_dynamic_twin() {
     );
     assert_eq!(
         x.to_dyn()
-            .linear(
-                &dyn_model.weight,
-                dyn_model.bias.as_ref().map(|b| b.tensor())
-            )
+            .linear(&dyn_model.weight, dyn_model.bias.as_ref())
             .unwrap()
             .to_vec::<f32>()
             .unwrap(),
@@ -283,7 +283,7 @@ fn cross_entropy<E: Float + Precision>() {
                         reduction,
                         ignore_index: ignore,
                     };
-                    let got = dyn_loss.forward(logits.to_dyn(), &t.to_dyn()).unwrap();
+                    let got = dyn_loss.forward(&logits.to_dyn(), &t.to_dyn()).unwrap();
                     let got = Ref::new(
                         got.shape(),
                         got.to_vec::<E>()

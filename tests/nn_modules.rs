@@ -16,7 +16,7 @@ struct Net<D: Device> {
 devtype::module!(Net<D> { encoder, drop, head } keep { width });
 
 impl<D: Device> Forward<D> for Net<D> {
-    fn forward<I: ModuleInput<D> + HasDevice<Element = f32>>(&self, x: I) -> Var<D> {
+    fn forward<I: ModuleInput<D> + HasDevice<Element = f32>>(&self, x: I) -> Tensor<D> {
         self.head
             .forward(self.drop.forward(self.encoder.forward(x)))
     }
@@ -102,8 +102,8 @@ fn linear_matches_its_formula() {
 fn dropout_drops_while_training_and_is_the_identity_in_eval() {
     devtype::manual_seed(3);
     let mut drop = Dropout::new(0.25);
-    let x = Var::parameter(Tensor::<Cpu>::ones([10_000], Cpu));
-    let y: Var<Cpu> = drop.forward(&x);
+    let x = Tensor::parameter(Tensor::<Cpu>::ones([10_000], Cpu));
+    let y: Tensor<Cpu> = drop.forward(&x);
     let v = y.to_vec();
     let kept = v.iter().filter(|&&a| a != 0.0).count() as f64 / v.len() as f64;
     assert!((kept - 0.75).abs() < 0.02, "kept {kept}");
@@ -180,7 +180,7 @@ fn the_loss_weight_moves_with_the_loss() {
 
 #[test]
 fn mse_loss_and_its_gradient() {
-    let pred = Var::parameter(Tensor::from_vec(vec![1.0f32, 2.0, -1.0, 0.5], [2, 2], Cpu));
+    let pred = Tensor::parameter(Tensor::from_vec(vec![1.0f32, 2.0, -1.0, 0.5], [2, 2], Cpu));
     let target = Tensor::from_vec(vec![0.0f32, 1.0, 1.0, 0.5], [2, 2], Cpu);
     let loss = MSELoss::new().forward(&pred, &target);
     assert_eq!(loss.item(), (1.0 + 1.0 + 4.0 + 0.0) / 4.0);
@@ -207,7 +207,7 @@ fn dynamic_modules_move_in_place() {
         .map(|(n, _)| n)
         .collect();
     assert_eq!(names, ["0.weight", "0.bias", "2.weight", "2.bias"]);
-    let x: DynVar = DynTensor::randn([5, 3], dev).unwrap().into();
+    let x: DynTensor = DynTensor::randn([5, 3], dev).unwrap();
     let loss = DynModule::forward(&model, &x)
         .unwrap()
         .square()

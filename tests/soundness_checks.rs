@@ -312,7 +312,7 @@ fn ce_err(logits: &[usize], target: &[usize]) -> String {
     let x = DynTensor::from_vec(vec![0.5f32; n], logits, DynDevice::cpu()).unwrap();
     let m: usize = target.iter().product();
     let t = DynTensor::from_vec(vec![0i64; m], target, DynDevice::cpu()).unwrap();
-    x.cross_entropy(&t, None, devtype::nn::Reduction::Mean, -100)
+    x.cross_entropy_with(&t, None, devtype::nn::Reduction::Mean, -100)
         .unwrap_err()
         .to_string()
 }
@@ -344,8 +344,10 @@ fn cross_entropy_shape_errors_say_what_is_wrong() {
 
 #[test]
 fn backward_with_a_gradient_of_another_dtype_reports_the_dtype() {
-    let x =
-        DynVar::parameter(DynTensor::from_vec(vec![1.0f32, 2.0], [2], DynDevice::cpu()).unwrap());
+    let x = DynTensor::parameter(
+        DynTensor::from_vec(vec![1.0f32, 2.0], [2], DynDevice::cpu()).unwrap(),
+    )
+    .unwrap();
     let y = x.mul_scalar(2.0).unwrap();
     let g = DynTensor::from_vec(vec![1.0f64, 1.0], [2], DynDevice::cpu()).unwrap();
     let err = y.backward_with(&g).unwrap_err().to_string();
@@ -358,8 +360,8 @@ fn backward_with_a_gradient_of_another_dtype_reports_the_dtype() {
 
 // ---- F: gradients of max/min at NaN and ties -------------------------------------------------
 
-fn grad_of(x: &[f64], f: impl Fn(&Var<Cpu, f64>) -> Var<Cpu, f64>) -> Vec<f64> {
-    let v = Var::parameter(Tensor::from_vec(x.to_vec(), [x.len()], Cpu));
+fn grad_of(x: &[f64], f: impl Fn(&Tensor<Cpu, f64>) -> Tensor<Cpu, f64>) -> Vec<f64> {
+    let v = Tensor::parameter(Tensor::from_vec(x.to_vec(), [x.len()], Cpu));
     f(&v).backward();
     v.grad().unwrap().to_vec()
 }
@@ -407,10 +409,10 @@ fn max_and_min_over_a_dim_pick_the_nan_and_its_index() {
     same(&x.min(1).to_vec(), &[nan, 2.0]);
     assert_eq!(x.argmax(1).to_vec(), vec![1, 0]);
     assert_eq!(x.argmin(1).to_vec(), vec![1, 1]);
-    let v = Var::parameter(x.clone());
+    let v = Tensor::parameter(x.clone());
     v.max(1).sum_all().backward();
     same(&v.grad().unwrap().to_vec(), &[0.0, 1.0, 0.0, 1.0, 0.0, 0.0]);
-    let v = Var::parameter(x);
+    let v = Tensor::parameter(x);
     v.min(1).sum_all().backward();
     same(&v.grad().unwrap().to_vec(), &[0.0, 1.0, 0.0, 0.0, 1.0, 0.0]);
 }
@@ -426,8 +428,8 @@ fn maximum_and_minimum_gradients_at_ties_and_nan_follow_torch() {
         (true, [0.0, 0.5, 1.0, 1.0, 1.0], [1.0, 0.5, 1.0, 1.0, 1.0]),
         (false, [1.0, 0.5, 1.0, 1.0, 1.0], [0.0, 0.5, 1.0, 1.0, 1.0]),
     ] {
-        let va = Var::parameter(Tensor::<Cpu, f64>::from_vec(a.to_vec(), [5], Cpu));
-        let vb = Var::parameter(Tensor::<Cpu, f64>::from_vec(b.to_vec(), [5], Cpu));
+        let va = Tensor::parameter(Tensor::<Cpu, f64>::from_vec(a.to_vec(), [5], Cpu));
+        let vb = Tensor::parameter(Tensor::<Cpu, f64>::from_vec(b.to_vec(), [5], Cpu));
         let out = if maximum {
             va.maximum(&vb)
         } else {

@@ -175,8 +175,8 @@ fn printing_a_huge_view_reads_only_what_it_shows() {
 
 #[test]
 fn a_graph_of_a_million_nodes_drops_and_runs_backward() {
-    let p = Var::parameter(Tensor::from_vec(vec![1.0f32], [], Cpu));
-    let mut total = Var::new(Tensor::<Cpu>::zeros([], Cpu));
+    let p = Tensor::parameter(Tensor::from_vec(vec![1.0f32], [], Cpu));
+    let mut total = Tensor::<Cpu>::zeros([], Cpu);
     for _ in 0..1_000_000 {
         total = &total + &p; // the classic `total = total + loss`
     }
@@ -186,7 +186,7 @@ fn a_graph_of_a_million_nodes_drops_and_runs_backward() {
     drop(total); // a million nodes, dropped without recursion
 
     // An untraversed deep graph (never backpropagated) drops too, on the dynamic front.
-    let q = DynVar::parameter(DynTensor::ones([], DynDevice::cpu()).unwrap());
+    let q = DynTensor::parameter(DynTensor::ones([], DynDevice::cpu()).unwrap()).unwrap();
     let mut acc = q.clone();
     for _ in 0..1_000_000 {
         acc = acc.mul_scalar(1.0).unwrap();

@@ -6,8 +6,8 @@ use devtype::optim::{Adam, Optimizer, Sgd};
 use devtype::prelude::*;
 
 /// A one-parameter "model" and a gradient to apply.
-fn param_with_grad(p: &[f64], g: &[f64]) -> Var<Cpu, f64> {
-    let v = Var::parameter(Tensor::from_vec(p.to_vec(), [p.len()], Cpu));
+fn param_with_grad(p: &[f64], g: &[f64]) -> Tensor<Cpu, f64> {
+    let v = Tensor::parameter(Tensor::from_vec(p.to_vec(), [p.len()], Cpu));
     v.try_set_grad(Some(Tensor::from_vec(g.to_vec(), [g.len()], Cpu)))
         .unwrap();
     v
@@ -91,7 +91,7 @@ fn adam_and_adamw_follow_torch() {
 
 #[test]
 fn parameters_without_gradients_are_left_alone() {
-    let mut p = Var::parameter(Tensor::<Cpu>::ones([3], Cpu));
+    let mut p = Tensor::parameter(Tensor::<Cpu>::ones([3], Cpu));
     Sgd::new(1.0).step(&mut p);
     assert_eq!(p.to_vec(), vec![1.0; 3]);
 }

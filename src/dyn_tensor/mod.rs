@@ -6,15 +6,18 @@
 //! panic with the error's text (as PyTorch raises).
 
 pub(crate) mod check;
-mod ops;
+mod grad;
 
 use crate::core::error::{Error, Result};
 use crate::core::layout::checked_numel;
 use crate::core::layout::Dims;
-use crate::core::raw::RawTensor;
+use crate::core::raw::{Operand, RawTensor};
 use crate::device::{Device, DynDevice};
+use crate::graph::{Node, Out};
 use crate::ops::creation::{create, Fill};
+use crate::tensor::operand::sealed::AsRaw;
 use crate::tensor::{DType, Element, IntoShape, Scalar, Tensor};
+use std::sync::Arc;
 
 /// A tensor whose device and element type are run-time values.
 ///
@@ -32,12 +35,23 @@ use crate::tensor::{DType, Element, IntoShape, Scalar, Tensor};
 #[derive(Clone)]
 pub struct DynTensor {
     pub(crate) raw: RawTensor,
+    /// The autograd node, as on the typed front.
+    pub(crate) node: Option<Arc<Node>>,
 }
 
 impl DynTensor {
     #[inline]
     pub(crate) fn from_raw(raw: RawTensor) -> Self {
-        DynTensor { raw }
+        DynTensor { raw, node: None }
+    }
+
+    /// Wraps an op's result (value and node).
+    #[inline]
+    pub(crate) fn from_out(out: Out) -> Self {
+        DynTensor {
+            raw: out.value,
+            node: out.node,
+        }
     }
 
     fn create(shape: impl IntoShape, dtype: DType, dev: DynDevice, fill: Fill) -> Result<Self> {
@@ -156,19 +170,6 @@ impl DynTensor {
         self.raw.item()
     }
 
-    /// A copy on `dev`, or a handle to the same storage when already there.
-    pub fn to(&self, dev: DynDevice) -> Result<Self> {
-        let dev = dev.open()?;
-        Ok(DynTensor::from_raw(self.raw.to_device(dev)?))
-    }
-
-    /// The values converted to `dtype`.
-    pub fn to_dtype(&self, dtype: DType) -> Result<Self> {
-        Ok(DynTensor::from_raw(crate::ops::copy::cast(
-            &self.raw, dtype,
-        )?))
-    }
-
     /// This tensor as a typed `Tensor<D, E>`; fails (naming both) when it is on another device
     /// or of another element type.
     ///
@@ -189,20 +190,26 @@ impl DynTensor {
             found: self.raw.device,
         })?;
         self.raw.expect_dtype(E::DTYPE)?;
-        Ok(Tensor::from_raw(self.raw, device))
+        Ok(Tensor::from_out(
+            Out {
+                value: self.raw,
+                node: self.node,
+            },
+            device,
+        ))
     }
 }
 
 impl std::fmt::Debug for DynTensor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        crate::tensor::display::format(&self.raw, f)
+        std::fmt::Display::fmt(self, f)
     }
 }
 
 impl std::fmt::Display for DynTensor {
     /// Prints like PyTorch; on a GPU this waits for it.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        crate::tensor::display::format(&self.raw, f)
+        crate::tensor::display::format_tracked(&self.raw, self.node.as_deref(), f)
     }
 }
 
@@ -211,12 +218,15 @@ impl std::fmt::Display for DynTensor {
 impl<D: Device, E: Element> Tensor<D, E> {
     /// The same tensor with its device as a run-time value (free: no copy, no check).
     pub fn into_dyn(self) -> DynTensor {
-        DynTensor::from_raw(self.raw)
+        DynTensor {
+            raw: self.raw,
+            node: self.node,
+        }
     }
 
-    /// A dynamic handle to the same storage.
+    /// A dynamic handle to the same storage (and, when tracked, the same node).
     pub fn to_dyn(&self) -> DynTensor {
-        DynTensor::from_raw(self.raw.clone())
+        self.clone().into_dyn()
     }
 }
 
@@ -230,6 +240,42 @@ impl<D: Device, E: Element> TryFrom<DynTensor> for Tensor<D, E> {
 impl<D: Device, E: Element> From<Tensor<D, E>> for DynTensor {
     fn from(t: Tensor<D, E>) -> Self {
         t.into_dyn()
+    }
+}
+
+impl AsRaw for DynTensor {
+    #[inline]
+    fn raw(&self) -> &RawTensor {
+        &self.raw
+    }
+    #[inline]
+    fn into_operand<'a>(self) -> Operand<'a>
+    where
+        Self: 'a,
+    {
+        Operand::Owned(self.raw)
+    }
+    #[inline]
+    fn grad_node(&self) -> Option<&Arc<Node>> {
+        self.node.as_ref()
+    }
+}
+
+impl AsRaw for &DynTensor {
+    #[inline]
+    fn raw(&self) -> &RawTensor {
+        &self.raw
+    }
+    #[inline]
+    fn into_operand<'a>(self) -> Operand<'a>
+    where
+        Self: 'a,
+    {
+        Operand::Borrowed(&self.raw)
+    }
+    #[inline]
+    fn grad_node(&self) -> Option<&Arc<Node>> {
+        self.node.as_ref()
     }
 }
 

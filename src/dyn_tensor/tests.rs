@@ -7,7 +7,6 @@
 
 use super::check::same_device_elementwise;
 use super::DynTensor;
-use crate::autograd::DynVar;
 use crate::core::error::Error;
 use crate::core::raw::RawTensor;
 use crate::device::DynDevice;
@@ -484,15 +483,15 @@ fn cross_entropy_names_target_and_weight() {
     let targets = i64_on(&[0, 2], &[2], CUDA0);
     let weight_host = f32_on(&[3], CPU);
     assert_err(
-        logits.cross_entropy(&targets, Some(&weight_host), Reduction::Mean, -100),
+        logits.cross_entropy_with(&targets, Some(&weight_host), Reduction::Mean, -100),
         &arg_text("cuda:0", "cpu", "weight", "wrapper_CUDA_nll_loss_forward"),
     );
     assert_err(
-        logits.cross_entropy(&on(&targets, CPU), None, Reduction::Sum, -100),
+        logits.cross_entropy_with(&on(&targets, CPU), None, Reduction::Sum, -100),
         &arg_text("cuda:0", "cpu", "target", "wrapper_CUDA_nll_loss_forward"),
     );
     assert_err(
-        on(&logits, CPU).cross_entropy(
+        on(&logits, CPU).cross_entropy_with(
             &on(&targets, CPU),
             Some(&on(&weight_host, CUDA0)),
             Reduction::None,
@@ -500,7 +499,7 @@ fn cross_entropy_names_target_and_weight() {
         ),
         &arg_text("cpu", "cuda:0", "weight", "wrapper_CUDA_nll_loss_forward"),
     );
-    assert_no_device_error(logits.cross_entropy(
+    assert_no_device_error(logits.cross_entropy_with(
         &targets,
         Some(&on(&weight_host, CUDA0)),
         Reduction::Mean,
@@ -514,22 +513,25 @@ fn dyn_modules_check_through_the_same_path() {
     let x = f32_on(&[4, 3], CPU);
     assert_no_device_error(model.forward(&x));
     // The model "moved" to the GPU, the batch left on the CPU (PyTorch's most frequent mistake).
-    model.weight = DynVar::parameter(on(&model.weight, CUDA0));
-    model.bias = model.bias.as_ref().map(|b| DynVar::parameter(on(b, CUDA0)));
+    model.weight = DynTensor::parameter(on(&model.weight, CUDA0)).unwrap();
+    model.bias = model
+        .bias
+        .as_ref()
+        .map(|b| DynTensor::parameter(on(b, CUDA0)).unwrap());
     assert_err(
         model.forward(&x),
         &arg_text("cuda:0", "cpu", "mat1", "wrapper_CUDA_addmm"),
     );
-    assert_no_device_error(model.forward(on(&x, CUDA0)));
+    assert_no_device_error(model.forward(&on(&x, CUDA0)));
     // The reverse: model on the CPU, batch on the GPU.
     let host_model = DynLinear::new(3, 2, CPU).unwrap();
     assert_err(
-        host_model.forward(on(&x, CUDA0)),
+        host_model.forward(&on(&x, CUDA0)),
         &arg_text("cpu", "cuda:0", "mat1", "wrapper_CUDA_addmm"),
     );
     // Without bias: mm.
     let no_bias = DynLinear {
-        weight: DynVar::parameter(on(&model.weight, CUDA0)),
+        weight: DynTensor::parameter(on(&model.weight, CUDA0)).unwrap(),
         bias: None,
     };
     assert_err(
@@ -631,10 +633,10 @@ fn single_tensor_ops_keep_the_claimed_device_out_of_the_check() {
     assert_eq!(t.unsqueeze(0).unwrap().device(), CUDA0);
 }
 
-// The tracked front: `DynVar` runs the same checks before recording anything.
+// The tracked front: `DynTensor` runs the same checks before recording anything.
 
-fn var_on(shape: &[usize], dev: DynDevice) -> DynVar {
-    DynVar::parameter(f32_on(shape, dev))
+fn var_on(shape: &[usize], dev: DynDevice) -> DynTensor {
+    DynTensor::parameter(f32_on(shape, dev)).unwrap()
 }
 
 #[test]
@@ -642,7 +644,7 @@ fn dyn_var_elementwise_ops_check_like_dyn_tensor() {
     let gpu = var_on(&[2, 3], CUDA0);
     let host = var_on(&[2, 3], CPU);
     let gpu1 = var_on(&[2, 3], CUDA1);
-    type VarOp = fn(&DynVar, &DynVar) -> crate::Result<DynVar>;
+    type VarOp = fn(&DynTensor, &DynTensor) -> crate::Result<DynTensor>;
     let ops: [(&str, VarOp); 7] = [
         ("add", |a, b| a.add(b)),
         ("sub", |a, b| a.sub(b)),
@@ -665,24 +667,24 @@ fn dyn_var_elementwise_ops_check_like_dyn_tensor() {
         assert_no_device_error(op(&gpu, &gpu));
     }
     // A plain DynTensor operand is checked the same way.
-    assert_err(gpu.add(f32_on(&[2, 3], CPU)), &iter_text("cuda:0", "cpu"));
+    assert_err(gpu.add(&f32_on(&[2, 3], CPU)), &iter_text("cuda:0", "cpu"));
     // where: no exemption.
     let cond = bool_on(&[2, 3], CPU);
     assert_err(
-        DynVar::where_cond(&cond, &gpu, &gpu),
+        DynTensor::where_cond(&cond, &gpu, &gpu),
         &iter_text("cuda:0", "cpu"),
     );
 }
 
 /// PyTorch exempts one CPU 0-dim tensor in binary ops whether or not autograd records them
-/// (`cuda_param * torch.tensor(2.)` works), so `DynVar` must accept it as `DynTensor` does.
+/// (`cuda_param * torch.tensor(2.)` works), so `DynTensor` must accept it as `DynTensor` does.
 #[test]
 fn dyn_var_binary_ops_take_one_cpu_scalar() {
     let gpu = var_on(&[2, 3], CUDA0);
     let scalar = DynTensor::full([], 2.0, DType::F32, CPU).unwrap();
     assert_no_device_error(gpu.mul(&scalar));
-    assert_no_device_error(gpu.add(DynVar::new(scalar.clone())));
-    assert_no_device_error(DynVar::new(scalar).sub(&gpu));
+    assert_no_device_error(gpu.add(&scalar.clone()));
+    assert_no_device_error(scalar.sub(&gpu));
 }
 
 #[test]
@@ -704,7 +706,7 @@ fn dyn_var_argument_checked_ops() {
         &arg_text("cpu", "cuda:0", "mat2", "wrapper_CUDA_mm"),
     );
     assert_err(
-        var_on(&[2, 2, 3], CUDA0).matmul(f32_on(&[2, 3, 2], CPU)),
+        var_on(&[2, 2, 3], CUDA0).matmul(&f32_on(&[2, 3, 2], CPU)),
         &arg_text("cuda:0", "cpu", "mat2", "wrapper_CUDA_bmm"),
     );
     let g = var_on(&[3, 2], CUDA0);
@@ -720,22 +722,22 @@ fn dyn_var_argument_checked_ops() {
     );
     let h = var_on(&[3, 2], CPU);
     assert_err(
-        DynVar::cat(&[&g, &h], 0),
+        DynTensor::cat(&[&g, &h], 0),
         &arg_text("cuda:0", "cpu", "tensors", "wrapper_CUDA_cat"),
     );
     assert_err(
-        DynVar::stack(&[&h, &g], 0),
+        DynTensor::stack(&[&h, &g], 0),
         &arg_text("cpu", "cuda:0", "tensors", "wrapper_CUDA_cat"),
     );
     let logits = var_on(&[2, 3], CUDA0);
     let targets = i64_on(&[0, 2], &[2], CUDA0);
     assert_err(
-        logits.cross_entropy(&targets, Some(&f32_on(&[3], CPU)), Reduction::Mean, -100),
+        logits.cross_entropy_with(&targets, Some(&f32_on(&[3], CPU)), Reduction::Mean, -100),
         &arg_text("cuda:0", "cpu", "weight", "wrapper_CUDA_nll_loss_forward"),
     );
     assert_err(
-        logits.cross_entropy(&on(&targets, CPU), None, Reduction::Mean, -100),
+        logits.cross_entropy_with(&on(&targets, CPU), None, Reduction::Mean, -100),
         &arg_text("cuda:0", "cpu", "target", "wrapper_CUDA_nll_loss_forward"),
     );
-    assert_no_device_error(logits.cross_entropy(&targets, None, Reduction::Mean, -100));
+    assert_no_device_error(logits.cross_entropy_with(&targets, None, Reduction::Mean, -100));
 }

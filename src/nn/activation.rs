@@ -1,10 +1,10 @@
 //! Activation and regularisation modules without parameters: `ReLU` and `Dropout`.
 
 use super::{Forward, Module};
-use crate::autograd::{In, Var};
 use crate::core::error::Result;
 use crate::device::Device;
 use crate::ops::BinaryOp;
+use crate::tensor::operand::sealed::AsRaw;
 use crate::tensor::{Float, HasDevice, ModuleInput, Tensor};
 
 /// The device of a typed input (it is `D` by its type).
@@ -15,11 +15,11 @@ fn device_of<D: Device, I: HasDevice>(input: &I) -> D {
 /// `max(x, 0)`, recorded; an owned input lends its buffer when nothing else holds it.
 fn relu<D: Device, E: Float, I: ModuleInput<D> + HasDevice<Element = E>>(
     input: I,
-) -> Result<Var<D, E>> {
+) -> Result<Tensor<D, E>> {
     let device = device_of::<D, I>(&input);
     let node = input.grad_node().cloned();
-    let out = crate::autograd::rules::relu_owned(input.into_operand(), node)?;
-    Ok(Var::from_out(out, device))
+    let out = crate::api::rules::relu_owned(input.into_operand(), node)?;
+    Ok(Tensor::from_out(out, device))
 }
 
 /// `max(x, 0)` as a module (`nn.ReLU`). It has no parameters, so it runs on any device.
@@ -35,7 +35,7 @@ impl ReLU {
     >(
         &self,
         input: I,
-    ) -> Result<Var<D, E>> {
+    ) -> Result<Tensor<D, E>> {
         relu(input)
     }
 
@@ -46,7 +46,7 @@ impl ReLU {
     pub fn forward<D: Device, E: Float, I: ModuleInput<D> + HasDevice<Element = E, Device = D>>(
         &self,
         input: I,
-    ) -> Var<D, E> {
+    ) -> Tensor<D, E> {
         match self.try_forward(input) {
             Ok(v) => v,
             Err(e) => panic!("{e}"),
@@ -56,7 +56,7 @@ impl ReLU {
 
 impl<D: Device, E: Float> Forward<D, E> for ReLU {
     #[track_caller]
-    fn forward<I: ModuleInput<D> + HasDevice<Element = E>>(&self, input: I) -> Var<D, E> {
+    fn forward<I: ModuleInput<D> + HasDevice<Element = E>>(&self, input: I) -> Tensor<D, E> {
         match relu(input) {
             Ok(v) => v,
             Err(e) => panic!("{e}"),
@@ -69,8 +69,9 @@ impl<D: Device, E: Float> Module<D, E> for ReLU {
     fn try_to<D2: Device>(&self, _dev: D2) -> Result<ReLU> {
         Ok(ReLU)
     }
-    fn visit_parameters(&self, _prefix: &str, _f: &mut dyn FnMut(&str, &Var<D, E>)) {}
-    fn visit_parameters_mut(&mut self, _prefix: &str, _f: &mut dyn FnMut(&str, &mut Var<D, E>)) {}
+    fn visit_parameters(&self, _prefix: &str, _f: &mut dyn FnMut(&str, &Tensor<D, E>)) {}
+    fn visit_parameters_mut(&mut self, _prefix: &str, _f: &mut dyn FnMut(&str, &mut Tensor<D, E>)) {
+    }
 }
 
 /// Zeroes each element with probability `p` while training and scales the rest by
@@ -113,7 +114,7 @@ impl Dropout {
     >(
         &self,
         input: I,
-    ) -> Result<Var<D, E>> {
+    ) -> Result<Tensor<D, E>> {
         self.apply(input)
     }
 
@@ -124,7 +125,7 @@ impl Dropout {
     pub fn forward<D: Device, E: Float, I: ModuleInput<D> + HasDevice<Element = E, Device = D>>(
         &self,
         input: I,
-    ) -> Var<D, E> {
+    ) -> Tensor<D, E> {
         match self.apply(input) {
             Ok(v) => v,
             Err(e) => panic!("{e}"),
@@ -134,14 +135,17 @@ impl Dropout {
     fn apply<D: Device, E: Float, I: ModuleInput<D> + HasDevice<Element = E>>(
         &self,
         input: I,
-    ) -> Result<Var<D, E>> {
+    ) -> Result<Tensor<D, E>> {
         let device = device_of::<D, I>(&input);
-        let x = In::of(&input);
+        let x = input.input();
         if !self.training || self.p == 0.0 {
-            return Ok(Var {
-                value: Tensor::from_raw(x.value.clone(), device),
-                node: x.node.cloned(),
-            });
+            return Ok(Tensor::from_out(
+                crate::graph::Out {
+                    value: x.value.clone(),
+                    node: x.node.cloned(),
+                },
+                device,
+            ));
         }
         let keep = Tensor::<D, E>::try_rand(x.value.shape(), device)?
             .try_ge_scalar(E::from_f64(self.p))?;
@@ -153,14 +157,14 @@ impl Dropout {
         let mask = keep
             .try_to_dtype::<E>()?
             .try_mul_scalar(E::from_f64(scale))?;
-        let out = crate::autograd::rules::binary(x, In::of(&mask), BinaryOp::Mul)?;
-        Ok(Var::from_out(out, device))
+        let out = crate::api::rules::binary(x, mask.input(), BinaryOp::Mul)?;
+        Ok(Tensor::from_out(out, device))
     }
 }
 
 impl<D: Device, E: Float> Forward<D, E> for Dropout {
     #[track_caller]
-    fn forward<I: ModuleInput<D> + HasDevice<Element = E>>(&self, input: I) -> Var<D, E> {
+    fn forward<I: ModuleInput<D> + HasDevice<Element = E>>(&self, input: I) -> Tensor<D, E> {
         match self.apply(input) {
             Ok(v) => v,
             Err(e) => panic!("{e}"),
@@ -173,8 +177,9 @@ impl<D: Device, E: Float> Module<D, E> for Dropout {
     fn try_to<D2: Device>(&self, _dev: D2) -> Result<Dropout> {
         Ok(*self)
     }
-    fn visit_parameters(&self, _prefix: &str, _f: &mut dyn FnMut(&str, &Var<D, E>)) {}
-    fn visit_parameters_mut(&mut self, _prefix: &str, _f: &mut dyn FnMut(&str, &mut Var<D, E>)) {}
+    fn visit_parameters(&self, _prefix: &str, _f: &mut dyn FnMut(&str, &Tensor<D, E>)) {}
+    fn visit_parameters_mut(&mut self, _prefix: &str, _f: &mut dyn FnMut(&str, &mut Tensor<D, E>)) {
+    }
     fn set_training(&mut self, training: bool) {
         self.training = training;
     }

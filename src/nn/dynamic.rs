@@ -1,26 +1,26 @@
 //! Modules whose device is a run-time value; they move in place, as PyTorch's `Module.to`.
 
 use super::{join_name, Dropout, MSELoss, ReLU};
-use crate::autograd::{DynOperand, DynVar};
 use crate::core::error::Result;
 use crate::device::DynDevice;
 use crate::ops::loss::Reduction;
+use crate::tensor::operand::sealed::AsRaw;
 use crate::DynTensor;
 
 /// A module with a run-time device: it moves **in place** and returns `&mut Self`, as
 /// PyTorch's `model.to(device)`, and checks devices at run time with PyTorch's messages.
 pub trait DynModule {
     /// Runs the module on `input`.
-    fn forward(&self, input: &DynVar) -> Result<DynVar>;
+    fn forward(&self, input: &DynTensor) -> Result<DynTensor>;
 
     /// Moves every parameter and buffer to `dev`, in place. On failure nothing has moved.
     fn move_to(&mut self, dev: DynDevice) -> Result<()>;
 
     /// Calls `f` with the full name and value of every parameter.
-    fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &DynVar));
+    fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &DynTensor));
 
     /// Calls `f` with the full name of every parameter and the parameter, mutably.
-    fn visit_parameters_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut DynVar));
+    fn visit_parameters_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut DynTensor));
 
     /// Switches training behaviour (dropout) on or off.
     fn set_training(&mut self, _training: bool) {}
@@ -36,7 +36,7 @@ pub trait DynModule {
     }
 
     /// The parameters with their names.
-    fn named_parameters(&self) -> Vec<(String, DynVar)> {
+    fn named_parameters(&self) -> Vec<(String, DynTensor)> {
         let mut out = Vec::new();
         self.visit_parameters("", &mut |name, p| out.push((name.to_string(), p.clone())));
         out
@@ -62,9 +62,9 @@ pub trait DynModule {
 #[derive(Clone, Debug)]
 pub struct DynLinear {
     /// `[out_features, in_features]`, a parameter.
-    pub weight: DynVar,
+    pub weight: DynTensor,
     /// `[out_features]`, a parameter, if any.
-    pub bias: Option<DynVar>,
+    pub bias: Option<DynTensor>,
 }
 
 impl DynLinear {
@@ -75,12 +75,12 @@ impl DynLinear {
         } else {
             0.0
         };
-        let uniform = |shape: &[usize]| -> Result<DynVar> {
-            Ok(DynVar::parameter(
+        let uniform = |shape: &[usize]| -> Result<DynTensor> {
+            DynTensor::parameter(
                 DynTensor::rand(shape, dev)?
                     .mul_scalar(2.0 * bound)?
                     .add_scalar(-bound)?,
-            ))
+            )
         };
         Ok(DynLinear {
             weight: uniform(&[out_features, in_features])?,
@@ -101,17 +101,13 @@ impl DynLinear {
     }
 
     /// `input @ weight.T + bias`, with PyTorch's device check (`wrapper_CUDA_addmm`).
-    pub fn forward<I: DynOperand>(&self, input: I) -> Result<DynVar> {
-        let input = DynVar {
-            value: DynTensor::from_raw(input.parts().value.clone()),
-            node: input.parts().node.cloned(),
-        };
+    pub fn forward(&self, input: &DynTensor) -> Result<DynTensor> {
         input.linear(&self.weight, self.bias.as_ref())
     }
 }
 
 impl DynModule for DynLinear {
-    fn forward(&self, input: &DynVar) -> Result<DynVar> {
+    fn forward(&self, input: &DynTensor) -> Result<DynTensor> {
         input.linear(&self.weight, self.bias.as_ref())
     }
 
@@ -128,14 +124,14 @@ impl DynModule for DynLinear {
         Ok(())
     }
 
-    fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &DynVar)) {
+    fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &DynTensor)) {
         f(&join_name(prefix, "weight"), &self.weight);
         if let Some(b) = &self.bias {
             f(&join_name(prefix, "bias"), b);
         }
     }
 
-    fn visit_parameters_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut DynVar)) {
+    fn visit_parameters_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut DynTensor)) {
         f(&join_name(prefix, "weight"), &mut self.weight);
         if let Some(b) = &mut self.bias {
             f(&join_name(prefix, "bias"), b);
@@ -144,18 +140,18 @@ impl DynModule for DynLinear {
 }
 
 impl DynModule for ReLU {
-    fn forward(&self, input: &DynVar) -> Result<DynVar> {
+    fn forward(&self, input: &DynTensor) -> Result<DynTensor> {
         input.relu()
     }
     fn move_to(&mut self, _dev: DynDevice) -> Result<()> {
         Ok(())
     }
-    fn visit_parameters(&self, _prefix: &str, _f: &mut dyn FnMut(&str, &DynVar)) {}
-    fn visit_parameters_mut(&mut self, _prefix: &str, _f: &mut dyn FnMut(&str, &mut DynVar)) {}
+    fn visit_parameters(&self, _prefix: &str, _f: &mut dyn FnMut(&str, &DynTensor)) {}
+    fn visit_parameters_mut(&mut self, _prefix: &str, _f: &mut dyn FnMut(&str, &mut DynTensor)) {}
 }
 
 impl DynModule for Dropout {
-    fn forward(&self, input: &DynVar) -> Result<DynVar> {
+    fn forward(&self, input: &DynTensor) -> Result<DynTensor> {
         if !self.training || self.p == 0.0 {
             return Ok(input.clone());
         }
@@ -176,8 +172,8 @@ impl DynModule for Dropout {
     fn move_to(&mut self, _dev: DynDevice) -> Result<()> {
         Ok(())
     }
-    fn visit_parameters(&self, _prefix: &str, _f: &mut dyn FnMut(&str, &DynVar)) {}
-    fn visit_parameters_mut(&mut self, _prefix: &str, _f: &mut dyn FnMut(&str, &mut DynVar)) {}
+    fn visit_parameters(&self, _prefix: &str, _f: &mut dyn FnMut(&str, &DynTensor)) {}
+    fn visit_parameters_mut(&mut self, _prefix: &str, _f: &mut dyn FnMut(&str, &mut DynTensor)) {}
     fn set_training(&mut self, training: bool) {
         self.training = training;
     }
@@ -229,7 +225,7 @@ impl DynSequential {
 }
 
 impl DynModule for DynSequential {
-    fn forward(&self, input: &DynVar) -> Result<DynVar> {
+    fn forward(&self, input: &DynTensor) -> Result<DynTensor> {
         let mut x = input.clone();
         for layer in &self.layers {
             x = layer.forward(&x)?;
@@ -246,13 +242,13 @@ impl DynModule for DynSequential {
         Ok(())
     }
 
-    fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &DynVar)) {
+    fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &DynTensor)) {
         for (i, layer) in self.layers.iter().enumerate() {
             layer.visit_parameters(&join_name(prefix, &i.to_string()), f);
         }
     }
 
-    fn visit_parameters_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut DynVar)) {
+    fn visit_parameters_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut DynTensor)) {
         for (i, layer) in self.layers.iter_mut().enumerate() {
             layer.visit_parameters_mut(&join_name(prefix, &i.to_string()), f);
         }
@@ -304,13 +300,8 @@ impl DynCrossEntropyLoss {
     }
 
     /// The loss, with PyTorch's device check (`wrapper_CUDA_nll_loss_forward`).
-    pub fn forward<L: DynOperand>(&self, logits: L, targets: &DynTensor) -> Result<DynVar> {
-        let p = logits.parts();
-        let logits = DynVar {
-            value: DynTensor::from_raw(p.value.clone()),
-            node: p.node.cloned(),
-        };
-        logits.cross_entropy(
+    pub fn forward(&self, logits: &DynTensor, targets: &DynTensor) -> Result<DynTensor> {
+        logits.cross_entropy_with(
             targets,
             self.weight.as_ref(),
             self.reduction,
@@ -322,9 +313,9 @@ impl DynCrossEntropyLoss {
 impl MSELoss {
     /// The loss of `input` against `target` on the dynamic front (devices checked as
     /// PyTorch's element-wise ops).
-    pub fn forward_dyn<L: DynOperand, T: DynOperand>(&self, input: L, target: T) -> Result<DynVar> {
-        let (a, b) = (input.parts(), target.parts());
+    pub fn forward_dyn(&self, input: &DynTensor, target: &DynTensor) -> Result<DynTensor> {
+        let (a, b) = (input.input(), target.input());
         crate::dyn_tensor::check::same_device_elementwise(&[a.value, b.value], false)?;
-        Ok(DynVar::from_out(self.apply(a, b)?))
+        Ok(DynTensor::from_out(self.apply(a, b)?))
     }
 }

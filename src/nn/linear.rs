@@ -1,9 +1,10 @@
 //! `Linear`: `y = x @ weight.T + bias`, with PyTorch's default initialisation.
 
 use super::{Forward, Module};
-use crate::autograd::{rules, In, Var};
+use crate::api::rules;
 use crate::core::error::Result;
 use crate::device::{Cpu, Device};
+use crate::tensor::operand::sealed::AsRaw;
 use crate::tensor::{Float, HasDevice, ModuleInput, Tensor};
 
 /// A fully connected layer (`nn.Linear`) whose parameters live on `D`.
@@ -22,9 +23,9 @@ use crate::tensor::{Float, HasDevice, ModuleInput, Tensor};
 #[derive(Clone, Debug)]
 pub struct Linear<D: Device, E: Float = f32> {
     /// `[out_features, in_features]`, a parameter.
-    pub weight: Var<D, E>,
+    pub weight: Tensor<D, E>,
     /// `[out_features]`, a parameter, if any.
-    pub bias: Option<Var<D, E>>,
+    pub bias: Option<Tensor<D, E>>,
 }
 
 impl<D: Device, E: Float> Linear<D, E> {
@@ -62,8 +63,8 @@ impl<D: Device, E: Float> Linear<D, E> {
     /// A layer from given values (`weight` is `[out, in]`); they become parameters.
     pub fn from_parameters(weight: Tensor<D, E>, bias: Option<Tensor<D, E>>) -> Self {
         Linear {
-            weight: Var::parameter(weight),
-            bias: bias.map(Var::parameter),
+            weight: Tensor::parameter(weight),
+            bias: bias.map(Tensor::parameter),
         }
     }
 
@@ -105,20 +106,20 @@ impl<D: Device, E: Float> Linear<D, E> {
     pub fn try_forward<I: ModuleInput<D> + HasDevice<Element = E>>(
         &self,
         input: I,
-    ) -> Result<Var<D, E>> {
+    ) -> Result<Tensor<D, E>> {
         let out = rules::linear(
-            In::of(&input),
+            input.input(),
             self.weight.input(),
             self.bias.as_ref().map(|b| b.input()),
         )?;
-        Ok(self.weight.wrap(out))
+        Ok(Tensor::from_out(out, self.weight.device()))
     }
 
     /// `input @ weight.T + bias`; the input must be on the layer's device.
     ///
     /// Panics with the error's text where [`try_forward`](Self::try_forward) returns it (a shape mismatch).
     #[track_caller]
-    pub fn forward<I: ModuleInput<D> + HasDevice<Element = E>>(&self, input: I) -> Var<D, E> {
+    pub fn forward<I: ModuleInput<D> + HasDevice<Element = E>>(&self, input: I) -> Tensor<D, E> {
         match self.try_forward(input) {
             Ok(t) => t,
             Err(e) => panic!("{e}"),
@@ -128,7 +129,7 @@ impl<D: Device, E: Float> Linear<D, E> {
 
 impl<D: Device, E: Float> Forward<D, E> for Linear<D, E> {
     #[track_caller]
-    fn forward<I: ModuleInput<D> + HasDevice<Element = E>>(&self, input: I) -> Var<D, E> {
+    fn forward<I: ModuleInput<D> + HasDevice<Element = E>>(&self, input: I) -> Tensor<D, E> {
         Linear::forward(self, input)
     }
 }
@@ -140,14 +141,14 @@ impl<D: Device, E: Float> Module<D, E> for Linear<D, E> {
         Linear::try_to(self, dev)
     }
 
-    fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &Var<D, E>)) {
+    fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &Tensor<D, E>)) {
         f(&super::join_name(prefix, "weight"), &self.weight);
         if let Some(b) = &self.bias {
             f(&super::join_name(prefix, "bias"), b);
         }
     }
 
-    fn visit_parameters_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut Var<D, E>)) {
+    fn visit_parameters_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut Tensor<D, E>)) {
         f(&super::join_name(prefix, "weight"), &mut self.weight);
         if let Some(b) = &mut self.bias {
             f(&super::join_name(prefix, "bias"), b);

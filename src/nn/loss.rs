@@ -2,9 +2,10 @@
 //! and `MSELoss`.
 
 use super::Module;
-use crate::autograd::{rules, In, Var};
+use crate::api::rules;
 use crate::core::error::Result;
 use crate::device::Device;
+use crate::graph::In;
 use crate::ops::loss::{CrossEntropyOptions, Reduction};
 use crate::ops::{BinaryOp, UnaryOp};
 use crate::tensor::{Float, HasDevice, ModuleInput, Tensor};
@@ -90,7 +91,7 @@ impl<D: Device, E: Float> CrossEntropyLoss<D, E> {
 
     /// The loss of `logits` (`[batch, classes]`, a `Var` or a `Tensor`) against class
     /// indices `targets` (`[batch]`), recorded for `backward`.
-    pub fn try_forward<L, T>(&self, logits: L, targets: T) -> Result<Var<D, E>>
+    pub fn try_forward<L, T>(&self, logits: L, targets: T) -> Result<Tensor<D, E>>
     where
         L: ModuleInput<D> + HasDevice<Element = E>,
         T: ModuleInput<D> + HasDevice<Element = i64>,
@@ -101,19 +102,19 @@ impl<D: Device, E: Float> CrossEntropyLoss<D, E> {
             ignore_index: self.ignore_index,
         };
         let out = rules::cross_entropy(
-            In::of(&logits),
+            logits.input(),
             targets.raw(),
             self.weight.as_ref().map(|w| &w.raw),
             options,
         )?;
-        Ok(Var::from_out(out, device))
+        Ok(Tensor::from_out(out, device))
     }
 
     /// The loss of `logits` against `targets`; both must be on the loss's device.
     ///
     /// Panics with the error's text where [`try_forward`](Self::try_forward) returns it.
     #[track_caller]
-    pub fn forward<L, T>(&self, logits: L, targets: T) -> Var<D, E>
+    pub fn forward<L, T>(&self, logits: L, targets: T) -> Tensor<D, E>
     where
         L: ModuleInput<D> + HasDevice<Element = E>,
         T: ModuleInput<D> + HasDevice<Element = i64>,
@@ -130,8 +131,9 @@ impl<D: Device, E: Float> Module<D, E> for CrossEntropyLoss<D, E> {
     fn try_to<D2: Device>(&self, dev: D2) -> Result<CrossEntropyLoss<D2, E>> {
         CrossEntropyLoss::try_to(self, dev)
     }
-    fn visit_parameters(&self, _prefix: &str, _f: &mut dyn FnMut(&str, &Var<D, E>)) {}
-    fn visit_parameters_mut(&mut self, _prefix: &str, _f: &mut dyn FnMut(&str, &mut Var<D, E>)) {}
+    fn visit_parameters(&self, _prefix: &str, _f: &mut dyn FnMut(&str, &Tensor<D, E>)) {}
+    fn visit_parameters_mut(&mut self, _prefix: &str, _f: &mut dyn FnMut(&str, &mut Tensor<D, E>)) {
+    }
 }
 
 /// Mean squared error (`nn.MSELoss`): `mean((input - target)^2)`, or the sum, or one loss per
@@ -140,7 +142,7 @@ impl<D: Device, E: Float> Module<D, E> for CrossEntropyLoss<D, E> {
 /// ```
 /// use devtype::prelude::*;
 /// use devtype::nn::MSELoss;
-/// let pred = Var::parameter(Tensor::from_vec(vec![1.0f32, 2.0], [2], Cpu));
+/// let pred = Tensor::parameter(Tensor::from_vec(vec![1.0f32, 2.0], [2], Cpu));
 /// let target = Tensor::from_vec(vec![0.0f32, 4.0], [2], Cpu);
 /// let loss = MSELoss::new().forward(&pred, &target);
 /// assert_eq!(loss.item(), 2.5);
@@ -167,7 +169,7 @@ impl MSELoss {
         self
     }
 
-    pub(crate) fn apply(&self, input: In<'_>, target: In<'_>) -> Result<crate::autograd::Out> {
+    pub(crate) fn apply(&self, input: In<'_>, target: In<'_>) -> Result<crate::graph::Out> {
         let diff = rules::binary(input, target, BinaryOp::Sub)?;
         let sq = rules::unary(diff.input(), UnaryOp::Square)?;
         match self.reduction {
@@ -178,7 +180,7 @@ impl MSELoss {
     }
 
     /// The loss of `input` against `target` (same shape, or broadcastable), recorded.
-    pub fn try_forward<D, E, L, T>(&self, input: L, target: T) -> Result<Var<D, E>>
+    pub fn try_forward<D, E, L, T>(&self, input: L, target: T) -> Result<Tensor<D, E>>
     where
         D: Device,
         E: Float,
@@ -186,8 +188,8 @@ impl MSELoss {
         T: ModuleInput<D> + HasDevice<Element = E>,
     {
         let device = D::from_dyn(input.raw().device).expect("typed tensors are on their device");
-        Ok(Var::from_out(
-            self.apply(In::of(&input), In::of(&target))?,
+        Ok(Tensor::from_out(
+            self.apply(input.input(), target.input())?,
             device,
         ))
     }
@@ -196,7 +198,7 @@ impl MSELoss {
     ///
     /// Panics with the error's text where [`try_forward`](Self::try_forward) returns it.
     #[track_caller]
-    pub fn forward<D, E, L, T>(&self, input: L, target: T) -> Var<D, E>
+    pub fn forward<D, E, L, T>(&self, input: L, target: T) -> Tensor<D, E>
     where
         D: Device,
         E: Float,
@@ -215,6 +217,7 @@ impl<D: Device, E: Float> Module<D, E> for MSELoss {
     fn try_to<D2: Device>(&self, _dev: D2) -> Result<MSELoss> {
         Ok(*self)
     }
-    fn visit_parameters(&self, _prefix: &str, _f: &mut dyn FnMut(&str, &Var<D, E>)) {}
-    fn visit_parameters_mut(&mut self, _prefix: &str, _f: &mut dyn FnMut(&str, &mut Var<D, E>)) {}
+    fn visit_parameters(&self, _prefix: &str, _f: &mut dyn FnMut(&str, &Tensor<D, E>)) {}
+    fn visit_parameters_mut(&mut self, _prefix: &str, _f: &mut dyn FnMut(&str, &mut Tensor<D, E>)) {
+    }
 }

@@ -22,7 +22,7 @@
 //! devtype::module!(Mlp<D> { fc1, act, fc2 });
 //!
 //! impl<D: Device> Forward<D> for Mlp<D> {
-//!     fn forward<I: ModuleInput<D> + HasDevice<Element = f32>>(&self, x: I) -> Var<D> {
+//!     fn forward<I: ModuleInput<D> + HasDevice<Element = f32>>(&self, x: I) -> Tensor<D> {
 //!         self.fc2.forward(self.act.forward(self.fc1.forward(x)))
 //!     }
 //! }
@@ -55,18 +55,17 @@ pub use linear::Linear;
 pub use loss::{CrossEntropyLoss, MSELoss};
 pub use sequential::Sequential;
 
-use crate::autograd::Var;
 use crate::core::error::Result;
 use crate::device::Device;
-use crate::tensor::{Float, HasDevice, ModuleInput};
+use crate::tensor::{Float, HasDevice, ModuleInput, Tensor};
 
 /// Something with a `forward` from tensors on `D` to a tracked tensor on `D`.
 ///
-/// The input may be a [`Tensor`](crate::Tensor) or a [`Var`] (or a reference to either), on
+/// The input may be a [`Tensor`](crate::Tensor), tracked or not, (or a reference to one), on
 /// the module's device `D`: anything else does not compile.
 pub trait Forward<D: Device, E: Float = f32> {
     /// Runs the module on `input`, which must be on the module's device.
-    fn forward<I: ModuleInput<D> + HasDevice<Element = E>>(&self, input: I) -> Var<D, E>;
+    fn forward<I: ModuleInput<D> + HasDevice<Element = E>>(&self, input: I) -> Tensor<D, E>;
 }
 
 /// `prefix.name`, or `name` when `prefix` is empty: the names of `named_parameters()`.
@@ -114,25 +113,25 @@ pub trait Module<D: Device, E: Float = f32> {
     }
 
     /// Calls `f` with the full name and value of every parameter, in a fixed order.
-    fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &Var<D, E>));
+    fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &Tensor<D, E>));
 
     /// Calls `f` with the full name of every parameter and the parameter itself, mutably
     /// (optimizers update them; checkpoints load them).
-    fn visit_parameters_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut Var<D, E>));
+    fn visit_parameters_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut Tensor<D, E>));
 
     /// Switches training behaviour (dropout) on or off; layers without any ignore it.
     fn set_training(&mut self, _training: bool) {}
 
     /// The parameters with their names (`fc1.weight`, `0.bias`, ...), as PyTorch's
     /// `named_parameters()`. Each is a handle to the same parameter (gradients are shared).
-    fn named_parameters(&self) -> Vec<(String, Var<D, E>)> {
+    fn named_parameters(&self) -> Vec<(String, Tensor<D, E>)> {
         let mut out = Vec::new();
         self.visit_parameters("", &mut |name, p| out.push((name.to_string(), p.clone())));
         out
     }
 
     /// The parameters, in the order of [`named_parameters`](Self::named_parameters).
-    fn parameters(&self) -> Vec<Var<D, E>> {
+    fn parameters(&self) -> Vec<Tensor<D, E>> {
         self.named_parameters()
             .into_iter()
             .map(|(_, p)| p)
@@ -180,19 +179,19 @@ pub trait Module<D: Device, E: Float = f32> {
     }
 }
 
-impl<D: Device, E: Float> Module<D, E> for Var<D, E> {
-    type On<D2: Device> = Var<D2, E>;
+impl<D: Device, E: Float> Module<D, E> for Tensor<D, E> {
+    type On<D2: Device> = Tensor<D2, E>;
 
     /// The parameter on `dev`: still a parameter (a leaf), with its gradient moved along.
-    fn try_to<D2: Device>(&self, dev: D2) -> Result<Var<D2, E>> {
-        let value = self.value.try_to(dev)?;
+    fn try_to<D2: Device>(&self, dev: D2) -> Result<Tensor<D2, E>> {
+        let value = self.detach().try_to(dev)?;
         Ok(match self.node() {
-            None => Var::new(value),
+            None => value,
             Some(node) => {
-                let moved = Var::parameter(value);
+                let moved = Tensor::parameter(value);
                 if let Some(g) = node.grad() {
                     moved.try_set_grad(Some(
-                        crate::Tensor::<D, E>::from_raw(g, self.value.device()).try_to(dev)?,
+                        crate::Tensor::<D, E>::from_raw(g, self.device()).try_to(dev)?,
                     ))?;
                 }
                 moved
@@ -200,13 +199,13 @@ impl<D: Device, E: Float> Module<D, E> for Var<D, E> {
         })
     }
 
-    fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &Var<D, E>)) {
+    fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &Tensor<D, E>)) {
         if self.requires_grad() {
             f(prefix, self);
         }
     }
 
-    fn visit_parameters_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut Var<D, E>)) {
+    fn visit_parameters_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut Tensor<D, E>)) {
         if self.requires_grad() {
             f(prefix, self);
         }
@@ -220,13 +219,13 @@ impl<D: Device, E: Float, M: Module<D, E>> Module<D, E> for Vec<M> {
         self.iter().map(|m| m.try_to(dev)).collect()
     }
 
-    fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &Var<D, E>)) {
+    fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &Tensor<D, E>)) {
         for (i, m) in self.iter().enumerate() {
             m.visit_parameters(&join_name(prefix, &i.to_string()), f);
         }
     }
 
-    fn visit_parameters_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut Var<D, E>)) {
+    fn visit_parameters_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut Tensor<D, E>)) {
         for (i, m) in self.iter_mut().enumerate() {
             m.visit_parameters_mut(&join_name(prefix, &i.to_string()), f);
         }
@@ -265,11 +264,11 @@ macro_rules! module {
                 })
             }
 
-            fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &$crate::Var<$d, $e>)) {
+            fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &$crate::Tensor<$d, $e>)) {
                 $(<_ as $crate::nn::Module<$d, $e>>::visit_parameters(&self.$field, &$crate::nn::join_name(prefix, stringify!($field)), f);)*
             }
 
-            fn visit_parameters_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut $crate::Var<$d, $e>)) {
+            fn visit_parameters_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut $crate::Tensor<$d, $e>)) {
                 $(<_ as $crate::nn::Module<$d, $e>>::visit_parameters_mut(&mut self.$field, &$crate::nn::join_name(prefix, stringify!($field)), f);)*
             }
 

@@ -2,9 +2,9 @@
 //! (and its device in it).
 
 use super::{join_name, Forward, Module};
-use crate::autograd::Var;
 use crate::core::error::Result;
 use crate::device::Device;
+use crate::tensor::Tensor;
 use crate::tensor::{Float, HasDevice, ModuleInput};
 
 /// Layers applied in order (`nn.Sequential`), given as a tuple; parameters are named by
@@ -40,11 +40,11 @@ macro_rules! sequential {
                 Ok(Sequential(($(self.0.$i.try_to(dev)?,)+)))
             }
 
-            fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &Var<D, E>)) {
+            fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &Tensor<D, E>)) {
                 $(self.0.$i.visit_parameters(&join_name(prefix, stringify!($i)), f);)+
             }
 
-            fn visit_parameters_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut Var<D, E>)) {
+            fn visit_parameters_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut Tensor<D, E>)) {
                 $(self.0.$i.visit_parameters_mut(&join_name(prefix, stringify!($i)), f);)+
             }
 
@@ -55,7 +55,7 @@ macro_rules! sequential {
 
         impl<D: Device, E: Float, $($m: Forward<D, E>),+> Forward<D, E> for Sequential<($($m,)+)> {
             #[track_caller]
-            fn forward<I: ModuleInput<D> + HasDevice<Element = E>>(&self, input: I) -> Var<D, E> {
+            fn forward<I: ModuleInput<D> + HasDevice<Element = E>>(&self, input: I) -> Tensor<D, E> {
                 sequential!(@chain self input $($i)+)
             }
         }

@@ -259,6 +259,37 @@ fn collect_shown(
     }
 }
 
+/// [`format`], then PyTorch's autograd suffix: `requires_grad=True` for a parameter,
+/// `grad_fn=<AddBackward0>` for a tracked op's result.
+pub(crate) fn format_tracked(
+    t: &RawTensor,
+    node: Option<&crate::graph::Node>,
+    f: &mut fmt::Formatter<'_>,
+) -> fmt::Result {
+    let Some(node) = node else {
+        return format(t, f);
+    };
+    let text = Shown(t).to_string();
+    let suffix = if node.is_leaf() {
+        "requires_grad=True".to_string()
+    } else {
+        format!("grad_fn=<{}>", node.name())
+    };
+    match text.strip_suffix(')') {
+        Some(head) => write!(f, "{head}, {suffix})"),
+        None => write!(f, "{text} ({suffix})"),
+    }
+}
+
+/// A raw tensor, printed by [`format`].
+struct Shown<'a>(&'a RawTensor);
+
+impl fmt::Display for Shown<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        format(self.0, f)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::prelude::*;

@@ -1,8 +1,8 @@
 //! `Tensor<D, E>`: a tensor whose device `D` is part of its type.
 
 pub(crate) mod display;
+mod grad;
 pub(crate) mod operand;
-mod ops;
 
 pub use crate::core::{DType, Element, Float, Numeric, Scalar, MAX_DIMS};
 pub use operand::{HasDevice, ModuleInput, OperandOn};
@@ -11,8 +11,10 @@ use crate::core::error::Result;
 use crate::core::layout::{self, Dims};
 use crate::core::raw::RawTensor;
 use crate::device::Device;
+use crate::graph::Node;
 use crate::ops::creation::{create, Fill};
 use std::marker::PhantomData;
+use std::sync::Arc;
 
 /// A shape given as `[4, 2]`, `&[4, 2]`, `vec![4, 2]` or `&v`.
 pub trait IntoShape {
@@ -63,6 +65,9 @@ impl IntoShape for &Vec<usize> {
 /// ```
 pub struct Tensor<D: Device, E: Element = f32> {
     pub(crate) raw: RawTensor,
+    /// The autograd node: a parameter's leaf, or the op that made this tensor from tracked
+    /// inputs; `None` when gradients do not flow into it.
+    pub(crate) node: Option<Arc<Node>>,
     device: D,
     _element: PhantomData<E>,
 }
@@ -72,6 +77,7 @@ impl<D: Device, E: Element> Clone for Tensor<D, E> {
     fn clone(&self) -> Self {
         Tensor {
             raw: self.raw.clone(),
+            node: self.node.clone(),
             device: self.device,
             _element: PhantomData,
         }
@@ -107,7 +113,6 @@ macro_rules! infallible {
         }
     };
 }
-pub(crate) use infallible;
 
 impl<D: Device, E: Element> Tensor<D, E> {
     /// Wraps an untyped tensor known to be on `device` with elements `E`.
@@ -117,15 +122,18 @@ impl<D: Device, E: Element> Tensor<D, E> {
         debug_assert_eq!(raw.device, device.dyn_device());
         Tensor {
             raw,
+            node: None,
             device,
             _element: PhantomData,
         }
     }
 
-    /// Wraps an op's result, which is on the same device as `self`.
+    /// Wraps an op's result (value and node), known to be on `device`.
     #[inline]
-    pub(crate) fn wrap<E2: Element>(&self, raw: RawTensor) -> Tensor<D, E2> {
-        Tensor::from_raw(raw, self.device)
+    pub(crate) fn from_out(out: crate::graph::Out, device: D) -> Self {
+        let mut t = Tensor::from_raw(out.value, device);
+        t.node = out.node;
+        t
     }
 
     fn create(shape: impl IntoShape, dev: D, fill: Fill) -> Result<Self> {
@@ -295,40 +303,6 @@ impl<D: Device, E: Element> Tensor<D, E> {
         pub fn item(&self) -> E
     );
 
-    /// A copy on `dev`, or a new handle to the same storage when already there.
-    pub fn try_to<D2: Device>(&self, dev: D2) -> Result<Tensor<D2, E>> {
-        Ok(Tensor::from_raw(self.raw.to_device(dev.dyn_device())?, dev))
-    }
-
-    /// Returns this tensor on `dev`, as PyTorch's `tensor.to(device)`: a **new** tensor, or a
-    /// new handle to the same storage when it is already there. The original stays where it
-    /// was, so rebind: `let x = x.to(dev);`.
-    ///
-    /// Panics with the error's text where [`try_to`](Self::try_to) returns it (out of memory).
-    #[must_use = "`.to(device)` returns a new tensor and leaves this one where it was: rebind it with `let x = x.to(dev);`"]
-    #[track_caller]
-    pub fn to<D2: Device>(&self, dev: D2) -> Tensor<D2, E> {
-        match self.try_to(dev) {
-            Ok(t) => t,
-            Err(e) => panic!("{e}"),
-        }
-    }
-
-    /// The values converted to another element type (PyTorch's `x.to(torch.float64)`).
-    pub fn try_to_dtype<E2: Element>(&self) -> Result<Tensor<D, E2>> {
-        Ok(self.wrap(crate::ops::copy::cast(&self.raw, E2::DTYPE)?))
-    }
-
-    /// The values converted to another element type (PyTorch's `x.to(torch.float64)`).
-    #[must_use = "`to_dtype` returns a new tensor"]
-    #[track_caller]
-    pub fn to_dtype<E2: Element>(&self) -> Tensor<D, E2> {
-        match self.try_to_dtype() {
-            Ok(t) => t,
-            Err(e) => panic!("{e}"),
-        }
-    }
-
     /// True when both tensors share one storage (as after `to` onto the same device).
     pub fn shares_storage_with<E2: Element>(&self, other: &Tensor<D, E2>) -> bool {
         self.raw.storage.ptr_eq(&other.raw.storage)
@@ -364,8 +338,10 @@ impl<D: Device, E: Element> std::fmt::Debug for Tensor<D, E> {
 }
 
 impl<D: Device, E: Element> std::fmt::Display for Tensor<D, E> {
-    /// Prints like PyTorch: `tensor([[1., 2.]], device='cuda:0')`. On a GPU this waits for it.
+    /// Prints like PyTorch: `tensor([[1., 2.]], device='cuda:0')`, with `requires_grad=True`
+    /// for a parameter and `grad_fn=<SumBackward0>` for a tracked op's result. On a GPU this
+    /// waits for it.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        display::format(&self.raw, f)
+        display::format_tracked(&self.raw, self.node.as_deref(), f)
     }
 }

@@ -26,9 +26,15 @@ pub(crate) mod sealed {
         fn into_operand<'a>(self) -> Operand<'a>
         where
             Self: 'a;
-        /// The autograd node when this is a tracked tensor (`Var`); plain tensors have none.
-        fn grad_node(&self) -> Option<&std::sync::Arc<crate::graph::Node>> {
-            None
+        /// The autograd node when this tensor is tracked.
+        fn grad_node(&self) -> Option<&std::sync::Arc<crate::graph::Node>>;
+        /// The value and node, as recorded ops take them.
+        #[inline]
+        fn input(&self) -> crate::graph::In<'_> {
+            crate::graph::In {
+                value: self.raw(),
+                node: self.grad_node(),
+            }
         }
     }
 }
@@ -53,6 +59,10 @@ impl<D: Device, E: Element> sealed::AsRaw for Tensor<D, E> {
     {
         Operand::Owned(self.raw)
     }
+    #[inline]
+    fn grad_node(&self) -> Option<&std::sync::Arc<crate::graph::Node>> {
+        self.node.as_ref()
+    }
 }
 
 impl<D: Device, E: Element> sealed::AsRaw for &Tensor<D, E> {
@@ -66,6 +76,10 @@ impl<D: Device, E: Element> sealed::AsRaw for &Tensor<D, E> {
         Self: 'a,
     {
         Operand::Borrowed(&self.raw)
+    }
+    #[inline]
+    fn grad_node(&self) -> Option<&std::sync::Arc<crate::graph::Node>> {
+        self.node.as_ref()
     }
 }
 

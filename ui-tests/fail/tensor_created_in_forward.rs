@@ -20,7 +20,7 @@ struct NoisyMlp<D: Device> {
 }
 
 impl<D: Device> NoisyMlp<D> {
-    fn forward(&self, x: &Tensor<D>) -> Var<D> {
+    fn forward(&self, x: &Tensor<D>) -> Tensor<D> {
         let h = self.hidden.forward(x).relu();
         let noise = Tensor::<Cpu>::randn(h.shape(), Cpu); // should be `x.device()`
         let h = h + &noise;

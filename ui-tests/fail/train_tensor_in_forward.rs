@@ -5,7 +5,7 @@
 //     RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!
 //
 // devtype, at compile time, even inside a model generic over its device `D`: a `Tensor<Cpu>`
-// is not an operand of a `Var<D>`:
+// is not an operand of a `Tensor<D>`:
 //     error[E0277]: Expected all tensors to be on the same device, but found at least two devices, `D` and `devtype::Cpu`
 //
 // Fix: create it next to the input, `Tensor::ones([16], x.device())` (PyTorch:
@@ -21,7 +21,7 @@ struct Shifted<D: Device> {
 devtype::module!(Shifted<D> { fc1, act, fc2 });
 
 impl<D: Device> Forward<D> for Shifted<D> {
-    fn forward<I: ModuleInput<D> + HasDevice<Element = f32>>(&self, x: I) -> Var<D> {
+    fn forward<I: ModuleInput<D> + HasDevice<Element = f32>>(&self, x: I) -> Tensor<D> {
         let h = self.fc1.forward(x);
         let shift = Tensor::<Cpu>::ones([16], Cpu);
         self.fc2.forward(self.act.forward(&h + &shift))

@@ -1,7 +1,7 @@
 // A model generic over its device, whose `forward` creates tensors next to its input with
 // `x.device()` (PyTorch's `torch.randn(h.shape, device=x.device)`). It runs on the CPU here and
 // on GPU 0 where one opens; the same code, with no device named inside `forward`. (`forward`
-// returns a `Var<D>`, the tracked tensor autograd records, which derefs to `Tensor<D>`.)
+// returns a `Tensor<D>` that autograd tracks, since the layer's parameters are tracked.)
 use devtype::nn::Linear;
 use devtype::prelude::*;
 
@@ -18,7 +18,7 @@ impl<D: Device> NoisyMlp<D> {
         }
     }
 
-    fn forward(&self, x: &Tensor<D>) -> Var<D> {
+    fn forward(&self, x: &Tensor<D>) -> Tensor<D> {
         let h = self.hidden.forward(x).relu();
         let noise = Tensor::<D>::randn(h.shape(), x.device()) * 0.01; // on the input's device
         let mask = Tensor::ones_like(&h); // same device as `h`, by type

@@ -2,17 +2,15 @@
 //! vectors): `dA = G @ B^T` and `dB = A^T @ G`, with transposed views (never copies), summed
 //! back over broadcast batch dims.
 
-use super::dyn_var::{DynOperand, DynVar};
+use super::declare::declare_ops;
 use super::kit;
-use super::var::{In, Out, Var, VarOperand};
-use crate::core::error::Result;
+use crate::core::error::{Error, Result};
 use crate::core::layout::broadcast_shapes;
 use crate::core::raw::RawTensor;
-use crate::device::Device;
 use crate::dyn_tensor::check::same_device_arguments;
-use crate::graph::record;
+use crate::graph::{record, In, Out};
 use crate::ops;
-use crate::tensor::{infallible, Float, HasDevice};
+use crate::tensor::OperandOn;
 
 /// `a` as a matrix (or batch of them): vectors become `[1, k]` (left) or `[k, 1]` (right).
 fn as_matrix(t: &RawTensor, left: bool) -> Result<RawTensor> {
@@ -59,27 +57,40 @@ pub(crate) fn matmul(a: In<'_>, b: In<'_>) -> Result<Out> {
     Ok(Out { value, node })
 }
 
-impl<D: Device, E: Float> Var<D, E> {
-    /// Matrix product with `torch.matmul`'s rules: 2-D, batched (batch dims broadcast), vectors.
-    pub fn try_matmul<R: VarOperand<D> + HasDevice<Element = E>>(&self, rhs: R) -> Result<Self> {
-        Ok(self.wrap(matmul(self.input(), In::of(&rhs))?))
+/// `a @ b` of two 3-D tensors with the same batch size (PyTorch's `bmm`), recorded.
+fn bmm(a: In<'_>, b: In<'_>) -> Result<Out> {
+    let (sa, sb) = (a.value.shape(), b.value.shape());
+    if sa.len() != 3 {
+        return Err(Error::Shape("batch1 must be a 3D tensor".into()));
     }
-    infallible!(
-        /// Matrix product with `torch.matmul`'s rules: 2-D, batched (batch dims broadcast), vectors.
-        pub fn matmul[R: VarOperand<D> + HasDevice<Element = E>](&self, rhs: R) -> Self
-    );
+    if sb.len() != 3 {
+        return Err(Error::Shape("batch2 must be a 3D tensor".into()));
+    }
+    if sb[0] != sa[0] || sb[1] != sa[2] {
+        return Err(Error::Shape(format!(
+            "Expected size for first two dimensions of batch2 tensor to be: [{}, {}] but got: [{}, {}].",
+            sa[0], sa[2], sb[0], sb[1]
+        )));
+    }
+    matmul(a, b)
 }
 
-impl DynVar {
-    /// Matrix product with `torch.matmul`'s rules; devices checked as `mm`/`bmm`.
-    pub fn matmul<O: DynOperand>(&self, other: O) -> Result<DynVar> {
-        let other = other.parts();
-        let method = if self.dims() > 2 || other.value.rank() > 2 {
-            "wrapper_CUDA_bmm"
-        } else {
-            "wrapper_CUDA_mm"
-        };
-        same_device_arguments(method, &[("self", self.raw()), ("mat2", other.value)])?;
-        Ok(DynVar::from_out(matmul(self.input(), other)?))
+/// PyTorch's method name for the device check of `a @ b`.
+fn mm_method(a: &RawTensor, b: &RawTensor) -> &'static str {
+    if a.rank() > 2 || b.rank() > 2 {
+        "wrapper_CUDA_bmm"
+    } else {
+        "wrapper_CUDA_mm"
     }
+}
+
+declare_ops! {
+    /// Matrix product with `torch.matmul`'s rules: 2-D, batched (batch dims broadcast), vectors.
+    Float fn matmul(x, other: OperandOn<D>) -> Same
+        check { same_device_arguments(mm_method(x.value, other.value), &[("self", x.value), ("mat2", other.value)])?; }
+        = matmul(x, other);
+    /// Batched matrix product of `[b, n, k]` and `[b, k, m]` (PyTorch's `bmm`: no broadcasting).
+    Float fn bmm(x, other: OperandOn<D>) -> Same
+        check { same_device_arguments("wrapper_CUDA_bmm", &[("self", x.value), ("mat2", other.value)])?; }
+        = bmm(x, other);
 }

@@ -1,14 +1,14 @@
-//! Element-wise math of one tensor: forward, backward rules, and the `Var`/`DynVar` methods.
+//! Element-wise math of one tensor: forward, backward rules, and the declarations.
 
-use super::dyn_var::DynVar;
+use super::declare::declare_ops;
 use super::kit;
-use super::var::{In, Out, Var};
 use crate::core::error::Result;
 use crate::core::raw::{Operand, RawTensor};
+use crate::core::Numeric;
 use crate::device::Device;
-use crate::graph::record;
+use crate::graph::{record, In, Out};
 use crate::ops::{self, BinaryOp, CompareOp, UnaryOp};
-use crate::tensor::{infallible, Float};
+use crate::tensor::Tensor;
 
 fn name(op: UnaryOp) -> &'static str {
     match op {
@@ -98,54 +98,48 @@ pub(crate) fn relu_owned(
     Ok(Out { value, node })
 }
 
-macro_rules! var_unary {
-    ($($(#[$doc:meta])* $name:ident => $op:ident),* $(,)?) => {
-        impl<D: Device, E: Float> Var<D, E> {
-            $(
-                paste::paste! {
-                    $(#[$doc])*
-                    pub fn [<try_ $name>](&self) -> Result<Self> {
-                        Ok(self.wrap(unary(self.input(), UnaryOp::$op)?))
-                    }
-                }
-                infallible!($(#[$doc])* pub fn $name(&self) -> Self);
-            )*
-        }
-        impl DynVar {
-            $(
-                $(#[$doc])*
-                pub fn $name(&self) -> Result<DynVar> {
-                    Ok(DynVar::from_out(unary(self.input(), UnaryOp::$op)?))
-                }
-            )*
-        }
-    };
+declare_ops! {
+    /// `-x` element-wise (the fallible form of the `-` operator).
+    Numeric fn neg(x) -> Same check {} = unary(x, UnaryOp::Neg);
+    /// `max(x, 0)` element-wise; the gradient passes where the output is positive.
+    Numeric fn relu(x) -> Same check {} = unary(x, UnaryOp::Relu);
+    /// `|x|` element-wise.
+    Numeric fn abs(x) -> Same check {} = unary(x, UnaryOp::Abs);
+    /// `x * x` element-wise.
+    Numeric fn square(x) -> Same check {} = unary(x, UnaryOp::Square);
+    /// `e^x` element-wise.
+    Float fn exp(x) -> Same check {} = unary(x, UnaryOp::Exp);
+    /// Natural logarithm element-wise.
+    Float fn log(x) -> Same check {} = unary(x, UnaryOp::Log);
+    /// Square root element-wise.
+    Float fn sqrt(x) -> Same check {} = unary(x, UnaryOp::Sqrt);
+    /// Hyperbolic tangent element-wise.
+    Float fn tanh(x) -> Same check {} = unary(x, UnaryOp::Tanh);
+    /// Logistic sigmoid element-wise.
+    Float fn sigmoid(x) -> Same check {} = unary(x, UnaryOp::Sigmoid);
+    /// `1 / x` element-wise.
+    Float fn reciprocal(x) -> Same check {} = unary(x, UnaryOp::Reciprocal);
 }
 
-var_unary!(
-    /// `max(x, 0)` element-wise; the gradient passes where the output is positive.
-    relu => Relu,
-    /// `|x|` element-wise.
-    abs => Abs,
-    /// `x * x` element-wise.
-    square => Square,
-    /// `e^x` element-wise.
-    exp => Exp,
-    /// Natural logarithm element-wise.
-    log => Log,
-    /// Square root element-wise.
-    sqrt => Sqrt,
-    /// Hyperbolic tangent element-wise.
-    tanh => Tanh,
-    /// Logistic sigmoid element-wise.
-    sigmoid => Sigmoid,
-    /// `1 / x` element-wise.
-    reciprocal => Reciprocal,
-);
+impl<D: Device, E: Numeric> Tensor<D, E> {
+    /// `relu` that reuses this tensor's buffer when nothing else holds it.
+    pub fn try_relu_owned(self) -> Result<Self> {
+        let device = self.device();
+        let node = self.node;
+        Ok(Tensor::from_out(
+            relu_owned(Operand::Owned(self.raw), node)?,
+            device,
+        ))
+    }
 
-impl DynVar {
-    /// `-x`.
-    pub fn neg(&self) -> Result<DynVar> {
-        Ok(DynVar::from_out(unary(self.input(), UnaryOp::Neg)?))
+    /// `relu` that reuses this tensor's buffer when nothing else holds it.
+    ///
+    /// Panics with the error's text where [`try_relu_owned`](Self::try_relu_owned) returns it.
+    #[track_caller]
+    pub fn relu_owned(self) -> Self {
+        match self.try_relu_owned() {
+            Ok(t) => t,
+            Err(e) => panic!("{e}"),
+        }
     }
 }

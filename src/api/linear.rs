@@ -2,15 +2,13 @@
 //! `dx = g @ W`, `dW = g^T @ x` (a transposed view fed to the GEMM, never copied) and
 //! `db = g` summed over rows (row by row, vectorised).
 
-use super::dyn_var::{DynOperand, DynVar};
+use super::declare::declare_ops;
 use super::kit;
-use super::var::{In, Out, Var};
 use crate::core::error::Result;
-use crate::device::Device;
 use crate::dyn_tensor::check::same_device_arguments;
-use crate::graph::record;
+use crate::graph::{record, In, Out};
 use crate::ops;
-use crate::tensor::Float;
+use crate::tensor::OperandOn;
 
 /// `x @ weight.T + bias`, recorded.
 pub(crate) fn linear(x: In<'_>, weight: In<'_>, bias: Option<In<'_>>) -> Result<Out> {
@@ -53,45 +51,25 @@ pub(crate) fn linear(x: In<'_>, weight: In<'_>, bias: Option<In<'_>>) -> Result<
     Ok(Out { value, node })
 }
 
-impl<D: Device, E: Float> Var<D, E> {
-    /// `self @ weight.T + bias`, fused (`torch.nn.functional.linear`).
-    pub fn try_linear(&self, weight: &Var<D, E>, bias: Option<&Var<D, E>>) -> Result<Self> {
-        Ok(self.wrap(linear(
-            self.input(),
-            weight.input(),
-            bias.map(|b| b.input()),
-        )?))
-    }
-    /// `self @ weight.T + bias`, fused.
-    ///
-    /// Panics with the error's text where [`try_linear`](Self::try_linear) returns it.
-    #[track_caller]
-    pub fn linear(&self, weight: &Var<D, E>, bias: Option<&Var<D, E>>) -> Self {
-        match self.try_linear(weight, bias) {
-            Ok(v) => v,
-            Err(e) => panic!("{e}"),
-        }
-    }
+/// PyTorch's device check of `linear`: `addmm(bias, x, weight^T)`, or `mm` without a bias.
+fn check_linear(x: In<'_>, weight: In<'_>, bias: Option<In<'_>>) -> Result<()> {
+    match bias {
+        Some(b) => same_device_arguments(
+            "wrapper_CUDA_addmm",
+            &[("self", b.value), ("mat1", x.value), ("mat2", weight.value)],
+        )?,
+        None => same_device_arguments(
+            "wrapper_CUDA_mm",
+            &[("self", x.value), ("mat2", weight.value)],
+        )?,
+    };
+    Ok(())
 }
 
-impl DynVar {
-    /// `self @ weight.T + bias`, devices checked as PyTorch's `addmm` (bias first, then `mat1`).
-    pub fn linear<W: DynOperand>(&self, weight: W, bias: Option<&DynVar>) -> Result<DynVar> {
-        let w = weight.parts();
-        match bias {
-            Some(b) => same_device_arguments(
-                "wrapper_CUDA_addmm",
-                &[("self", b.raw()), ("mat1", self.raw()), ("mat2", w.value)],
-            )?,
-            None => same_device_arguments(
-                "wrapper_CUDA_mm",
-                &[("self", self.raw()), ("mat2", w.value)],
-            )?,
-        };
-        Ok(DynVar::from_out(linear(
-            self.input(),
-            w,
-            bias.map(|b| b.input()),
-        )?))
-    }
+declare_ops! {
+    /// `self @ weight^T + bias` over the last dimension (PyTorch's `F.linear`), in one
+    /// matrix product with the bias fused.
+    Float fn linear(x, weight: OperandOn<D>, bias: OptTensor) -> Same
+        check { check_linear(x, weight, bias)?; }
+        = linear(x, weight, bias);
 }

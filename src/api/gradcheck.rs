@@ -2,8 +2,6 @@
 //! `torch.autograd.gradcheck`: in `f64`, the analytical Jacobian (one backward per output
 //! element) must match the numerical one (two evaluations per input element).
 
-use super::dyn_var::DynVar;
-use super::var::Var;
 use crate::core::error::{Error, Result};
 use crate::device::Device;
 use crate::graph::no_grad;
@@ -110,7 +108,7 @@ fn check(
 /// ```
 pub fn gradcheck<D: Device, F>(f: F, inputs: &[Tensor<D, f64>]) -> Result<()>
 where
-    F: Fn(&[Var<D, f64>]) -> Result<Var<D, f64>>,
+    F: Fn(&[Tensor<D, f64>]) -> Result<Tensor<D, f64>>,
 {
     gradcheck_with(f, inputs, GradcheckOptions::default())
 }
@@ -122,17 +120,23 @@ pub fn gradcheck_with<D: Device, F>(
     options: GradcheckOptions,
 ) -> Result<()>
 where
-    F: Fn(&[Var<D, f64>]) -> Result<Var<D, f64>>,
+    F: Fn(&[Tensor<D, f64>]) -> Result<Tensor<D, f64>>,
 {
     let device = inputs
         .first()
         .map(|t| t.device())
         .ok_or_else(|| Error::Autograd("gradcheck: no inputs".into()))?;
     let shapes: Vec<Vec<usize>> = inputs.iter().map(|t| t.shape().to_vec()).collect();
-    let build = |xs: &[Vec<f64>]| -> Result<Vec<Var<D, f64>>> {
+    let build = |xs: &[Vec<f64>]| -> Result<Vec<Tensor<D, f64>>> {
         xs.iter()
             .zip(&shapes)
-            .map(|(x, s)| Ok(Var::parameter(Tensor::try_from_vec(x.clone(), s, device)?)))
+            .map(|(x, s)| {
+                Ok(Tensor::parameter(Tensor::try_from_vec(
+                    x.clone(),
+                    s,
+                    device,
+                )?))
+            })
             .collect()
     };
     let value = |xs: &[Vec<f64>]| -> Result<Vec<f64>> { no_grad(|| f(&build(xs)?)?.try_to_vec()) };
@@ -170,17 +174,17 @@ where
 /// ```
 pub fn gradcheck_dyn<F>(f: F, inputs: &[DynTensor]) -> Result<()>
 where
-    F: Fn(&[DynVar]) -> Result<DynVar>,
+    F: Fn(&[DynTensor]) -> Result<DynTensor>,
 {
     let device = inputs
         .first()
         .map(|t| t.device())
         .ok_or_else(|| Error::Autograd("gradcheck: no inputs".into()))?;
     let shapes: Vec<Vec<usize>> = inputs.iter().map(|t| t.shape().to_vec()).collect();
-    let build = |xs: &[Vec<f64>]| -> Result<Vec<DynVar>> {
+    let build = |xs: &[Vec<f64>]| -> Result<Vec<DynTensor>> {
         xs.iter()
             .zip(&shapes)
-            .map(|(x, s)| DynVar::try_parameter(DynTensor::from_vec(x.clone(), s, device)?))
+            .map(|(x, s)| DynTensor::parameter(DynTensor::from_vec(x.clone(), s, device)?))
             .collect()
     };
     let value =

@@ -1,14 +1,11 @@
 //! `softmax` and `log_softmax` along a dimension, with their backward rules:
 //! `y * (g - sum(g * y))` and `g - exp(y) * sum(g)`.
 
-use super::dyn_var::DynVar;
+use super::declare::declare_ops;
 use super::kit;
-use super::var::{In, Out, Var};
 use crate::core::error::Result;
-use crate::device::Device;
-use crate::graph::record;
+use crate::graph::{record, In, Out};
 use crate::ops::{self, ReduceOp, UnaryOp};
-use crate::tensor::{infallible, Float};
 
 /// `softmax(a, dim)` (or `log_softmax` when `log`), recorded.
 pub(crate) fn softmax(a: In<'_>, dim: isize, log: bool) -> Result<Out> {
@@ -40,32 +37,9 @@ pub(crate) fn softmax(a: In<'_>, dim: isize, log: bool) -> Result<Out> {
     Ok(Out { value, node })
 }
 
-impl<D: Device, E: Float> Var<D, E> {
+declare_ops! {
     /// Softmax over `dim`.
-    pub fn try_softmax(&self, dim: isize) -> Result<Self> {
-        Ok(self.wrap(softmax(self.input(), dim, false)?))
-    }
-    infallible!(
-        /// Softmax over `dim`.
-        pub fn softmax(&self, dim: isize) -> Self
-    );
+    Float fn softmax(x, dim: isize) -> Same check {} = softmax(x, dim, false);
     /// Log-softmax over `dim`, computed stably.
-    pub fn try_log_softmax(&self, dim: isize) -> Result<Self> {
-        Ok(self.wrap(softmax(self.input(), dim, true)?))
-    }
-    infallible!(
-        /// Log-softmax over `dim`, computed stably.
-        pub fn log_softmax(&self, dim: isize) -> Self
-    );
-}
-
-impl DynVar {
-    /// Softmax over `dim`.
-    pub fn softmax(&self, dim: isize) -> Result<DynVar> {
-        Ok(DynVar::from_out(softmax(self.input(), dim, false)?))
-    }
-    /// Log-softmax over `dim`.
-    pub fn log_softmax(&self, dim: isize) -> Result<DynVar> {
-        Ok(DynVar::from_out(softmax(self.input(), dim, true)?))
-    }
+    Float fn log_softmax(x, dim: isize) -> Same check {} = softmax(x, dim, true);
 }

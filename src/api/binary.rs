@@ -1,0 +1,350 @@
+//! Broadcasting element-wise arithmetic, with tensors or scalars: forward, backward rules
+//! (gradients summed back to each input's shape), comparisons, and their declarations.
+
+use super::declare::declare_ops;
+use super::kit::{self, sum_to};
+use crate::core::error::Result;
+use crate::core::raw::Operand;
+use crate::core::raw::RawTensor;
+use crate::core::{DType, Element, Scalar};
+use crate::dyn_tensor::check::same_device_elementwise;
+use crate::graph::{record, In, Out};
+use crate::ops::{self, BinaryOp, CompareOp, UnaryOp};
+use crate::tensor::OperandOn;
+
+fn name(op: BinaryOp) -> &'static str {
+    match op {
+        BinaryOp::Add => "AddBackward0",
+        BinaryOp::Sub => "SubBackward0",
+        BinaryOp::Mul => "MulBackward0",
+        BinaryOp::Div => "DivBackward0",
+        BinaryOp::Maximum => "MaximumBackward0",
+        BinaryOp::Minimum => "MinimumBackward0",
+        BinaryOp::Pow => "PowBackward1",
+        BinaryOp::AddRelu => "AddReluBackward0",
+    }
+}
+
+/// `a op b` with broadcasting, recorded.
+pub(crate) fn binary(a: In<'_>, b: In<'_>, op: BinaryOp) -> Result<Out> {
+    let value = ops::binary::binary(Operand::Borrowed(a.value), Operand::Borrowed(b.value), op)?;
+    let out = value.clone();
+    let node = record(name(op), &[a.node, b.node], |needs| {
+        let (need_a, need_b) = (needs[0], needs[1]);
+        let (sa, sb) = (a.value.shape().to_vec(), b.value.shape().to_vec());
+        let (x, y) = (a.value.clone(), b.value.clone());
+        move |g| {
+            let (ga, gb) = match op {
+                BinaryOp::Add => (need_a.then(|| g.clone()), need_b.then_some(g)),
+                BinaryOp::AddRelu => {
+                    // The sum's gradient, where the output passed through.
+                    let g = ops::relu_backward::relu_backward(Operand::Owned(g), &out)?;
+                    (need_a.then(|| g.clone()), need_b.then_some(g))
+                }
+                BinaryOp::Sub => (
+                    need_a.then(|| g.clone()),
+                    need_b.then(|| kit::neg(g)).transpose()?,
+                ),
+                BinaryOp::Mul => (
+                    need_a.then(|| kit::mul(g.clone(), &y)).transpose()?,
+                    need_b.then(|| kit::mul(g, &x)).transpose()?,
+                ),
+                BinaryOp::Div => {
+                    let ga = need_a.then(|| kit::div(g.clone(), &y)).transpose()?;
+                    // d(x / y)/dy = -(x / y) / y
+                    let gb = need_b
+                        .then(|| kit::neg(kit::div(kit::mul(g, &out)?, &y)?))
+                        .transpose()?;
+                    (ga, gb)
+                }
+                BinaryOp::Maximum | BinaryOp::Minimum => {
+                    // PyTorch's derivatives.yaml, for maximum (minimum swaps < and >):
+                    //   self:  where(self == other, grad / 2, grad).masked_fill_(self < other, 0)
+                    //   other: where(self == other, grad / 2, grad).masked_fill_(self > other, 0)
+                    // Ties split the gradient; where either is NaN, no comparison holds and
+                    // both operands take the whole gradient (the NaN one included).
+                    let (loses_a, loses_b) = if op == BinaryOp::Maximum {
+                        (CompareOp::Lt, CompareOp::Gt)
+                    } else {
+                        (CompareOp::Gt, CompareOp::Lt)
+                    };
+                    let half = kit::mul_scalar(kit::mask(&x, &y, CompareOp::Eq)?, 0.5)?;
+                    // share = 1 - 0.5 * [x == y] - [x loses]
+                    let share = |loses: CompareOp| -> Result<_> {
+                        let off = ops::binary::binary(
+                            Operand::Owned(kit::mask(&x, &y, loses)?),
+                            Operand::Borrowed(&half),
+                            BinaryOp::Add,
+                        )?;
+                        kit::scalar(off, 1.0, BinaryOp::Sub, true)
+                    };
+                    let ga = need_a.then(|| kit::mul(share(loses_a)?, &g)).transpose()?;
+                    let gb = need_b.then(|| kit::mul(share(loses_b)?, &g)).transpose()?;
+                    (ga, gb)
+                }
+                BinaryOp::Pow => {
+                    let ga = need_a
+                        .then(|| -> Result<_> {
+                            // y * x^(y - 1)
+                            let ym1 = kit::scalar(y.clone(), 1.0, BinaryOp::Sub, false)?;
+                            let p = ops::binary::binary(
+                                Operand::Borrowed(&x),
+                                Operand::Owned(ym1),
+                                BinaryOp::Pow,
+                            )?;
+                            kit::mul(kit::mul(p, &y)?, &g)
+                        })
+                        .transpose()?;
+                    let gb = need_b
+                        .then(|| {
+                            kit::mul(kit::mul(kit::unary(x.clone(), UnaryOp::Log)?, &out)?, &g)
+                        })
+                        .transpose()?;
+                    (ga, gb)
+                }
+            };
+            Ok(vec![
+                ga.map(|g| sum_to(g, &sa)).transpose()?,
+                gb.map(|g| sum_to(g, &sb)).transpose()?,
+            ])
+        }
+    });
+    Ok(Out { value, node })
+}
+
+/// `a op s` (or `s op a` when `scalar_first`), recorded.
+pub(crate) fn binary_scalar(
+    a: In<'_>,
+    scalar: Scalar,
+    op: BinaryOp,
+    scalar_first: bool,
+) -> Result<Out> {
+    let value = ops::binary::binary_scalar(Operand::Borrowed(a.value), scalar, op, scalar_first)?;
+    // Gradients flow through floating-point tensors only, where the scalar is a float.
+    let s = scalar.to_f64();
+    let out = value.clone();
+    let node = record(name(op), &[a.node], |_| {
+        let x = a.value.clone();
+        move |g| {
+            let ga = match (op, scalar_first) {
+                (BinaryOp::Add, _) | (BinaryOp::Sub, false) => g,
+                (BinaryOp::AddRelu, _) => {
+                    ops::relu_backward::relu_backward(Operand::Owned(g), &out)?
+                }
+                (BinaryOp::Sub, true) => kit::neg(g)?,
+                (BinaryOp::Mul, _) => kit::mul_scalar(g, s)?,
+                (BinaryOp::Div, false) => kit::scalar(g, s, BinaryOp::Div, false)?,
+                // d(s / x)/dx = -(s / x) / x
+                (BinaryOp::Div, true) => kit::neg(kit::div(kit::mul(g, &out)?, &x)?)?,
+                // d(x^s)/dx = s * x^(s - 1)
+                (BinaryOp::Pow, false) => kit::mul(
+                    g,
+                    &kit::mul_scalar(kit::scalar(x, s - 1.0, BinaryOp::Pow, false)?, s)?,
+                )?,
+                // d(s^x)/dx = s^x * ln(s)
+                (BinaryOp::Pow, true) => kit::mul_scalar(kit::mul(g, &out)?, s.ln())?,
+                (BinaryOp::Maximum, _) => kit::mul(g, &kit::mask_scalar(&x, s, CompareOp::Ge)?)?,
+                (BinaryOp::Minimum, _) => kit::mul(g, &kit::mask_scalar(&x, s, CompareOp::Le)?)?,
+            };
+            Ok(vec![Some(ga)])
+        }
+    });
+    Ok(Out { value, node })
+}
+
+/// The value of a CPU 0-dim tensor, as a scalar (read from the host: no sync).
+fn host_scalar(t: &RawTensor) -> Result<Scalar> {
+    Ok(match t.dtype {
+        DType::F32 => t.item::<f32>()?.to_scalar(),
+        DType::F64 => t.item::<f64>()?.to_scalar(),
+        DType::I64 => t.item::<i64>()?.to_scalar(),
+        DType::Bool => t.item::<bool>()?.to_scalar(),
+    })
+}
+
+/// How the two operands of an element-wise op meet. Only the dynamic front gets operands on
+/// two devices here, after its check let one CPU 0-dim tensor join an op on a GPU, as PyTorch
+/// does: untracked, its value is passed to the kernel as a scalar; tracked, it is copied there
+/// (and its gradient back).
+enum Meet {
+    /// Same device.
+    Same,
+    /// `a` (`first`) or `b` is an untracked CPU scalar with this value.
+    Scalar { value: Scalar, first: bool },
+    /// `a` (`first`) or `b` was copied to the other's device.
+    Moved { out: Out, first: bool },
+}
+
+fn meet(a: In<'_>, b: In<'_>) -> Result<Meet> {
+    if a.value.device == b.value.device {
+        return Ok(Meet::Same);
+    }
+    let (cpu, other, first) = if a.value.device.is_cpu() {
+        (a, b, true)
+    } else {
+        (b, a, false)
+    };
+    Ok(match cpu.node {
+        None => Meet::Scalar {
+            value: host_scalar(cpu.value)?,
+            first,
+        },
+        Some(_) => Meet::Moved {
+            out: super::copy::to_device(cpu, other.value.device)?,
+            first,
+        },
+    })
+}
+
+/// `a op b` with broadcasting on either front, recorded.
+fn elementwise(a: In<'_>, b: In<'_>, op: BinaryOp) -> Result<Out> {
+    match meet(a, b)? {
+        Meet::Same => binary(a, b, op),
+        Meet::Scalar { value, first: true } => binary_scalar(b, value, op, true),
+        Meet::Scalar {
+            value,
+            first: false,
+        } => binary_scalar(a, value, op, false),
+        Meet::Moved { out, first: true } => binary(out.input(), b, op),
+        Meet::Moved { out, first: false } => binary(a, out.input(), op),
+    }
+}
+
+/// `a op b` as a `bool` tensor (never tracked).
+fn compare(a: In<'_>, b: In<'_>, op: CompareOp) -> Result<Out> {
+    let value = match meet(a, b)? {
+        Meet::Same => ops::binary::compare(a.value, b.value, op)?,
+        // `scalar op t` is `t op' scalar` with the comparison mirrored, so the kernel only
+        // ever sees the GPU tensor.
+        Meet::Scalar { value, first: true } => {
+            ops::binary::compare_scalar(b.value, value, mirrored(op))?
+        }
+        Meet::Scalar {
+            value,
+            first: false,
+        } => ops::binary::compare_scalar(a.value, value, op)?,
+        Meet::Moved { out, first: true } => ops::binary::compare(&out.value, b.value, op)?,
+        Meet::Moved { out, first: false } => ops::binary::compare(a.value, &out.value, op)?,
+    };
+    Ok(Out::untracked(value))
+}
+
+/// The comparison with its operands swapped: `s < t` is `t > s`.
+fn mirrored(op: CompareOp) -> CompareOp {
+    match op {
+        CompareOp::Lt => CompareOp::Gt,
+        CompareOp::Le => CompareOp::Ge,
+        CompareOp::Gt => CompareOp::Lt,
+        CompareOp::Ge => CompareOp::Le,
+        other => other,
+    }
+}
+
+/// `a op s` as a `bool` tensor (never tracked).
+fn compare_scalar(a: In<'_>, s: Scalar, op: CompareOp) -> Result<Out> {
+    Ok(Out::untracked(ops::binary::compare_scalar(a.value, s, op)?))
+}
+
+/// `clamp(a, min, max)`: `min(max(a, min), max)`, recorded as its two steps.
+fn clamp(a: In<'_>, min: Scalar, max: Scalar) -> Result<Out> {
+    let low = binary_scalar(a, min, BinaryOp::Maximum, false)?;
+    binary_scalar(low.input(), max, BinaryOp::Minimum, false)
+}
+
+declare_ops! {
+    /// `self + other` with broadcasting: the fallible form of `+`.
+    Numeric fn add(x, other: OperandOn<D>) -> Same
+        check { same_device_elementwise(&[x.value, other.value], true)?; }
+        = elementwise(x, other, BinaryOp::Add);
+    /// `self - other` with broadcasting: the fallible form of `-`.
+    Numeric fn sub(x, other: OperandOn<D>) -> Same
+        check { same_device_elementwise(&[x.value, other.value], true)?; }
+        = elementwise(x, other, BinaryOp::Sub);
+    /// `self * other` with broadcasting: the fallible form of `*`.
+    Numeric fn mul(x, other: OperandOn<D>) -> Same
+        check { same_device_elementwise(&[x.value, other.value], true)?; }
+        = elementwise(x, other, BinaryOp::Mul);
+    /// `self / other` with broadcasting: the fallible form of `/`.
+    Numeric fn div(x, other: OperandOn<D>) -> Same
+        check { same_device_elementwise(&[x.value, other.value], true)?; }
+        = elementwise(x, other, BinaryOp::Div);
+    /// The larger of each pair (`torch.maximum`); ties split the gradient evenly.
+    Numeric fn maximum(x, other: OperandOn<D>) -> Same
+        check { same_device_elementwise(&[x.value, other.value], true)?; }
+        = elementwise(x, other, BinaryOp::Maximum);
+    /// The smaller of each pair (`torch.minimum`); ties split the gradient evenly.
+    Numeric fn minimum(x, other: OperandOn<D>) -> Same
+        check { same_device_elementwise(&[x.value, other.value], true)?; }
+        = elementwise(x, other, BinaryOp::Minimum);
+    /// `self` to the power `other`, element-wise (`torch.pow`).
+    Numeric fn pow(x, other: OperandOn<D>) -> Same
+        check { same_device_elementwise(&[x.value, other.value], true)?; }
+        = elementwise(x, other, BinaryOp::Pow);
+    /// `relu(self + other)` in one pass, with broadcasting (PyTorch's fused `_add_relu`): the
+    /// sum is never written out, so it moves 3 tensors' worth of memory instead of 5.
+    Numeric fn add_relu(x, other: OperandOn<D>) -> Same
+        check { same_device_elementwise(&[x.value, other.value], true)?; }
+        = elementwise(x, other, BinaryOp::AddRelu);
+
+    /// `self + s` (on the dynamic front an `f64`, `i64` or `bool`: integers stay exact).
+    Numeric fn add_scalar(x, s: Scalar) -> Same check {}
+        = binary_scalar(x, s, BinaryOp::Add, false);
+    /// `self - s`.
+    Numeric fn sub_scalar(x, s: Scalar) -> Same check {}
+        = binary_scalar(x, s, BinaryOp::Sub, false);
+    /// `self * s`.
+    Numeric fn mul_scalar(x, s: Scalar) -> Same check {}
+        = binary_scalar(x, s, BinaryOp::Mul, false);
+    /// `self / s`.
+    Numeric fn div_scalar(x, s: Scalar) -> Same check {}
+        = binary_scalar(x, s, BinaryOp::Div, false);
+    /// `self` to the power `s`.
+    Numeric fn pow_scalar(x, s: Scalar) -> Same check {}
+        = binary_scalar(x, s, BinaryOp::Pow, false);
+    /// `max(self, s)` element-wise (PyTorch's `clamp_min`).
+    Numeric fn clamp_min(x, s: Scalar) -> Same check {}
+        = binary_scalar(x, s, BinaryOp::Maximum, false);
+    /// `min(self, s)` element-wise (PyTorch's `clamp_max`).
+    Numeric fn clamp_max(x, s: Scalar) -> Same check {}
+        = binary_scalar(x, s, BinaryOp::Minimum, false);
+    /// `min(max(self, min), max)` element-wise (PyTorch's `clamp(min, max)`).
+    Numeric fn clamp(x, min: Scalar, max: Scalar) -> Same check {}
+        = clamp(x, min, max);
+
+    /// Element-wise `==` (a `bool` tensor).
+    Element fn eq(x, other: OperandOn<D>) -> Bool
+        check { same_device_elementwise(&[x.value, other.value], true)?; }
+        = compare(x, other, CompareOp::Eq);
+    /// Element-wise `!=` (a `bool` tensor).
+    Element fn ne(x, other: OperandOn<D>) -> Bool
+        check { same_device_elementwise(&[x.value, other.value], true)?; }
+        = compare(x, other, CompareOp::Ne);
+    /// Element-wise `<` (a `bool` tensor).
+    Element fn lt(x, other: OperandOn<D>) -> Bool
+        check { same_device_elementwise(&[x.value, other.value], true)?; }
+        = compare(x, other, CompareOp::Lt);
+    /// Element-wise `<=` (a `bool` tensor).
+    Element fn le(x, other: OperandOn<D>) -> Bool
+        check { same_device_elementwise(&[x.value, other.value], true)?; }
+        = compare(x, other, CompareOp::Le);
+    /// Element-wise `>` (a `bool` tensor).
+    Element fn gt(x, other: OperandOn<D>) -> Bool
+        check { same_device_elementwise(&[x.value, other.value], true)?; }
+        = compare(x, other, CompareOp::Gt);
+    /// Element-wise `>=` (a `bool` tensor).
+    Element fn ge(x, other: OperandOn<D>) -> Bool
+        check { same_device_elementwise(&[x.value, other.value], true)?; }
+        = compare(x, other, CompareOp::Ge);
+    /// Element-wise `== s` (a `bool` tensor; integers compare exactly).
+    Element fn eq_scalar(x, s: Scalar) -> Bool check {} = compare_scalar(x, s, CompareOp::Eq);
+    /// Element-wise `!= s`.
+    Element fn ne_scalar(x, s: Scalar) -> Bool check {} = compare_scalar(x, s, CompareOp::Ne);
+    /// Element-wise `< s`.
+    Element fn lt_scalar(x, s: Scalar) -> Bool check {} = compare_scalar(x, s, CompareOp::Lt);
+    /// Element-wise `<= s`.
+    Element fn le_scalar(x, s: Scalar) -> Bool check {} = compare_scalar(x, s, CompareOp::Le);
+    /// Element-wise `> s`.
+    Element fn gt_scalar(x, s: Scalar) -> Bool check {} = compare_scalar(x, s, CompareOp::Gt);
+    /// Element-wise `>= s`.
+    Element fn ge_scalar(x, s: Scalar) -> Bool check {} = compare_scalar(x, s, CompareOp::Ge);
+}

@@ -1,0 +1,163 @@
+//! Moves between devices and dtypes, and `where`: `to(dev)` (the gradient moves back to the source
+//! device) and `where_cond` (each branch gets the gradient where it was picked).
+
+use super::kit;
+use crate::core::error::Result;
+use crate::core::raw::RawTensor;
+use crate::core::{DType, Element};
+use crate::device::{Device, DynDevice};
+use crate::dyn_tensor::check::same_device_elementwise;
+use crate::graph::{record, In, Out};
+use crate::ops;
+use crate::tensor::operand::sealed::AsRaw;
+use crate::tensor::{HasDevice, OperandOn, Tensor};
+use crate::DynTensor;
+
+/// `a` on `device`, recorded.
+pub(crate) fn to_device(a: In<'_>, device: DynDevice) -> Result<Out> {
+    let value = a.value.to_device(device)?;
+    let node = record("ToCopyBackward0", &[a.node], |_| {
+        let source = a.value.device;
+        move |g| Ok(vec![Some(g.to_device(source)?)])
+    });
+    Ok(Out { value, node })
+}
+
+/// `cond ? a : b`, recorded.
+pub(crate) fn where_cond(cond: &RawTensor, a: In<'_>, b: In<'_>) -> Result<Out> {
+    let value = ops::where_cond::where_cond(cond, a.value, b.value)?;
+    let node = record("WhereBackward0", &[a.node, b.node], |needs| {
+        let (need_a, need_b) = (needs[0], needs[1]);
+        let (c, sa, sb) = (
+            cond.clone(),
+            a.value.shape().to_vec(),
+            b.value.shape().to_vec(),
+        );
+        move |g| {
+            let zero = kit::full_scalar(0.0, &g)?;
+            let ga = need_a
+                .then(|| kit::sum_to(ops::where_cond::where_cond(&c, &g, &zero)?, &sa))
+                .transpose()?;
+            let gb = need_b
+                .then(|| kit::sum_to(ops::where_cond::where_cond(&c, &zero, &g)?, &sb))
+                .transpose()?;
+            Ok(vec![ga, gb])
+        }
+    });
+    Ok(Out { value, node })
+}
+
+/// `a` converted to `dtype`, recorded: the gradient is converted back (floating point only;
+/// integer results are not tracked).
+pub(crate) fn cast(a: In<'_>, dtype: DType) -> Result<Out> {
+    let value = ops::copy::cast(a.value, dtype)?;
+    let node = if dtype.is_float() {
+        record("ToCopyBackward0", &[a.node], |_| {
+            let source = a.value.dtype;
+            move |g| Ok(vec![Some(ops::copy::cast(&g, source)?)])
+        })
+    } else {
+        None
+    };
+    Ok(Out { value, node })
+}
+
+impl<D: Device, E: Element> Tensor<D, E> {
+    /// This tensor on `dev`, typed on it (see [`to`](Self::to)); a tracked tensor's gradient
+    /// flows back to this device.
+    pub fn try_to<D2: Device>(&self, dev: D2) -> Result<Tensor<D2, E>> {
+        Ok(Tensor::from_out(
+            to_device(self.input(), dev.dyn_device())?,
+            dev,
+        ))
+    }
+
+    /// Returns this tensor on `dev`, as PyTorch's `tensor.to(device)`: a **new** tensor, or a
+    /// new handle to the same storage when it is already there. The original stays where it
+    /// was, so rebind: `let x = x.to(dev);`.
+    ///
+    /// Panics with the error's text where [`try_to`](Self::try_to) returns it (out of memory).
+    #[must_use = "`.to(device)` returns a new tensor and leaves this one where it was: rebind it with `let x = x.to(dev);`"]
+    #[track_caller]
+    pub fn to<D2: Device>(&self, dev: D2) -> Tensor<D2, E> {
+        match self.try_to(dev) {
+            Ok(t) => t,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// The values converted to another element type (PyTorch's `x.to(torch.float64)`).
+    pub fn try_to_dtype<E2: Element>(&self) -> Result<Tensor<D, E2>> {
+        Ok(Tensor::from_out(
+            cast(self.input(), E2::DTYPE)?,
+            self.device(),
+        ))
+    }
+
+    /// The values converted to another element type (PyTorch's `x.to(torch.float64)`).
+    ///
+    /// Panics with the error's text where [`try_to_dtype`](Self::try_to_dtype) returns it.
+    #[must_use = "`to_dtype` returns a new tensor"]
+    #[track_caller]
+    pub fn to_dtype<E2: Element>(&self) -> Tensor<D, E2> {
+        match self.try_to_dtype() {
+            Ok(t) => t,
+            Err(e) => panic!("{e}"),
+        }
+    }
+}
+
+impl<D: Device> Tensor<D, bool> {
+    /// Elements of `on_true` where `self` holds, else of `on_false`, broadcasting all three
+    /// (PyTorch's `torch.where(cond, a, b)`); each branch gets the gradient where it was picked.
+    pub fn try_where_cond<E: Element, A, B>(&self, on_true: A, on_false: B) -> Result<Tensor<D, E>>
+    where
+        A: OperandOn<D> + HasDevice<Element = E>,
+        B: OperandOn<D> + HasDevice<Element = E>,
+    {
+        Ok(Tensor::from_out(
+            where_cond(&self.raw, on_true.input(), on_false.input())?,
+            self.device(),
+        ))
+    }
+
+    /// Elements of `on_true` where `self` holds, else of `on_false`.
+    ///
+    /// Panics with the error's text where [`try_where_cond`](Self::try_where_cond) returns it.
+    #[track_caller]
+    pub fn where_cond<E: Element, A, B>(&self, on_true: A, on_false: B) -> Tensor<D, E>
+    where
+        A: OperandOn<D> + HasDevice<Element = E>,
+        B: OperandOn<D> + HasDevice<Element = E>,
+    {
+        match self.try_where_cond(on_true, on_false) {
+            Ok(t) => t,
+            Err(e) => panic!("{e}"),
+        }
+    }
+}
+
+impl DynTensor {
+    /// A copy on `dev`, or a handle to the same storage when already there; a tracked
+    /// tensor's gradient flows back.
+    pub fn to(&self, dev: DynDevice) -> Result<DynTensor> {
+        let dev = dev.open()?;
+        Ok(DynTensor::from_out(to_device(self.input(), dev)?))
+    }
+
+    /// The values converted to `dtype`.
+    pub fn to_dtype(&self, dtype: DType) -> Result<DynTensor> {
+        Ok(DynTensor::from_out(cast(self.input(), dtype)?))
+    }
+
+    /// `self ? on_true : on_false` element-wise; `self` is a `bool` tensor; devices checked
+    /// as PyTorch's `where`.
+    pub fn where_cond(&self, on_true: &DynTensor, on_false: &DynTensor) -> Result<DynTensor> {
+        same_device_elementwise(&[&self.raw, &on_true.raw, &on_false.raw], false)?;
+        Ok(DynTensor::from_out(where_cond(
+            &self.raw,
+            on_true.input(),
+            on_false.input(),
+        )?))
+    }
+}
