@@ -1,4 +1,4 @@
-//! Every differentiable op of `Var`, checked against central finite differences in f64 on
+//! Every differentiable op of a tracked `Tensor`, checked against central finite differences in f64 on
 //! random inputs (`gradcheck`), including broadcasting and batched shapes.
 
 use devtype::autograd::{gradcheck, gradcheck_with, GradcheckOptions};
@@ -251,4 +251,23 @@ fn relu_module_on_an_owned_input_keeps_saved_tensors_intact() {
     let x = randn(&[4, 5], 27);
     check(|v| devtype::nn::ReLU.try_forward(v[0].try_tanh()?), &[&x]);
     check(|v| devtype::nn::ReLU.try_forward(&v[0] * 2.0 - 0.5), &[&x]);
+}
+
+#[test]
+fn ops_added_with_one_declaration() {
+    let (a, b) = (randn(&[3, 4], 41), randn(&[3, 4], 42));
+    let p = positive(&[3, 4], 43);
+    check(|v| v[0].try_clamp(-0.3, 0.4), &[&a]);
+    check(|v| v[0].try_clamp_max(0.2), &[&a]);
+    check(|v| v[0].try_sub_scalar(1.5), &[&a]);
+    check(|v| v[0].try_div_scalar(-2.5), &[&a]);
+    check(|v| v[0].try_pow(&v[1]), &[&p, &b]);
+    check(|v| v[0].try_t(), &[&a]);
+    check(|v| v[0].try_max_keepdim(1), &[&a]);
+    check(|v| v[0].try_min_keepdim(0), &[&a]);
+    check(|v| v[0].try_min_all(), &[&a]);
+    check(
+        |v| v[0].try_bmm(&v[1]),
+        &[&randn(&[2, 3, 4], 44), &randn(&[2, 4, 5], 45)],
+    );
 }

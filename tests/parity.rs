@@ -1,0 +1,399 @@
+//! Both fronts expose every declared op, and give the same values.
+//!
+//! Every op is declared once (`src/api/`), and the declaration makes `Tensor::try_<op>`,
+//! `Tensor::<op>` and `DynTensor::<op>`. This test enumerates the declarations
+//! (`devtype::declared_ops()`) and runs each op on both fronts on the same fresh random
+//! inputs: a declared op missing from the table below fails it, so a new op is tested on both
+//! fronts from the day it lands. The ops that were once missing on one front are listed too,
+//! so they cannot go missing again.
+
+use devtype::nn::Reduction;
+use devtype::prelude::*;
+use std::collections::BTreeSet;
+
+type Out = (Vec<usize>, Vec<f64>);
+type Case = Box<dyn Fn() -> Result<(Out, Out), devtype::Error>>;
+
+fn typed<E: devtype::Element>(t: Tensor<Cpu, E>) -> Out {
+    (t.shape().to_vec(), t.to_dtype::<f64>().to_vec())
+}
+
+fn dynamic(t: DynTensor) -> Out {
+    let shape = t.shape().to_vec();
+    (
+        shape,
+        t.to_dtype(DType::F64).unwrap().to_vec::<f64>().unwrap(),
+    )
+}
+
+struct Inputs {
+    a: Tensor<Cpu, f64>,
+    b: Tensor<Cpu, f64>,
+    pos: Tensor<Cpu, f64>,
+    m: Tensor<Cpu, f64>,
+    bat1: Tensor<Cpu, f64>,
+    bat2: Tensor<Cpu, f64>,
+    w: Tensor<Cpu, f64>,
+    bias: Tensor<Cpu, f64>,
+    idx: Tensor<Cpu, i64>,
+    gidx: Tensor<Cpu, i64>,
+    targets: Tensor<Cpu, i64>,
+}
+
+fn inputs() -> Inputs {
+    let r = |shape: &[usize]| Tensor::<Cpu>::randn(shape, Cpu).to_dtype::<f64>();
+    Inputs {
+        a: r(&[3, 4]),
+        b: r(&[3, 4]),
+        pos: Tensor::<Cpu>::rand([3, 4], Cpu).to_dtype::<f64>() + 0.5,
+        m: r(&[4, 5]),
+        bat1: r(&[2, 3, 4]),
+        bat2: r(&[2, 4, 5]),
+        w: r(&[5, 4]),
+        bias: r(&[5]),
+        idx: Tensor::from_vec(vec![2i64, 0, 1, 2], [4], Cpu),
+        gidx: Tensor::from_vec(vec![0i64, 2, 1, 1, 0, 2, 2, 1, 0, 0, 1, 2], [3, 4], Cpu),
+        targets: Tensor::from_vec(vec![1i64, 0, 3], [3], Cpu),
+    }
+}
+
+/// One case per declared op: the typed call and the dynamic call on the same inputs.
+fn cases() -> Vec<(&'static str, Case)> {
+    let mut cases: Vec<(&'static str, Case)> = Vec::new();
+    macro_rules! case {
+        ($name:literal, |$i:ident| $typed:expr, $dynamic:expr) => {
+            cases.push((
+                $name,
+                Box::new(|| {
+                    let $i = inputs();
+                    let t = typed($typed);
+                    let d = dynamic($dynamic?);
+                    Ok((t, d))
+                }),
+            ));
+        };
+    }
+    // Unary.
+    case!("neg", |i| i.a.neg(), i.a.to_dyn().neg());
+    case!("relu", |i| i.a.relu(), i.a.to_dyn().relu());
+    case!("abs", |i| i.a.abs(), i.a.to_dyn().abs());
+    case!("square", |i| i.a.square(), i.a.to_dyn().square());
+    case!("exp", |i| i.a.exp(), i.a.to_dyn().exp());
+    case!("log", |i| i.pos.log(), i.pos.to_dyn().log());
+    case!("sqrt", |i| i.pos.sqrt(), i.pos.to_dyn().sqrt());
+    case!("tanh", |i| i.a.tanh(), i.a.to_dyn().tanh());
+    case!("sigmoid", |i| i.a.sigmoid(), i.a.to_dyn().sigmoid());
+    case!(
+        "reciprocal",
+        |i| i.pos.reciprocal(),
+        i.pos.to_dyn().reciprocal()
+    );
+    // Binary with tensors.
+    case!("add", |i| i.a.add(&i.b), i.a.to_dyn().add(&i.b.to_dyn()));
+    case!("sub", |i| i.a.sub(&i.b), i.a.to_dyn().sub(&i.b.to_dyn()));
+    case!("mul", |i| i.a.mul(&i.b), i.a.to_dyn().mul(&i.b.to_dyn()));
+    case!(
+        "div",
+        |i| i.a.div(&i.pos),
+        i.a.to_dyn().div(&i.pos.to_dyn())
+    );
+    case!(
+        "maximum",
+        |i| i.a.maximum(&i.b),
+        i.a.to_dyn().maximum(&i.b.to_dyn())
+    );
+    case!(
+        "minimum",
+        |i| i.a.minimum(&i.b),
+        i.a.to_dyn().minimum(&i.b.to_dyn())
+    );
+    case!(
+        "pow",
+        |i| i.pos.pow(&i.b),
+        i.pos.to_dyn().pow(&i.b.to_dyn())
+    );
+    case!(
+        "add_relu",
+        |i| i.a.add_relu(&i.b),
+        i.a.to_dyn().add_relu(&i.b.to_dyn())
+    );
+    // Binary with scalars.
+    case!(
+        "add_scalar",
+        |i| i.a.add_scalar(1.5),
+        i.a.to_dyn().add_scalar(1.5)
+    );
+    case!(
+        "sub_scalar",
+        |i| i.a.sub_scalar(1.5),
+        i.a.to_dyn().sub_scalar(1.5)
+    );
+    case!(
+        "mul_scalar",
+        |i| i.a.mul_scalar(-2.0),
+        i.a.to_dyn().mul_scalar(-2.0)
+    );
+    case!(
+        "div_scalar",
+        |i| i.a.div_scalar(4.0),
+        i.a.to_dyn().div_scalar(4.0)
+    );
+    case!(
+        "pow_scalar",
+        |i| i.pos.pow_scalar(1.5),
+        i.pos.to_dyn().pow_scalar(1.5)
+    );
+    case!(
+        "clamp_min",
+        |i| i.a.clamp_min(-0.2),
+        i.a.to_dyn().clamp_min(-0.2)
+    );
+    case!(
+        "clamp_max",
+        |i| i.a.clamp_max(0.3),
+        i.a.to_dyn().clamp_max(0.3)
+    );
+    case!(
+        "clamp",
+        |i| i.a.clamp(-0.2, 0.3),
+        i.a.to_dyn().clamp(-0.2, 0.3)
+    );
+    // Comparisons.
+    case!(
+        "eq",
+        |i| i.a.eq(&i.a.relu()),
+        i.a.to_dyn().eq(&i.a.to_dyn().relu()?)
+    );
+    case!(
+        "ne",
+        |i| i.a.ne(&i.a.relu()),
+        i.a.to_dyn().ne(&i.a.to_dyn().relu()?)
+    );
+    case!("lt", |i| i.a.lt(&i.b), i.a.to_dyn().lt(&i.b.to_dyn()));
+    case!("le", |i| i.a.le(&i.b), i.a.to_dyn().le(&i.b.to_dyn()));
+    case!("gt", |i| i.a.gt(&i.b), i.a.to_dyn().gt(&i.b.to_dyn()));
+    case!("ge", |i| i.a.ge(&i.b), i.a.to_dyn().ge(&i.b.to_dyn()));
+    case!(
+        "eq_scalar",
+        |i| i.idx.eq_scalar(2),
+        i.idx.to_dyn().eq_scalar(2)
+    );
+    case!(
+        "ne_scalar",
+        |i| i.idx.ne_scalar(2),
+        i.idx.to_dyn().ne_scalar(2)
+    );
+    case!(
+        "lt_scalar",
+        |i| i.a.lt_scalar(0.1),
+        i.a.to_dyn().lt_scalar(0.1)
+    );
+    case!(
+        "le_scalar",
+        |i| i.a.le_scalar(0.1),
+        i.a.to_dyn().le_scalar(0.1)
+    );
+    case!(
+        "gt_scalar",
+        |i| i.a.gt_scalar(0.1),
+        i.a.to_dyn().gt_scalar(0.1)
+    );
+    case!(
+        "ge_scalar",
+        |i| i.a.ge_scalar(0.1),
+        i.a.to_dyn().ge_scalar(0.1)
+    );
+    // Reductions.
+    case!(
+        "sum_dims",
+        |i| i.a.sum_dims(&[0], true),
+        i.a.to_dyn().sum_dims(&[0], true)
+    );
+    case!("sum", |i| i.a.sum(1), i.a.to_dyn().sum(1));
+    case!("sum_all", |i| i.a.sum_all(), i.a.to_dyn().sum_all());
+    case!(
+        "mean_dims",
+        |i| i.a.mean_dims(&[1], true),
+        i.a.to_dyn().mean_dims(&[1], true)
+    );
+    case!("mean", |i| i.a.mean(0), i.a.to_dyn().mean(0));
+    case!("mean_all", |i| i.a.mean_all(), i.a.to_dyn().mean_all());
+    case!("max", |i| i.a.max(1), i.a.to_dyn().max(1));
+    case!(
+        "max_keepdim",
+        |i| i.a.max_keepdim(0),
+        i.a.to_dyn().max_keepdim(0)
+    );
+    case!("max_all", |i| i.a.max_all(), i.a.to_dyn().max_all());
+    case!("min", |i| i.a.min(1), i.a.to_dyn().min(1));
+    case!(
+        "min_keepdim",
+        |i| i.a.min_keepdim(1),
+        i.a.to_dyn().min_keepdim(1)
+    );
+    case!("min_all", |i| i.a.min_all(), i.a.to_dyn().min_all());
+    case!("argmax", |i| i.a.argmax(1), i.a.to_dyn().argmax(1));
+    case!("argmin", |i| i.a.argmin(0), i.a.to_dyn().argmin(0));
+    case!(
+        "argmax_all",
+        |i| i.a.argmax_all(),
+        i.a.to_dyn().argmax_all()
+    );
+    case!(
+        "argmin_all",
+        |i| i.a.argmin_all(),
+        i.a.to_dyn().argmin_all()
+    );
+    // Shapes.
+    case!(
+        "reshape",
+        |i| i.a.reshape(&[2, -1]),
+        i.a.to_dyn().reshape(&[2, -1])
+    );
+    case!("view", |i| i.a.view(&[4, 3]), i.a.to_dyn().view(&[4, 3]));
+    case!(
+        "transpose",
+        |i| i.a.transpose(0, 1),
+        i.a.to_dyn().transpose(0, 1)
+    );
+    case!("t", |i| i.a.t(), i.a.to_dyn().t());
+    case!(
+        "permute",
+        |i| i.bat1.permute(&[2, 0, 1]),
+        i.bat1.to_dyn().permute(&[2, 0, 1])
+    );
+    case!("unsqueeze", |i| i.a.unsqueeze(1), i.a.to_dyn().unsqueeze(1));
+    case!(
+        "squeeze",
+        |i| i.a.unsqueeze(0).squeeze(0),
+        i.a.to_dyn().unsqueeze(0)?.squeeze(0)
+    );
+    case!(
+        "flatten",
+        |i| i.bat1.flatten(0, 1),
+        i.bat1.to_dyn().flatten(0, 1)
+    );
+    case!(
+        "narrow",
+        |i| i.a.narrow(1, 1, 2),
+        i.a.to_dyn().narrow(1, 1, 2)
+    );
+    case!(
+        "expand",
+        |i| i.bias.expand(&[2, 5]),
+        i.bias.to_dyn().expand(&[2, 5])
+    );
+    case!(
+        "contiguous",
+        |i| i.a.t().contiguous(),
+        i.a.to_dyn().t()?.contiguous()
+    );
+    // Products, softmax, indexing, losses.
+    case!(
+        "matmul",
+        |i| i.a.matmul(&i.m),
+        i.a.to_dyn().matmul(&i.m.to_dyn())
+    );
+    case!(
+        "bmm",
+        |i| i.bat1.bmm(&i.bat2),
+        i.bat1.to_dyn().bmm(&i.bat2.to_dyn())
+    );
+    case!(
+        "linear",
+        |i| i.a.linear(&i.w, Some(&i.bias)),
+        i.a.to_dyn().linear(&i.w.to_dyn(), Some(&i.bias.to_dyn()))
+    );
+    case!("softmax", |i| i.a.softmax(1), i.a.to_dyn().softmax(1));
+    case!(
+        "log_softmax",
+        |i| i.a.log_softmax(0),
+        i.a.to_dyn().log_softmax(0)
+    );
+    case!(
+        "gather",
+        |i| i.a.gather(0, &i.gidx),
+        i.a.to_dyn().gather(0, &i.gidx.to_dyn())
+    );
+    case!(
+        "index_select",
+        |i| i.a.index_select(1, &i.idx),
+        i.a.to_dyn().index_select(1, &i.idx.to_dyn())
+    );
+    case!(
+        "cross_entropy",
+        |i| i.a.cross_entropy(&i.targets),
+        i.a.to_dyn().cross_entropy(&i.targets.to_dyn())
+    );
+    case!(
+        "cross_entropy_with",
+        |i| i.a.cross_entropy_with(&i.targets, None, Reduction::Sum, 0),
+        i.a.to_dyn()
+            .cross_entropy_with(&i.targets.to_dyn(), None, Reduction::Sum, 0)
+    );
+    cases
+}
+
+#[test]
+fn every_declared_op_is_tested_on_both_fronts() {
+    let declared: BTreeSet<&str> = devtype::declared_ops().into_iter().collect();
+    let tested: BTreeSet<&str> = cases().iter().map(|(name, _)| *name).collect();
+    let untested: Vec<_> = declared.difference(&tested).collect();
+    let undeclared: Vec<_> = tested.difference(&declared).collect();
+    assert!(
+        untested.is_empty(),
+        "declared but not in the parity table: {untested:?}"
+    );
+    assert!(
+        undeclared.is_empty(),
+        "in the table but not declared: {undeclared:?}"
+    );
+}
+
+#[test]
+fn the_ops_once_missing_on_one_front_are_declared() {
+    let declared: BTreeSet<&str> = devtype::declared_ops().into_iter().collect();
+    for op in [
+        "pow",
+        "minimum",
+        "maximum",
+        "clamp",
+        "clamp_min",
+        "clamp_max",
+        "sub_scalar",
+        "div_scalar",
+        "t",
+        "expand",
+        "max_all",
+        "argmax_all",
+        "max_keepdim",
+        "bmm",
+    ] {
+        assert!(
+            declared.contains(op),
+            "{op} is not declared for both fronts"
+        );
+    }
+}
+
+#[test]
+fn both_fronts_give_the_same_values() {
+    devtype::manual_seed(7);
+    for (name, case) in cases() {
+        let ((ts, tv), (ds, dv)) = case().unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(ts, ds, "{name}: shapes differ");
+        assert_eq!(tv.len(), dv.len(), "{name}");
+        for (k, (x, y)) in tv.iter().zip(&dv).enumerate() {
+            assert!(
+                x == y || (x.is_nan() && y.is_nan()),
+                "{name}[{k}]: typed {x} vs dynamic {y}"
+            );
+        }
+        // Fresh random inputs every case: a constant result would mean a broken op.
+        assert!(
+            tv.iter().any(|&v| v != tv[0]) || tv.len() <= 1 || name.ends_with("scalar"),
+            "{name}: every value is {}",
+            tv[0]
+        );
+    }
+}
