@@ -105,8 +105,8 @@ fn tour<D: Device>(dev: D, s: Style) {
     devtype::manual_seed(0);
     let model = Linear::new(10, 2, Cpu).to(dev);
     s.code("let model = Linear::new(10, 2, Cpu).to(dev);   // the module, now typed Linear<D>");
-    let x = Tensor::<Cpu>::randn([4, 10], Cpu);
-    s.code("let x = Tensor::<Cpu>::randn([4, 10], Cpu);");
+    let x = Tensor::randn([4, 10], Cpu);
+    s.code("let x = Tensor::randn([4, 10], Cpu);");
     let x = x.to(dev);
     s.code("let x = x.to(dev);                             // tensors return a copy: rebind!");
     let out = model.forward(&x);

@@ -31,7 +31,7 @@
 //!     type Output = Vec<usize>;
 //!     fn run<D: Device>(self, device: D) -> Vec<usize> {
 //!         let model = Linear::new(10, 2, Cpu).to(device); // the module moves; rebind it
-//!         let x = Tensor::<Cpu>::randn([4, 10], Cpu);
+//!         let x = Tensor::randn([4, 10], Cpu);
 //!         let x = x.to(device);                           // tensors return a copy: rebind!
 //!         let out = model.forward(&x);
 //!         println!("{}", out.device());
@@ -65,8 +65,8 @@ pub mod autograd {
     //! use devtype::prelude::*;
     //!
     //! let dev = Cpu;                                              // or Cuda::<0>::open()?
-    //! let w = Tensor::parameter(Tensor::<Cpu>::randn([3, 2], dev));
-    //! let x = Tensor::<Cpu>::randn([4, 3], dev);
+    //! let w = Tensor::parameter(Tensor::randn([3, 2], dev));
+    //! let x = Tensor::randn([4, 3], dev);
     //! let loss = x.matmul(&w).tanh().mean_all();
     //! loss.backward();
     //! let g: Tensor<Cpu> = w.grad().unwrap();                     // on w's device, by type

@@ -14,9 +14,9 @@ static OFFSET: AtomicU64 = AtomicU64::new(0);
 /// ```
 /// use devtype::prelude::*;
 /// devtype::manual_seed(7);
-/// let a = Tensor::<Cpu>::randn([3], Cpu).to_vec();
+/// let a = Tensor::randn([3], Cpu).to_vec();
 /// devtype::manual_seed(7);
-/// assert_eq!(a, Tensor::<Cpu>::randn([3], Cpu).to_vec());
+/// assert_eq!(a, Tensor::randn([3], Cpu).to_vec());
 /// ```
 pub fn manual_seed(seed: u64) {
     SEED.store(seed, Ordering::SeqCst);

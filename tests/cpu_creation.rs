@@ -223,7 +223,7 @@ fn random_numbers() {
     let sigma = |var: f64| (var / N as f64).sqrt();
     // Uniform: in [0, 1), mean 1/2, variance 1/12 (tolerances are 6 standard errors).
     devtype::manual_seed(1234);
-    let u: Vec<f64> = Tensor::<Cpu, f64>::rand([N], Cpu).to_vec();
+    let u: Vec<f64> = Tensor::<Cpu, f64>::zeros([N], Cpu).rand_like().to_vec();
     assert!(u.iter().all(|&v| (0.0..1.0).contains(&v)));
     let (m, v) = moments(&u);
     assert!(
@@ -245,7 +245,7 @@ fn random_numbers() {
         "uniform P(x < 0.1) = {below_tenth}"
     );
     // Normal: mean 0, variance 1, 68.27% within one sigma, 95.45% within two.
-    let z: Vec<f64> = Tensor::<Cpu, f64>::randn([N], Cpu).to_vec();
+    let z: Vec<f64> = Tensor::<Cpu, f64>::zeros([N], Cpu).randn_like().to_vec();
     let (m, v) = moments(&z);
     assert!(m.abs() < 6.0 * sigma(1.0), "normal mean {m}");
     assert!((v - 1.0).abs() < 6.0 * sigma(2.0), "normal variance {v}");
@@ -311,7 +311,10 @@ fn random_numbers() {
     // Shapes that hold nothing or one value.
     assert_eq!(Tensor::<Cpu>::rand([0, 3], Cpu).shape(), &[0, 3]);
     assert!((0.0..1.0).contains(&Tensor::<Cpu>::rand([], Cpu).item()));
-    assert!(Tensor::<Cpu, f64>::randn([], Cpu).item().is_finite());
+    assert!(Tensor::<Cpu, f64>::zeros([], Cpu)
+        .randn_like()
+        .item()
+        .is_finite());
     assert_eq!(
         DynTensor::randn([2, 0], DynDevice::cpu()).unwrap().shape(),
         &[2, 0]

@@ -50,7 +50,9 @@ fn randn(shape: &[usize], dtype: DType) -> DynTensor {
     seed_once();
     let _guard = RNG.lock().unwrap_or_else(|p| p.into_inner());
     match dtype {
-        DType::F64 => Tensor::<Cpu, f64>::randn(shape, Cpu).into_dyn(),
+        DType::F64 => Tensor::<Cpu, f64>::zeros(shape, Cpu)
+            .randn_like()
+            .into_dyn(),
         _ => DynTensor::randn(shape, CPU)
             .unwrap()
             .to_dtype(dtype)
@@ -63,7 +65,7 @@ fn rand(shape: &[usize], dtype: DType) -> DynTensor {
     seed_once();
     let _guard = RNG.lock().unwrap_or_else(|p| p.into_inner());
     match dtype {
-        DType::F64 => Tensor::<Cpu, f64>::rand(shape, Cpu).into_dyn(),
+        DType::F64 => Tensor::<Cpu, f64>::zeros(shape, Cpu).rand_like().into_dyn(),
         _ => DynTensor::rand(shape, CPU)
             .unwrap()
             .to_dtype(dtype)
@@ -297,11 +299,11 @@ fn creation_on_the_device_matches_the_cpu() {
         for seed in [1u64, 0xDEAD_BEEF] {
             devtype::manual_seed(seed);
             let cpu32 = Tensor::<Cpu, f32>::rand(shape, Cpu);
-            let cpu64 = Tensor::<Cpu, f64>::randn(shape, Cpu);
+            let cpu64 = Tensor::<Cpu, f64>::zeros(shape, Cpu).randn_like();
             let cpun = Tensor::<Cpu, f32>::randn(shape, Cpu);
             devtype::manual_seed(seed);
             let gpu32 = Tensor::<Cuda<0>, f32>::rand(shape, gpu);
-            let gpu64 = Tensor::<Cuda<0>, f64>::randn(shape, gpu);
+            let gpu64 = Tensor::<Cuda<0>, f64>::zeros(shape, gpu).randn_like();
             let gpun = Tensor::<Cuda<0>, f32>::randn(shape, gpu);
             assert_matches(&gpu32.into_dyn(), &cpu32.into_dyn(), EXACT, "rand f32");
             assert_matches(

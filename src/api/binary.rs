@@ -26,11 +26,15 @@ fn name(op: BinaryOp) -> &'static str {
 }
 
 /// `a op b` with broadcasting, recorded.
+#[inline]
 pub(crate) fn binary(a: In<'_>, b: In<'_>, op: BinaryOp) -> Result<Out> {
     let value = ops::binary::binary(Operand::Borrowed(a.value), Operand::Borrowed(b.value), op)?;
-    let out = value.clone();
+    if a.node.is_none() && b.node.is_none() {
+        return Ok(Out::untracked(value));
+    }
     let node = record(name(op), &[a.node, b.node], |needs| {
         let (need_a, need_b) = (needs[0], needs[1]);
+        let out = value.clone();
         let (sa, sb) = (a.value.shape().to_vec(), b.value.shape().to_vec());
         let (x, y) = (a.value.clone(), b.value.clone());
         move |g| {
@@ -122,9 +126,8 @@ pub(crate) fn binary_scalar(
     let value = ops::binary::binary_scalar(Operand::Borrowed(a.value), scalar, op, scalar_first)?;
     // Gradients flow through floating-point tensors only, where the scalar is a float.
     let s = scalar.to_f64();
-    let out = value.clone();
     let node = record(name(op), &[a.node], |_| {
-        let x = a.value.clone();
+        let (x, out) = (a.value.clone(), value.clone());
         move |g| {
             let ga = match (op, scalar_first) {
                 (BinaryOp::Add, _) | (BinaryOp::Sub, false) => g,
@@ -175,6 +178,8 @@ enum Meet {
     Moved { out: Out, first: bool },
 }
 
+#[cold]
+#[inline(never)]
 fn meet(a: In<'_>, b: In<'_>) -> Result<Meet> {
     if a.value.device == b.value.device {
         return Ok(Meet::Same);
@@ -197,7 +202,11 @@ fn meet(a: In<'_>, b: In<'_>) -> Result<Meet> {
 }
 
 /// `a op b` with broadcasting on either front, recorded.
+#[inline]
 fn elementwise(a: In<'_>, b: In<'_>, op: BinaryOp) -> Result<Out> {
+    if a.value.device == b.value.device {
+        return binary(a, b, op);
+    }
     match meet(a, b)? {
         Meet::Same => binary(a, b, op),
         Meet::Scalar { value, first: true } => binary_scalar(b, value, op, true),
@@ -211,7 +220,11 @@ fn elementwise(a: In<'_>, b: In<'_>, op: BinaryOp) -> Result<Out> {
 }
 
 /// `a op b` as a `bool` tensor (never tracked).
+#[inline]
 fn compare(a: In<'_>, b: In<'_>, op: CompareOp) -> Result<Out> {
+    if a.value.device == b.value.device {
+        return Ok(Out::untracked(ops::binary::compare(a.value, b.value, op)?));
+    }
     let value = match meet(a, b)? {
         Meet::Same => ops::binary::compare(a.value, b.value, op)?,
         // `scalar op t` is `t op' scalar` with the comparison mirrored, so the kernel only

@@ -147,7 +147,7 @@ impl Dropout {
                 device,
             ));
         }
-        let keep = Tensor::<D, E>::try_rand(x.value.shape(), device)?
+        let keep = Tensor::<D, E>::random(x.value.shape(), device, false)?
             .try_ge_scalar(E::from_f64(self.p))?;
         let scale = if self.p < 1.0 {
             1.0 / (1.0 - self.p)

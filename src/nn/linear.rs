@@ -15,7 +15,7 @@ use crate::tensor::{Float, HasDevice, ModuleInput, Tensor};
 ///
 /// let dev = Cpu;                                   // or Cuda::<0>::open()?
 /// let model = Linear::new(10, 2, Cpu).to(dev);     // the module, typed on its new device
-/// let x = Tensor::<Cpu>::randn([4, 10], Cpu);
+/// let x = Tensor::randn([4, 10], Cpu);
 /// let x = x.to(dev);                               // tensors return a copy: rebind!
 /// let out = model.forward(&x);
 /// assert_eq!(out.shape(), &[4, 2]);
@@ -39,7 +39,7 @@ impl<D: Device, E: Float> Linear<D, E> {
         };
         let uniform = |shape: &[usize]| -> Result<Tensor<D, E>> {
             // u in [0, 1) -> (2u - 1) * bound
-            let u = Tensor::<D, E>::try_rand(shape, dev)?;
+            let u = Tensor::<D, E>::random(shape, dev, false)?;
             u.try_mul_scalar(E::from_f64(2.0 * bound))?
                 .try_add_scalar(E::from_f64(-bound))
         };

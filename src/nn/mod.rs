@@ -32,7 +32,7 @@
 //! let model = model.to(dev);                       // every parameter moves, typed on dev
 //! let names: Vec<String> = model.named_parameters().into_iter().map(|(n, _)| n).collect();
 //! assert_eq!(names, ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"]);
-//! let y = model.forward(&Tensor::<Cpu>::randn([3, 4], Cpu).to(dev));
+//! let y = model.forward(&Tensor::randn([3, 4], Cpu).to(dev));
 //! assert_eq!(y.shape(), &[3, 2]);
 //! ```
 //!

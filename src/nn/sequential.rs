@@ -17,7 +17,7 @@ use crate::tensor::{Float, HasDevice, ModuleInput};
 /// let dev = Cpu;                                         // or Cuda::<0>::open()?
 /// let model = Sequential::new((Linear::new(784, 512, Cpu), ReLU, Linear::new(512, 10, Cpu)));
 /// let model = model.to(dev);                             // one call moves every layer
-/// let logits = model.forward(&Tensor::<Cpu>::randn([2, 784], Cpu).to(dev));
+/// let logits = model.forward(&Tensor::randn([2, 784], Cpu).to(dev));
 /// assert_eq!(logits.shape(), &[2, 10]);
 /// assert_eq!(model.named_parameters()[2].0, "2.weight");
 /// ```

@@ -14,7 +14,7 @@
 //! let dev = Cpu;                                         // or Cuda::<0>::open()?
 //! let mut model = Linear::new(3, 1, Cpu).to(dev);
 //! let mut opt = Sgd::new(0.1).momentum(0.9);             // state on dev, inferred from step
-//! let (x, y) = (Tensor::<Cpu>::randn([8, 3], dev), Tensor::<Cpu>::zeros([8, 1], dev));
+//! let (x, y) = (Tensor::randn([8, 3], dev), Tensor::<Cpu>::zeros([8, 1], dev));
 //! for _ in 0..20 {
 //!     model.zero_grad();
 //!     let loss = MSELoss::new().forward(&model.forward(&x), &y);

@@ -58,7 +58,7 @@ impl IntoShape for &Vec<usize> {
 /// use devtype::prelude::*;
 ///
 /// let dev = Cpu; // or Cuda::<0>::open()?
-/// let x = Tensor::<Cpu>::randn([4, 10], Cpu);
+/// let x = Tensor::randn([4, 10], Cpu);
 /// let x = x.to(dev);                           // tensors return a copy: rebind!
 /// let ones = Tensor::ones([4, 10], dev);       // created directly on the device
 /// assert_eq!((&x + &ones).shape(), &[4, 10]);
@@ -309,25 +309,65 @@ impl<D: Device, E: Element> Tensor<D, E> {
     }
 }
 
-impl<D: Device, E: Float> Tensor<D, E> {
-    /// Uniform random values in `[0, 1)`, created directly on `dev` (seeded by [`manual_seed`](crate::manual_seed)).
+/// Random constructors make `f32` tensors, so `Tensor::randn([4, 10], Cpu)` needs no element
+/// type (as `HashMap::new()` needs no hasher); [`randn_like`](Tensor::randn_like) and
+/// [`rand_like`](Tensor::rand_like) give other floating-point types.
+impl<D: Device> Tensor<D, f32> {
+    /// Uniform random values in `[0, 1)`, created directly on `dev` (seeded by
+    /// [`manual_seed`](crate::manual_seed)).
     pub fn try_rand(shape: impl IntoShape, dev: D) -> Result<Self> {
-        let numel = layout::checked_numel(shape.as_dims())?;
-        Self::create(shape, dev, Fill::uniform(numel))
+        Self::random(shape, dev, false)
     }
     infallible!(
-        /// Uniform random values in `[0, 1)`, created directly on `dev`.
+        /// Uniform random values in `[0, 1)`, created directly on `dev` (PyTorch's `torch.rand`).
         pub fn rand(shape: impl IntoShape, dev: D) -> Self
     );
 
     /// Standard normal random values, created directly on `dev` (PyTorch's `torch.randn`).
+    ///
+    /// ```
+    /// use devtype::prelude::*;
+    /// let x = Tensor::randn([4, 10], Cpu); // a Tensor<Cpu, f32>
+    /// assert_eq!(x.shape(), &[4, 10]);
+    /// ```
     pub fn try_randn(shape: impl IntoShape, dev: D) -> Result<Self> {
-        let numel = layout::checked_numel(shape.as_dims())?;
-        Self::create(shape, dev, Fill::normal(numel))
+        Self::random(shape, dev, true)
     }
     infallible!(
         /// Standard normal random values, created directly on `dev` (PyTorch's `torch.randn`).
         pub fn randn(shape: impl IntoShape, dev: D) -> Self
+    );
+}
+
+impl<D: Device, E: Float> Tensor<D, E> {
+    pub(crate) fn random(shape: impl IntoShape, dev: D, normal: bool) -> Result<Self> {
+        let numel = layout::checked_numel(shape.as_dims())?;
+        let fill = if normal {
+            Fill::normal(numel)
+        } else {
+            Fill::uniform(numel)
+        };
+        Self::create(shape, dev, fill)
+    }
+
+    /// Uniform random values in `[0, 1)` with this tensor's shape, element type and device
+    /// (PyTorch's `torch.rand_like`).
+    pub fn try_rand_like(&self) -> Result<Self> {
+        Self::random(self.shape(), self.device(), false)
+    }
+    infallible!(
+        /// Uniform random values in `[0, 1)` with this tensor's shape, element type and device.
+        pub fn rand_like(&self) -> Self
+    );
+
+    /// Standard normal random values with this tensor's shape, element type and device
+    /// (PyTorch's `torch.randn_like`): `Tensor::<Cpu, f64>::zeros([3], Cpu).randn_like()`.
+    pub fn try_randn_like(&self) -> Result<Self> {
+        Self::random(self.shape(), self.device(), true)
+    }
+    infallible!(
+        /// Standard normal random values with this tensor's shape, element type and device.
+        pub fn randn_like(&self) -> Self
     );
 }
 
