@@ -186,6 +186,18 @@ pub(crate) fn gpu_of<'a>(
     }
 }
 
+/// The device address of a GPU tensor's first element, for a kernel argument; an error for a
+/// tensor not on a GPU (the ops' dispatch only sends GPU tensors to the CUDA backend).
+pub(crate) fn ptr(t: &RawTensor) -> Result<u64> {
+    match &*t.storage {
+        Storage::Cuda(s) => Ok(element_ptr(t, s)),
+        Storage::Cpu(_) => Err(Error::Internal {
+            context: "cuda kernel argument",
+            message: format!("a CUDA kernel was given a tensor on {}", t.device),
+        }),
+    }
+}
+
 /// The device address of a GPU tensor's first element (storage address plus layout offset).
 pub(crate) fn element_ptr(t: &RawTensor, storage: &CudaStorage) -> u64 {
     storage.device_ptr() + (t.layout.offset * t.dtype.size_in_bytes()) as u64
