@@ -38,34 +38,32 @@ pub(crate) enum Device {
 /// The device every operand is on, or PyTorch's device-mismatch error naming the first non-CPU
 /// device and the first operand on another one. This is the only place the ops look at a
 /// storage's variant. The caller passes at least one operand.
+///
+/// The devices decide the mismatch; the storages decide the backend: host memory runs on the
+/// CPU, device memory on its GPU, and operands whose storages disagree (with equal devices)
+/// are an internal error, never a CUDA launch. (Host memory labelled `cuda:N` runs on the CPU,
+/// as it always did: the fronts' tests fake GPU tensors that way.)
 #[inline(always)]
 pub(crate) fn on(operands: &[&RawTensor]) -> Result<Device> {
     let first = operands[0];
-    match (&*first.storage, first.device.cuda_index()) {
-        (Storage::Cpu(_), None) => {
-            for t in &operands[1..] {
-                if !matches!(
-                    (&*t.storage, t.device.cuda_index()),
-                    (Storage::Cpu(_), None)
-                ) {
-                    return Err(mismatch(first.device, t.device));
-                }
-            }
-            Ok(Device::Cpu)
+    let device = first.device.cuda_index();
+    for t in &operands[1..] {
+        if t.device.cuda_index() != device {
+            return Err(mismatch(first.device, t.device));
         }
-        (Storage::Cuda(s), Some(ordinal)) if s.ordinal() == ordinal => {
-            for t in &operands[1..] {
-                match (&*t.storage, t.device.cuda_index()) {
-                    (Storage::Cuda(s), Some(o)) if o == ordinal && s.ordinal() == o => {}
-                    _ => return Err(mismatch(first.device, t.device)),
-                }
-            }
-            Ok(Device::Cuda(context::get(ordinal)?))
-        }
+    }
+    let all = |cpu: bool| {
+        operands[1..]
+            .iter()
+            .all(|t| matches!(&*t.storage, Storage::Cpu(_)) == cpu)
+    };
+    match (&*first.storage, device) {
+        (Storage::Cpu(_), _) if all(true) => Ok(Device::Cpu),
+        (Storage::Cuda(_), Some(ordinal)) if all(false) => Ok(Device::Cuda(context::get(ordinal)?)),
         (_, _) => Err(Error::Internal {
             context: "ops::backend::on",
             message: format!(
-                "a tensor on {} holds memory of another device",
+                "tensors on {} hold memory of different kinds (host and device)",
                 first.device
             ),
         }),
@@ -421,3 +419,40 @@ macro_rules! backend_impl {
 
 backend_impl!(CpuBackend, cpu, |self|);
 backend_impl!(CudaBackend, cuda, |self| self.0);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_mismatch_names_the_non_cpu_device_first() {
+        let (cpu, gpu0, gpu1) = (DynDevice::cpu(), DynDevice::cuda(0), DynDevice::cuda(1));
+        for (a, b, first, second) in [
+            (cpu, gpu0, gpu0, cpu),
+            (gpu0, cpu, gpu0, cpu),
+            (gpu0, gpu1, gpu0, gpu1),
+        ] {
+            assert_eq!(mismatch(a, b), Error::DeviceMismatch { first, second });
+        }
+    }
+
+    #[test]
+    fn host_operands_dispatch_to_the_cpu() {
+        let a = RawTensor::from_cpu_vec(vec![1.0f32, 2.0], Dims::shape(&[2]).unwrap());
+        let b = RawTensor::from_cpu_vec(vec![3i64], Dims::EMPTY);
+        assert!(matches!(on(&[&a, &b]), Ok(Device::Cpu)));
+        assert!(matches!(on_device(DynDevice::cpu()), Ok(Device::Cpu)));
+        // Host memory labelled cuda:0 (the fronts' tests' fake GPU tensors) runs on the CPU,
+        // never in CUDA code; with a tensor labelled cpu it is a device mismatch.
+        let mut fake = a.clone();
+        fake.device = DynDevice::cuda(0);
+        assert!(matches!(on(&[&fake, &fake]), Ok(Device::Cpu)));
+        assert_eq!(
+            on(&[&a, &fake]).err(),
+            Some(Error::DeviceMismatch {
+                first: DynDevice::cuda(0),
+                second: DynDevice::cpu()
+            })
+        );
+    }
+}
