@@ -171,8 +171,9 @@ pub(crate) fn tensor_from_storage(storage: CudaStorage, shape: Dims, ordinal: us
     }
 }
 
-/// A GPU tensor's device and storage; an error names the op for a tensor that is not on a GPU
-/// (the dispatch in `ops/*/mod.rs` only sends GPU tensors here).
+/// A GPU tensor's device and storage; an error names the op for a tensor that is not on a GPU.
+/// Kernels get their GPU from the ops' dispatch (`ops::backend`); this is for the copies
+/// between devices, which start from one tensor.
 pub(crate) fn gpu_of<'a>(
     op: &'static str,
     t: &'a RawTensor,
