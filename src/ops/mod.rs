@@ -1,5 +1,7 @@
-//! Every op, one folder per family: `mod.rs` (shapes, checks, dispatch), `cpu.rs` (the CPU
-//! kernel) and `cuda.rs` (the CUDA launch; its kernel is `kernels/<family>.cu`).
+//! Every op, one folder per family: `mod.rs` (shapes, checks, one `dispatch!` to the
+//! [`backend::Backend`] of the operands' device), `cpu.rs` (the CPU kernel) and `cuda.rs` (the
+//! CUDA launch through the typed launchers of `backend::cuda::launch`, and the family's
+//! `KERNELS`, its kernel file and the names it launches from it).
 //!
 //! Ops here work on [`RawTensor`](crate::core::raw::RawTensor) and assume the device check
 //! is done: the typed front had the compiler do it, the dynamic front does it in
@@ -37,6 +39,8 @@ macro_rules! cpu_dispatch {
     };
 }
 
+#[macro_use]
+pub(crate) mod backend;
 pub(crate) mod bias_grad;
 pub(crate) mod binary;
 pub(crate) mod cat;

@@ -171,8 +171,9 @@ pub(crate) fn tensor_from_storage(storage: CudaStorage, shape: Dims, ordinal: us
     }
 }
 
-/// A GPU tensor's device and storage; an error names the op for a tensor that is not on a GPU
-/// (the dispatch in `ops/*/mod.rs` only sends GPU tensors here).
+/// A GPU tensor's device and storage; an error names the op for a tensor that is not on a GPU.
+/// Kernels get their GPU from the ops' dispatch (`ops::backend`); this is for the copies
+/// between devices, which start from one tensor.
 pub(crate) fn gpu_of<'a>(
     op: &'static str,
     t: &'a RawTensor,
@@ -182,6 +183,18 @@ pub(crate) fn gpu_of<'a>(
         _ => Err(Error::Internal {
             context: op,
             message: format!("the CUDA kernel was given a tensor on {}", t.device),
+        }),
+    }
+}
+
+/// The device address of a GPU tensor's first element, for a kernel argument; an error for a
+/// tensor not on a GPU (the ops' dispatch only sends GPU tensors to the CUDA backend).
+pub(crate) fn ptr(t: &RawTensor) -> Result<u64> {
+    match &*t.storage {
+        Storage::Cuda(s) => Ok(element_ptr(t, s)),
+        Storage::Cpu(_) => Err(Error::Internal {
+            context: "cuda kernel argument",
+            message: format!("a CUDA kernel was given a tensor on {}", t.device),
         }),
     }
 }

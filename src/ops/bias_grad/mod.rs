@@ -1,12 +1,11 @@
 //! The bias gradient of a linear layer: the sum of `grad` over every dimension but the last,
 //! accumulated row by row (contiguous, vectorised) instead of as a strided column reduction.
 
-mod cpu;
-mod cuda;
+pub(super) mod cpu;
+pub(super) mod cuda;
 
 use crate::core::error::{Error, Result};
 use crate::core::raw::RawTensor;
-use crate::core::storage::Storage;
 
 /// `grad.sum(all dims but the last)`, of shape `[grad.shape[-1]]`.
 pub(crate) fn bias_grad(grad: &RawTensor) -> Result<RawTensor> {
@@ -21,8 +20,5 @@ pub(crate) fn bias_grad(grad: &RawTensor) -> Result<RawTensor> {
             dtype: grad.dtype,
         });
     }
-    match &*grad.storage {
-        Storage::Cpu(_) => cpu::bias_grad(grad),
-        Storage::Cuda(_) => cuda::bias_grad(grad),
-    }
+    dispatch!([grad], |be| be.bias_grad(grad))
 }

@@ -5,134 +5,153 @@
 
 use super::{BinaryOp, CompareOp};
 use crate::backend::cuda::context::GpuContext;
-use crate::backend::cuda::kernels;
-use crate::backend::cuda::{launch, memory};
+use crate::backend::cuda::kernels::KernelFile;
+use crate::backend::cuda::launch::{self, Kernel};
+use crate::backend::cuda::memory;
 use crate::core::cuda_storage::{suffix, with_dtype, CudaElement};
 use crate::core::error::Result;
 use crate::core::layout::Dims;
-use crate::core::raw::RawTensor;
+use crate::core::raw::{Operand, RawTensor};
 use crate::core::{DType, Element, Scalar};
-use crate::ops::kernels::compare_name;
-use cudarc::driver::PushKernelArg;
+use crate::ops::kernels::{typed, ALL_TYPES, FLOAT_TYPES, NUMERIC_TYPES};
 
-/// Queues `kernel(out, a, b, Strided<2>, n)` over `shape` and returns `out`.
+/// `kernels/binary.cu`: arithmetic and comparisons (here) and the relu gradient
+/// (`ops::relu_backward`, which names its own kernels).
+pub(crate) static KERNELS: KernelFile = KernelFile {
+    file: "binary.cu",
+    source: include_str!("../../../kernels/binary.cu"),
+    names: || {
+        let mut n = Vec::new();
+        for op in BinaryOp::ALL {
+            let types: &[&str] = if op.float_only() {
+                &FLOAT_TYPES
+            } else {
+                &NUMERIC_TYPES
+            };
+            typed(&mut n, &format!("binary_{}", op.name()), types);
+            typed(&mut n, &format!("binary_scalar_{}", op.name()), types);
+        }
+        for op in CompareOp::ALL {
+            typed(&mut n, &format!("compare_{}", compare_name(op)), &ALL_TYPES);
+            typed(
+                &mut n,
+                &format!("compare_scalar_{}", compare_name(op)),
+                &ALL_TYPES,
+            );
+        }
+        n.extend(crate::ops::relu_backward::cuda::kernel_names());
+        n
+    },
+};
+
+/// The kernel name of a comparison (`compare_<name>_<T>` in `binary.cu`).
+fn compare_name(op: CompareOp) -> &'static str {
+    match op {
+        CompareOp::Eq => "eq",
+        CompareOp::Ne => "ne",
+        CompareOp::Lt => "lt",
+        CompareOp::Le => "le",
+        CompareOp::Gt => "gt",
+        CompareOp::Ge => "ge",
+    }
+}
+
+/// Queues `kernel(out, a, b, Strided<2>, u64 n)` over `shape` and returns `out`
+/// (`binary_<op>_<T>` and `compare_<op>_<T>`).
 fn launch2(
-    name: &str,
+    gpu: &'static GpuContext,
+    kernel: Kernel<'_>,
     a: &RawTensor,
     b: &RawTensor,
     shape: Dims,
     out_dtype: DType,
 ) -> Result<RawTensor> {
-    let (gpu, sa) = memory::gpu_of(name_op(name), a)?;
-    let (_, sb) = memory::gpu_of(name_op(name), b)?;
-    memory::same_gpu(gpu, &[b])?;
     let n: usize = shape.iter().product();
     let out = memory::alloc_dtype(gpu, out_dtype, n)?;
     if n > 0 {
         let la = a.layout.broadcast_to(&shape)?;
         let lb = b.layout.broadcast_to(&shape)?;
-        let layout = launch::strided::<2>(&shape, [&la.strides, &lb.strides]);
-        let f = kernels::function(gpu, &crate::ops::kernels::BINARY, name)?;
-        let (po, pa, pb, count) = (
+        launch::strided(
+            gpu,
+            kernel,
             out.device_ptr(),
-            memory::element_ptr(a, sa),
-            memory::element_ptr(b, sb),
-            n as u64,
-        );
-        let mut builder = gpu.stream.launch_builder(f);
-        builder.arg(&po).arg(&pa).arg(&pb).arg(&layout).arg(&count);
-        // SAFETY: `binary_*` / `compare_*(O* out, const T* a, const T* b, Strided<2>, u64 n)`
-        // match these arguments; both inputs are views of live buffers of `a.dtype` broadcast
-        // to `shape` (the strides keep every offset inside them), and `out` holds `n` elements.
-        unsafe { builder.launch(launch::elementwise(gpu, n)) }
-            .map_err(|e| gpu.error("cuLaunchKernel(binary)", e))?;
+            [memory::ptr(a)?, memory::ptr(b)?],
+            &launch::strided_layout::<2>(&shape, [&la.strides, &lb.strides]),
+            n,
+            (),
+            4,
+        )?;
     }
     Ok(memory::tensor_from_storage(out, shape, gpu.ordinal))
 }
 
-fn name_op(name: &str) -> &'static str {
-    if name.starts_with("compare") {
-        "compare"
-    } else {
-        "binary"
-    }
+pub(crate) fn binary(
+    gpu: &'static GpuContext,
+    a: Operand<'_>,
+    b: Operand<'_>,
+    shape: Dims,
+    op: BinaryOp,
+) -> Result<RawTensor> {
+    let name = format!("binary_{}_{}", op.name(), suffix(a.dtype));
+    let kernel = Kernel::new(&KERNELS, &name, "cuLaunchKernel(binary)");
+    launch2(gpu, kernel, &a, &b, shape, a.dtype)
 }
 
-pub(crate) fn binary(a: &RawTensor, b: &RawTensor, shape: Dims, op: BinaryOp) -> Result<RawTensor> {
-    let name = format!("binary_{}_{}", op.name(), suffix(a.dtype));
-    launch2(&name, a, b, shape, a.dtype)
+pub(crate) fn binary_scalar(
+    gpu: &'static GpuContext,
+    a: Operand<'_>,
+    s: Scalar,
+    op: BinaryOp,
+    scalar_first: bool,
+) -> Result<RawTensor> {
+    with_dtype!(a.dtype, |T| scalar_typed::<T>(gpu, &a, s, op, scalar_first))
 }
 
 fn scalar_typed<T: CudaElement>(
     gpu: &'static GpuContext,
     a: &RawTensor,
-    pa: u64,
     s: Scalar,
     op: BinaryOp,
     scalar_first: bool,
 ) -> Result<RawTensor> {
     let n = a.numel();
     let out = memory::alloc::<T>(gpu, n)?;
-    if n > 0 {
-        let name = format!("binary_scalar_{}_{}", op.name(), T::SUFFIX);
-        let f = kernels::function(gpu, &crate::ops::kernels::BINARY, &name)?;
-        let layout = launch::strided::<1>(&a.layout.shape, [&a.layout.strides]);
-        // The scalar converted as the CPU converts it (`T::from_scalar`).
-        let (po, count, value, first) = (
-            crate::core::cuda_storage::slice_ptr(&out),
-            n as u64,
-            T::from_scalar(s),
-            scalar_first as u32,
-        );
-        let mut builder = gpu.stream.launch_builder(f);
-        builder
-            .arg(&po)
-            .arg(&pa)
-            .arg(&layout)
-            .arg(&count)
-            .arg(&value)
-            .arg(&first);
-        // SAFETY: `binary_scalar_<op>_<T>(T* out, const T* a, Strided<1>, u64 n, T s, u32 first)`
-        // matches; `a` is a view inside its buffer and `out` holds `n` elements.
-        unsafe { builder.launch(launch::elementwise(gpu, n)) }
-            .map_err(|e| gpu.error("cuLaunchKernel(binary_scalar)", e))?;
-    }
+    let name = format!("binary_scalar_{}_{}", op.name(), T::SUFFIX);
+    // binary_scalar_<op>_<T>(T* out, const T* a, Strided<1> L, u64 n, T s, u32 scalar_first),
+    // the scalar converted as the CPU converts it (`T::from_scalar`).
+    launch::strided(
+        gpu,
+        Kernel::new(&KERNELS, &name, "cuLaunchKernel(binary_scalar)"),
+        crate::core::cuda_storage::slice_ptr(&out),
+        [memory::ptr(a)?],
+        &launch::strided_layout::<1>(&a.layout.shape, [&a.layout.strides]),
+        n,
+        (T::from_scalar(s), scalar_first as u32),
+        4,
+    )?;
     Ok(memory::tensor(out, a.layout.shape, gpu.ordinal))
 }
 
-pub(crate) fn binary_scalar(
-    a: &RawTensor,
-    s: Scalar,
-    op: BinaryOp,
-    scalar_first: bool,
-) -> Result<RawTensor> {
-    let (gpu, sa) = memory::gpu_of("binary_scalar", a)?;
-    let pa = memory::element_ptr(a, sa);
-    with_dtype!(a.dtype, |T| scalar_typed::<T>(
-        gpu,
-        a,
-        pa,
-        s,
-        op,
-        scalar_first
-    ))
-}
-
 pub(crate) fn compare(
+    gpu: &'static GpuContext,
     a: &RawTensor,
     b: &RawTensor,
     shape: Dims,
     op: CompareOp,
 ) -> Result<RawTensor> {
     let name = format!("compare_{}_{}", compare_name(op), suffix(a.dtype));
-    launch2(&name, a, b, shape, DType::Bool)
+    let kernel = Kernel::new(&KERNELS, &name, "cuLaunchKernel(binary)");
+    launch2(gpu, kernel, a, b, shape, DType::Bool)
 }
 
-pub(crate) fn compare_scalar(a: &RawTensor, s: Scalar, op: CompareOp) -> Result<RawTensor> {
-    let (gpu, sa) = memory::gpu_of("compare_scalar", a)?;
+pub(crate) fn compare_scalar(
+    gpu: &'static GpuContext,
+    a: &RawTensor,
+    s: Scalar,
+    op: CompareOp,
+) -> Result<RawTensor> {
     with_dtype!(a.dtype, |T| compare_scalar_typed::<T>(
         gpu,
-        sa,
         a,
         T::from_scalar(s),
         op
@@ -141,28 +160,23 @@ pub(crate) fn compare_scalar(a: &RawTensor, s: Scalar, op: CompareOp) -> Result<
 
 fn compare_scalar_typed<T: CudaElement>(
     gpu: &'static GpuContext,
-    sa: &crate::core::cuda_storage::CudaStorage,
     a: &RawTensor,
     s: T,
     op: CompareOp,
 ) -> Result<RawTensor> {
     let n = a.numel();
     let out = memory::alloc::<bool>(gpu, n)?;
-    if n > 0 {
-        let name = format!("compare_scalar_{}_{}", compare_name(op), suffix(a.dtype));
-        let f = kernels::function(gpu, &crate::ops::kernels::BINARY, &name)?;
-        let layout = launch::strided::<1>(&a.layout.shape, [&a.layout.strides]);
-        let (po, pa, count) = (
-            crate::core::cuda_storage::slice_ptr(&out),
-            memory::element_ptr(a, sa),
-            n as u64,
-        );
-        let mut builder = gpu.stream.launch_builder(f);
-        builder.arg(&po).arg(&pa).arg(&layout).arg(&count).arg(&s);
-        // SAFETY: `compare_scalar_<op>_<T>(bool* out, const T* a, Strided<1>, u64 n, T s)`
-        // matches; `a` is a view inside its buffer and `out` holds `n` booleans.
-        unsafe { builder.launch(launch::elementwise(gpu, n)) }
-            .map_err(|e| gpu.error("cuLaunchKernel(compare_scalar)", e))?;
-    }
+    let name = format!("compare_scalar_{}_{}", compare_name(op), suffix(a.dtype));
+    // compare_scalar_<op>_<T>(bool* out, const T* a, Strided<1> L, u64 n, T s)
+    launch::strided(
+        gpu,
+        Kernel::new(&KERNELS, &name, "cuLaunchKernel(compare_scalar)"),
+        crate::core::cuda_storage::slice_ptr(&out),
+        [memory::ptr(a)?],
+        &launch::strided_layout::<1>(&a.layout.shape, [&a.layout.strides]),
+        n,
+        (s,),
+        4,
+    )?;
     Ok(memory::tensor(out, a.layout.shape, gpu.ordinal))
 }

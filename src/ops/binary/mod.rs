@@ -1,12 +1,11 @@
 //! Broadcasting element-wise arithmetic and comparisons, with tensors or scalars.
 
-mod cpu;
-mod cuda;
+pub(super) mod cpu;
+pub(super) mod cuda;
 
 use crate::core::error::{Error, Result};
 use crate::core::layout::broadcast_shapes;
 use crate::core::raw::{Operand, RawTensor};
-use crate::core::storage::Storage;
 use crate::core::{DType, Scalar};
 
 /// An element-wise arithmetic op.
@@ -115,10 +114,7 @@ pub(crate) fn binary(a: Operand<'_>, b: Operand<'_>, op: BinaryOp) -> Result<Raw
     } else {
         broadcast_shapes(a.shape(), b.shape())?
     };
-    match (&*a.storage, &*b.storage) {
-        (Storage::Cpu(_), Storage::Cpu(_)) => cpu::binary(a, b, shape, op),
-        _ => cuda::binary(&a, &b, shape, op),
-    }
+    dispatch!([&a, &b], |be| be.binary(a, b, shape, op))
 }
 
 /// `a op scalar`, or `scalar op a` when `scalar_first`. The scalar is converted to `a`'s
@@ -135,10 +131,7 @@ pub(crate) fn binary_scalar(
             dtype: a.dtype,
         });
     }
-    match &*a.storage {
-        Storage::Cpu(_) => cpu::binary_scalar(a, scalar, op, scalar_first),
-        Storage::Cuda(_) => cuda::binary_scalar(&a, scalar, op, scalar_first),
-    }
+    dispatch!([&a], |be| be.binary_scalar(a, scalar, op, scalar_first))
 }
 
 /// `a cmp b` with broadcasting, as a `bool` tensor.
@@ -150,10 +143,7 @@ pub(crate) fn compare(a: &RawTensor, b: &RawTensor, op: CompareOp) -> Result<Raw
         });
     }
     let shape = broadcast_shapes(a.shape(), b.shape())?;
-    match (&*a.storage, &*b.storage) {
-        (Storage::Cpu(_), Storage::Cpu(_)) => cpu::compare(a, b, shape, op),
-        _ => cuda::compare(a, b, shape, op),
-    }
+    dispatch!([a, b], |be| be.compare(a, b, shape, op))
 }
 
 /// `a cmp scalar`, as a `bool` tensor, computed exactly.
@@ -186,10 +176,7 @@ pub(crate) fn compare_scalar(a: &RawTensor, scalar: Scalar, op: CompareOp) -> Re
 }
 
 fn compare_dispatch(a: &RawTensor, scalar: Scalar, op: CompareOp) -> Result<RawTensor> {
-    match &*a.storage {
-        Storage::Cpu(_) => cpu::compare_scalar(a, scalar, op),
-        Storage::Cuda(_) => cuda::compare_scalar(a, scalar, op),
-    }
+    dispatch!([a], |be| be.compare_scalar(a, scalar, op))
 }
 
 /// How an integer `x` compares with a float `f`, as a comparison with an integer or a constant.

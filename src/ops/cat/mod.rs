@@ -1,12 +1,11 @@
 //! Joining tensors: `cat` along an existing dimension, `stack` along a new one.
 
-mod cpu;
-mod cuda;
+pub(super) mod cpu;
+pub(super) mod cuda;
 
 use crate::core::error::{Error, Result};
 use crate::core::layout::{wrap_dim, Dims};
 use crate::core::raw::RawTensor;
-use crate::core::storage::Storage;
 
 /// Checks shapes like `torch.cat` and returns (dim, output shape).
 fn plan(tensors: &[&RawTensor], dim: isize) -> Result<(usize, Dims)> {
@@ -57,10 +56,8 @@ fn plan(tensors: &[&RawTensor], dim: isize) -> Result<(usize, Dims)> {
 /// Concatenates along `dim`. All tensors are on one device (checked by the caller).
 pub(crate) fn cat(tensors: &[&RawTensor], dim: isize) -> Result<RawTensor> {
     let (d, shape) = plan(tensors, dim)?;
-    match &*tensors[0].storage {
-        Storage::Cpu(_) => cpu::cat(tensors, d, shape),
-        Storage::Cuda(_) => cuda::cat(tensors, d, shape),
-    }
+    let device = crate::ops::backend::on(tensors)?;
+    dispatch!(@run device, |be| be.cat(tensors, d, shape))
 }
 
 /// Stacks along a new dimension `dim`; all shapes must be equal.

@@ -28,7 +28,22 @@ pub(crate) fn copy_into<T: Element>(dst: &mut [T], ldst: &Layout, src: &[T], lsr
 }
 
 /// Converts every element to `dtype`.
-pub(crate) fn cast<T: Element>(data: &[T], layout: &Layout, dtype: DType) -> Result<RawTensor> {
+/// A contiguous copy of a CPU tensor (any view).
+pub(crate) fn contiguous(t: &RawTensor) -> Result<RawTensor> {
+    let s = t.cpu_storage().expect("cpu");
+    Ok(cpu_dispatch!(s, |data: T| RawTensor::from_cpu_vec(
+        gather_strided::<T>(data, &t.layout)?,
+        t.layout.shape
+    )))
+}
+
+/// The values of a CPU tensor converted to `dtype`.
+pub(crate) fn cast(t: &RawTensor, dtype: DType) -> Result<RawTensor> {
+    let s = t.cpu_storage().expect("cpu");
+    cpu_dispatch!(s, |data: T| cast_slice::<T>(data, &t.layout, dtype))
+}
+
+fn cast_slice<T: Element>(data: &[T], layout: &Layout, dtype: DType) -> Result<RawTensor> {
     fn go<T: Element, U: Element>(data: &[T], layout: &Layout) -> Result<RawTensor> {
         let mut out = U::pool().take(layout.numel())?;
         map1(data, layout, &mut out, |x| U::from_f64(x.to_f64()));

@@ -5,13 +5,29 @@
 //! between GPUs, strided copies and casts are queued on the device's stream.
 
 use crate::backend::cuda::context::{self, driver_error, GpuContext};
-use crate::backend::cuda::kernels;
-use crate::backend::cuda::{launch, memory, sync};
+use crate::backend::cuda::kernels::KernelFile;
+use crate::backend::cuda::launch::{self, Kernel};
+use crate::backend::cuda::{memory, sync};
 use crate::core::cuda_storage::{suffix, with_cuda_slice, with_dtype};
 use crate::core::error::Result;
 use crate::core::raw::RawTensor;
 use crate::core::DType;
-use cudarc::driver::PushKernelArg;
+use crate::ops::kernels::{typed, ALL_TYPES};
+
+/// `kernels/copy.cu`: `copy_<T>` (strided copies, also for `cat` and `linear`'s bias rows)
+/// and `cast_<from>_<to>`.
+pub(crate) static KERNELS: KernelFile = KernelFile {
+    file: "copy.cu",
+    source: include_str!("../../../kernels/copy.cu"),
+    names: || {
+        let mut n = Vec::new();
+        typed(&mut n, "copy", &ALL_TYPES);
+        for from in ALL_TYPES {
+            typed(&mut n, &format!("cast_{from}"), &ALL_TYPES);
+        }
+        n
+    },
+};
 
 /// Copies a contiguous CPU tensor to GPU `ordinal`. The host memory is staged by the driver
 /// before the call returns, so nothing waits for the GPU.
@@ -46,7 +62,7 @@ pub(crate) fn download(t: &RawTensor) -> Result<RawTensor> {
         )));
     }
     sync::before_implicit_sync()?;
-    let src = crate::ops::copy::cuda::contiguous_or_self(t)?;
+    let src = contiguous_or_self(gpu, t)?;
     let (_, storage) = memory::gpu_of("download", &src)?;
     let range = src.layout.contiguous_range().expect("contiguous");
     let out = with_cuda_slice!(storage, |slice: T| {
@@ -69,7 +85,7 @@ pub(crate) fn download(t: &RawTensor) -> Result<RawTensor> {
 pub(crate) fn device_to_device(t: &RawTensor, ordinal: usize) -> Result<RawTensor> {
     let (src_gpu, _) = memory::gpu_of("device_to_device", t)?;
     let dst_gpu = context::get(ordinal)?;
-    let src = crate::ops::copy::cuda::contiguous_or_self(t)?;
+    let src = contiguous_or_self(src_gpu, t)?;
     if src_gpu.ordinal == ordinal {
         return Ok(src);
     }
@@ -122,22 +138,21 @@ pub(crate) fn device_to_device(t: &RawTensor, ordinal: usize) -> Result<RawTenso
 
 /// The values converted to `dtype` (PyTorch's `x.to(torch.float64)`), as the CPU converts:
 /// through `f64`, saturating to integers, `!= 0` to booleans.
-pub(crate) fn cast(t: &RawTensor, dtype: DType) -> Result<RawTensor> {
-    let (gpu, storage) = memory::gpu_of("cast", t)?;
+pub(crate) fn cast(gpu: &'static GpuContext, t: &RawTensor, dtype: DType) -> Result<RawTensor> {
     let n = t.numel();
     let out = memory::alloc_dtype(gpu, dtype, n)?;
-    if n > 0 {
-        let name = format!("cast_{}_{}", suffix(t.dtype), suffix(dtype));
-        let f = kernels::function(gpu, &crate::ops::kernels::COPY, &name)?;
-        let layout = launch::strided::<1>(&t.layout.shape, [&t.layout.strides]);
-        let (dst, src, count) = (out.device_ptr(), memory::element_ptr(t, storage), n as u64);
-        let mut b = gpu.stream.launch_builder(f);
-        b.arg(&dst).arg(&src).arg(&layout).arg(&count);
-        // SAFETY: `cast_<from>_<to>(To* dst, const From* src, Strided<1>, u64)` matches these
-        // arguments; `src` is `t`'s view (inside its storage), `dst` holds `n` elements.
-        unsafe { b.launch(launch::elementwise(gpu, n)) }
-            .map_err(|e| gpu.error("cuLaunchKernel(cast)", e))?;
-    }
+    let name = format!("cast_{}_{}", suffix(t.dtype), suffix(dtype));
+    // cast_<from>_<to>(To* dst, const From* src, Strided<1> L, u64 n)
+    launch::strided(
+        gpu,
+        Kernel::new(&KERNELS, &name, "cuLaunchKernel(cast)"),
+        out.device_ptr(),
+        [memory::ptr(t)?],
+        &launch::strided_layout::<1>(&t.layout.shape, [&t.layout.strides]),
+        n,
+        (),
+        4,
+    )?;
     Ok(memory::tensor_from_storage(
         out,
         t.layout.shape,
@@ -158,28 +173,25 @@ pub(crate) fn copy_strided(
     if n == 0 {
         return Ok(());
     }
-    let f = crate::backend::cuda::kernels::function(
+    let name = format!("copy_{}", suffix(dtype));
+    // copy_<T>(T* dst, const T* src, Strided<2> L, u64 n): operand 0 of the layout is `dst`,
+    // 1 is `src`; the caller guarantees both views lie inside live buffers of `dtype` on `gpu`.
+    launch::strided(
         gpu,
-        &crate::ops::kernels::COPY,
-        &format!("copy_{}", suffix(dtype)),
-    )?;
-    let layout = crate::backend::cuda::launch::strided::<2>(shape, [dst_strides, src_strides]);
-    let count = n as u64;
-    let mut b = gpu.stream.launch_builder(f);
-    b.arg(&dst).arg(&src).arg(&layout).arg(&count);
-    // SAFETY: `copy_<dtype>(T* dst, const T* src, Strided<2>, u64)` matches these arguments;
-    // the caller guarantees both views lie inside live buffers of `dtype` on `gpu`, and the
-    // kernel touches exactly the `n` elements of each view.
-    unsafe { b.launch(crate::backend::cuda::launch::elementwise(gpu, n)) }
-        .map_err(|e| gpu.error("cuLaunchKernel(copy)", e))?;
-    Ok(())
+        Kernel::new(&KERNELS, &name, "cuLaunchKernel(copy)"),
+        dst,
+        [src],
+        &launch::strided_layout::<2>(shape, [dst_strides, src_strides]),
+        n,
+        (),
+        4,
+    )
 }
 
 /// A contiguous copy of a GPU tensor (any view), on the same GPU.
-pub(crate) fn contiguous(t: &RawTensor) -> Result<RawTensor> {
-    let (gpu, storage) = crate::backend::cuda::memory::gpu_of("contiguous", t)?;
+pub(crate) fn contiguous(gpu: &'static GpuContext, t: &RawTensor) -> Result<RawTensor> {
     let n = t.numel();
-    let out = crate::backend::cuda::memory::alloc_dtype(gpu, t.dtype, n)?;
+    let out = memory::alloc_dtype(gpu, t.dtype, n)?;
     let shape = t.layout.shape;
     let dst_strides = crate::core::layout::contiguous_strides(&shape);
     copy_strided(
@@ -187,23 +199,16 @@ pub(crate) fn contiguous(t: &RawTensor) -> Result<RawTensor> {
         t.dtype,
         &shape,
         (out.device_ptr(), &dst_strides),
-        (
-            crate::backend::cuda::memory::element_ptr(t, storage),
-            &t.layout.strides,
-        ),
+        (memory::ptr(t)?, &t.layout.strides),
     )?;
-    Ok(crate::backend::cuda::memory::tensor_from_storage(
-        out,
-        shape,
-        gpu.ordinal,
-    ))
+    Ok(memory::tensor_from_storage(out, shape, gpu.ordinal))
 }
 
 /// The tensor itself when contiguous, else a contiguous copy on its GPU.
-pub(crate) fn contiguous_or_self(t: &RawTensor) -> Result<RawTensor> {
+pub(crate) fn contiguous_or_self(gpu: &'static GpuContext, t: &RawTensor) -> Result<RawTensor> {
     if t.layout.is_contiguous() {
         Ok(t.clone())
     } else {
-        contiguous(t)
+        contiguous(gpu, t)
     }
 }

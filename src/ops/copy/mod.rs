@@ -1,6 +1,6 @@
 //! Copies: contiguous copies of strided views, moves between devices, element-type casts.
 
-mod cpu;
+pub(super) mod cpu;
 pub(crate) mod cuda;
 
 pub(crate) use cpu::copy_into;
@@ -8,18 +8,11 @@ pub(crate) use cpu::copy_into;
 use crate::core::error::{Error, Result};
 use crate::core::layout::Dims;
 use crate::core::raw::RawTensor;
-use crate::core::storage::Storage;
 use crate::core::{DType, DynDevice, Element};
 
 /// A contiguous copy of a strided view, on the same device.
 pub(crate) fn contiguous(t: &RawTensor) -> Result<RawTensor> {
-    match &*t.storage {
-        Storage::Cpu(s) => Ok(cpu_dispatch!(s, |data: T| RawTensor::from_cpu_vec(
-            cpu::gather_strided::<T>(data, &t.layout)?,
-            t.layout.shape
-        ))),
-        Storage::Cuda(_) => cuda::contiguous(t),
-    }
+    dispatch!([t], |be| be.contiguous(t))
 }
 
 /// A copy on another device. `device` is resolved and differs from `t.device`.
@@ -37,10 +30,7 @@ pub(crate) fn cast(t: &RawTensor, dtype: DType) -> Result<RawTensor> {
     if t.dtype == dtype {
         return Ok(t.clone());
     }
-    match &*t.storage {
-        Storage::Cpu(s) => cpu_dispatch!(s, |data: T| cpu::cast::<T>(data, &t.layout, dtype)),
-        Storage::Cuda(_) => cuda::cast(t, dtype),
-    }
+    dispatch!([t], |be| be.cast(t, dtype))
 }
 
 /// The untyped tensor's methods that copy: they run kernels, so they live here, above the
@@ -72,8 +62,8 @@ impl RawTensor {
     /// The values in row-major order, copied to the host. On a GPU this waits for it.
     pub(crate) fn to_vec<E: Element>(&self) -> Result<Vec<E>> {
         self.expect_dtype(E::DTYPE)?;
-        match &*self.storage {
-            Storage::Cpu(s) => {
+        match self.cpu_storage() {
+            Some(s) => {
                 let data = E::cpu_slice(s).ok_or(Error::DTypeMismatch {
                     expected: E::DTYPE,
                     found: s.dtype(),
@@ -85,7 +75,7 @@ impl RawTensor {
                 crate::backend::cpu::strided::map1(data, &self.layout, &mut out, |x| x);
                 Ok(out)
             }
-            Storage::Cuda(_) => {
+            None => {
                 let host = self.to_device(DynDevice::cpu())?;
                 host.to_vec()
             }

@@ -3,18 +3,37 @@
 //! counter-based hash as the CPU, so one seed gives the same numbers on every device.
 
 use super::Fill;
-use crate::backend::cuda::context::{self, GpuContext};
-use crate::backend::cuda::kernels;
-use crate::backend::cuda::{launch, memory};
+use crate::backend::cuda::context::GpuContext;
+use crate::backend::cuda::kernels::KernelFile;
+use crate::backend::cuda::launch::{self, Kernel};
+use crate::backend::cuda::memory;
 use crate::core::cuda_storage::{slice_ptr, with_dtype, CudaElement};
 use crate::core::error::Result;
 use crate::core::layout::Dims;
 use crate::core::raw::RawTensor;
 use crate::core::DType;
-use cudarc::driver::{CudaSlice, PushKernelArg};
+use crate::ops::kernels::{typed, ALL_TYPES};
+use cudarc::driver::CudaSlice;
 
-pub(crate) fn create(shape: Dims, dtype: DType, ordinal: usize, fill: Fill) -> Result<RawTensor> {
-    let gpu = context::get(ordinal)?;
+/// `kernels/creation.cu`: `fill_<T>`, `range_<T>`, `uniform_<T>`, `normal_<T>`.
+pub(crate) static KERNELS: KernelFile = KernelFile {
+    file: "creation.cu",
+    source: include_str!("../../../kernels/creation.cu"),
+    names: || {
+        let mut n = Vec::new();
+        for base in ["fill", "range", "uniform", "normal"] {
+            typed(&mut n, base, &ALL_TYPES);
+        }
+        n
+    },
+};
+
+pub(crate) fn create(
+    gpu: &'static GpuContext,
+    shape: Dims,
+    dtype: DType,
+    fill: Fill,
+) -> Result<RawTensor> {
     with_dtype!(dtype, |T| create_typed::<T>(gpu, shape, fill))
 }
 
@@ -33,52 +52,31 @@ fn create_typed<T: CudaElement>(
         ));
     }
     let out: CudaSlice<T> = memory::alloc::<T>(gpu, n)?;
-    if n > 0 {
-        let ptr = slice_ptr(&out);
-        let count = n as u64;
-        let launch_err = |e| gpu.error("cuLaunchKernel(creation)", e);
-        match fill {
-            Fill::Constant(v) => {
-                let f = kernels::function(
-                    gpu,
-                    &crate::ops::kernels::CREATION,
-                    &format!("fill_{}", T::SUFFIX),
-                )?;
-                let value = T::from_scalar(v);
-                let mut b = gpu.stream.launch_builder(f);
-                b.arg(&ptr).arg(&count).arg(&value);
-                // SAFETY: `fill_<T>(T* out, u64 n, T value)` matches; `out` holds `n` elements.
-                unsafe { b.launch(launch::elementwise(gpu, n)) }.map_err(launch_err)?;
-            }
-            Fill::Range { start, step } => {
-                let f = kernels::function(
-                    gpu,
-                    &crate::ops::kernels::CREATION,
-                    &format!("range_{}", T::SUFFIX),
-                )?;
-                let mut b = gpu.stream.launch_builder(f);
-                b.arg(&ptr).arg(&count).arg(&start).arg(&step);
-                // SAFETY: `range_<T>(T* out, u64 n, double start, double step)` matches; `out`
-                // holds `n` elements.
-                unsafe { b.launch(launch::grid(gpu, n, 1)) }.map_err(launch_err)?;
-            }
-            Fill::Uniform { seed, offset } | Fill::Normal { seed, offset } => {
-                let base = if matches!(fill, Fill::Uniform { .. }) {
-                    "uniform"
-                } else {
-                    "normal"
-                };
-                let f = kernels::function(
-                    gpu,
-                    &crate::ops::kernels::CREATION,
-                    &format!("{base}_{}", T::SUFFIX),
-                )?;
-                let mut b = gpu.stream.launch_builder(f);
-                b.arg(&ptr).arg(&count).arg(&seed).arg(&offset);
-                // SAFETY: `uniform_<T>` / `normal_<T>(T* out, u64 n, u64 seed, u64 offset)`
-                // match; `out` holds `n` elements.
-                unsafe { b.launch(launch::grid(gpu, n, 1)) }.map_err(launch_err)?;
-            }
+    let ptr = slice_ptr(&out);
+    let context = "cuLaunchKernel(creation)";
+    match fill {
+        Fill::Constant(v) => {
+            let name = format!("fill_{}", T::SUFFIX);
+            // fill_<T>(T* out, u64 n, T value), four elements per thread.
+            let kernel = Kernel::new(&KERNELS, &name, context);
+            launch::flat(gpu, kernel, [ptr], n, (T::from_scalar(v),), 4)?;
+        }
+        Fill::Range { start, step } => {
+            let name = format!("range_{}", T::SUFFIX);
+            // range_<T>(T* out, u64 n, double start, double step)
+            let kernel = Kernel::new(&KERNELS, &name, context);
+            launch::flat(gpu, kernel, [ptr], n, (start, step), 1)?;
+        }
+        Fill::Uniform { seed, offset } | Fill::Normal { seed, offset } => {
+            let base = if matches!(fill, Fill::Uniform { .. }) {
+                "uniform"
+            } else {
+                "normal"
+            };
+            let name = format!("{base}_{}", T::SUFFIX);
+            // uniform_<T> / normal_<T>(T* out, u64 n, u64 seed, u64 offset)
+            let kernel = Kernel::new(&KERNELS, &name, context);
+            launch::flat(gpu, kernel, [ptr], n, (seed, offset), 1)?;
         }
     }
     Ok(memory::tensor(out, shape, gpu.ordinal))

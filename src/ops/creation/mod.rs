@@ -1,8 +1,8 @@
 //! Creation directly on a device: fills, ranges and random values. On a GPU the values are
 //! written by a kernel; nothing passes through the host.
 
-mod cpu;
-mod cuda;
+pub(super) mod cpu;
+pub(super) mod cuda;
 
 use crate::core::error::Result;
 use crate::core::layout::Dims;
@@ -47,9 +47,5 @@ pub(crate) fn create(
     device: DynDevice,
     fill: Fill,
 ) -> Result<RawTensor> {
-    let device = device.resolved();
-    match device.cuda_index() {
-        None => cpu::create(shape, dtype, fill),
-        Some(ordinal) => cuda::create(shape, dtype, ordinal, fill),
-    }
+    dispatch!(device = device, |be| be.create(shape, dtype, fill))
 }

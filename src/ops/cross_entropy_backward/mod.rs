@@ -2,12 +2,11 @@
 //! `(softmax(x) - onehot(t)) * weight[t] * grad_out / total_weight` per row (rows whose target
 //! is `ignore_index` get zeros).
 
-mod cpu;
-mod cuda;
+pub(super) mod cpu;
+pub(super) mod cuda;
 
 use crate::core::error::{Error, Result};
 use crate::core::raw::RawTensor;
-use crate::core::storage::Storage;
 use crate::ops::loss::{check, CrossEntropyOptions, Reduction};
 
 /// `d loss / d logits`, given `grad_out` (0-dim for the mean and sum reductions, `[batch]`
@@ -31,12 +30,16 @@ pub(crate) fn cross_entropy_backward(
             grad_out.shape()
         )));
     }
-    match &*logits.storage {
-        Storage::Cpu(_) => {
-            cpu::cross_entropy_backward(logits, targets, weight, options, grad_out, (n, c))
-        }
-        Storage::Cuda(_) => {
-            cuda::cross_entropy_backward(logits, targets, weight, options, grad_out, (n, c))
-        }
-    }
+    let device = match weight {
+        Some(w) => crate::ops::backend::on(&[logits, targets, grad_out, w])?,
+        None => crate::ops::backend::on(&[logits, targets, grad_out])?,
+    };
+    dispatch!(@run device, |be| be.cross_entropy_backward(
+        logits,
+        targets,
+        weight,
+        options,
+        grad_out,
+        (n, c)
+    ))
 }

@@ -6,13 +6,28 @@
 //! `[0, size)` (as in PyTorch, negative indices are invalid) is NaN (floats) or 0 / `false`
 //! (integers, booleans).
 
-use crate::backend::cuda::kernels;
-use crate::backend::cuda::{launch, memory};
+use crate::backend::cuda::context::GpuContext;
+use crate::backend::cuda::kernels::KernelFile;
+use crate::backend::cuda::launch::{self, Kernel};
+use crate::backend::cuda::memory;
 use crate::core::cuda_storage::suffix;
 use crate::core::error::Result;
 use crate::core::layout::{Dims, MAX_DIMS};
 use crate::core::raw::RawTensor;
-use cudarc::driver::{DeviceRepr, PushKernelArg};
+use crate::ops::kernels::{typed, ALL_TYPES};
+use cudarc::driver::DeviceRepr;
+
+/// `kernels/index.cu`: `index_select_<T>` and `gather_<T>`.
+pub(crate) static KERNELS: KernelFile = KernelFile {
+    file: "index.cu",
+    source: include_str!("../../../kernels/index.cu"),
+    names: || {
+        let mut n = Vec::new();
+        typed(&mut n, "index_select", &ALL_TYPES);
+        typed(&mut n, "gather", &ALL_TYPES);
+        n
+    },
+};
 
 /// `IndexArgs` of `kernels/index.cu`.
 #[repr(C)]
@@ -39,50 +54,32 @@ fn dims(values: &[usize]) -> [u64; MAX_DIMS] {
 }
 
 fn run(
+    gpu: &'static GpuContext,
     kernel: &str,
     a: &RawTensor,
     index: &RawTensor,
     shape: Dims,
     args: IndexArgs,
 ) -> Result<RawTensor> {
-    let (gpu, sa) = memory::gpu_of(kernel_op(kernel), a)?;
-    let (_, si) = memory::gpu_of(kernel_op(kernel), index)?;
-    memory::same_gpu(gpu, &[index])?;
     let n: usize = shape.iter().product();
     let out = memory::alloc_dtype(gpu, a.dtype, n)?;
-    if n > 0 {
-        let f = kernels::function(
-            gpu,
-            &crate::ops::kernels::INDEX,
-            &format!("{kernel}_{}", suffix(a.dtype)),
-        )?;
-        let (po, pa, pi, count) = (
-            out.device_ptr(),
-            memory::element_ptr(a, sa),
-            memory::element_ptr(index, si),
-            n as u64,
-        );
-        let mut b = gpu.stream.launch_builder(f);
-        b.arg(&po).arg(&pa).arg(&pi).arg(&args).arg(&count);
-        // SAFETY: `index_select_<T>` / `gather_<T>(T* out, const T* a, const i64* index,
-        // IndexArgs, u64 n)` match; `args` describes `a` and `index` with their own strides
-        // (every index offset stays inside `index`), reads of `a` are bounds-checked on the
-        // device against `dim_size`, and `out` holds `n` elements.
-        unsafe { b.launch(launch::grid(gpu, n, 1)) }
-            .map_err(|e| gpu.error("cuLaunchKernel(index)", e))?;
-    }
+    let name = format!("{kernel}_{}", suffix(a.dtype));
+    // index_select_<T> / gather_<T>(T* out, const T* a, const i64* index, IndexArgs A, u64 n):
+    // `args` describes `a` and `index` with their own strides (every index offset stays inside
+    // `index`), reads of `a` are bounds-checked on the device against `dim_size`, and `out`
+    // holds `n` elements.
+    launch::indexed(
+        gpu,
+        Kernel::new(&KERNELS, &name, "cuLaunchKernel(index)"),
+        [out.device_ptr(), memory::ptr(a)?, memory::ptr(index)?],
+        &args,
+        n,
+    )?;
     Ok(memory::tensor_from_storage(out, shape, gpu.ordinal))
 }
 
-fn kernel_op(kernel: &str) -> &'static str {
-    if kernel == "gather" {
-        "gather"
-    } else {
-        "index_select"
-    }
-}
-
 pub(crate) fn index_select(
+    gpu: &'static GpuContext,
     a: &RawTensor,
     d: usize,
     index: &RawTensor,
@@ -90,7 +87,7 @@ pub(crate) fn index_select(
 ) -> Result<RawTensor> {
     if a.rank() == 0 {
         // A 0-dim input: the output is its one value.
-        return crate::ops::copy::cuda::contiguous(a);
+        return crate::ops::copy::cuda::contiguous(gpu, a);
     }
     let mut index_strides = [0u64; MAX_DIMS];
     index_strides[d] = if index.rank() == 1 {
@@ -107,10 +104,16 @@ pub(crate) fn index_select(
         a_dim_stride: a.layout.strides[d] as u64,
         dim_size: a.shape()[d] as u64,
     };
-    run("index_select", a, index, shape, args)
+    run(gpu, "index_select", a, index, shape, args)
 }
 
-pub(crate) fn gather(a: &RawTensor, d: usize, index: &RawTensor, shape: Dims) -> Result<RawTensor> {
+pub(crate) fn gather(
+    gpu: &'static GpuContext,
+    a: &RawTensor,
+    d: usize,
+    index: &RawTensor,
+    shape: Dims,
+) -> Result<RawTensor> {
     let (a_strides, a_dim_stride, dim_size) = if a.rank() == 0 {
         ([0u64; MAX_DIMS], 0, 1)
     } else {
@@ -129,5 +132,5 @@ pub(crate) fn gather(a: &RawTensor, d: usize, index: &RawTensor, shape: Dims) ->
         a_dim_stride,
         dim_size,
     };
-    run("gather", a, index, shape, args)
+    run(gpu, "gather", a, index, shape, args)
 }

@@ -1,13 +1,12 @@
 //! Indexing by tensors of `i64`: `index_select` and `gather`.
 //! Indices are checked before anything is allocated.
 
-mod cpu;
-mod cuda;
+pub(super) mod cpu;
+pub(super) mod cuda;
 
 use crate::core::error::{Error, Result};
 use crate::core::layout::{wrap_dim, Dims};
 use crate::core::raw::RawTensor;
-use crate::core::storage::Storage;
 use crate::core::DType;
 
 fn check_index_dtype(op: &str, index: &RawTensor) -> Result<()> {
@@ -42,10 +41,7 @@ pub(crate) fn index_select(a: &RawTensor, dim: isize, index: &RawTensor) -> Resu
     if a.rank() > 0 {
         shape[d] = index.numel();
     }
-    match (&*a.storage, &*index.storage) {
-        (Storage::Cpu(_), Storage::Cpu(_)) => cpu::index_select(a, d, index, shape),
-        _ => cuda::index_select(a, d, index, shape),
-    }
+    dispatch!([a, index], |be| be.index_select(a, d, index, shape))
 }
 
 /// `out[i][j] = a[i][index[i][j]]` along `dim` (any rank): PyTorch's `gather`.
@@ -67,8 +63,5 @@ pub(crate) fn gather(a: &RawTensor, dim: isize, index: &RawTensor) -> Result<Raw
         }
     }
     let shape: Dims = index.layout.shape;
-    match (&*a.storage, &*index.storage) {
-        (Storage::Cpu(_), Storage::Cpu(_)) => cpu::gather(a, d, index, shape),
-        _ => cuda::gather(a, d, index, shape),
-    }
+    dispatch!([a, index], |be| be.gather(a, d, index, shape))
 }

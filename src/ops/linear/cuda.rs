@@ -3,22 +3,20 @@
 //! its transposed strides (no copy).
 
 use crate::backend::cuda::blas::{self, GemmOperand};
+use crate::backend::cuda::context::GpuContext;
 use crate::backend::cuda::memory;
 use crate::core::error::Result;
 use crate::core::layout::Dims;
 use crate::core::raw::RawTensor;
+use crate::ops::copy::cuda::contiguous;
 
 pub(crate) fn linear(
+    gpu: &'static GpuContext,
     x: &RawTensor,
     w: &RawTensor,
     bias: Option<&RawTensor>,
     (rows, k, n, shape): (usize, usize, usize, Dims),
 ) -> Result<RawTensor> {
-    let (gpu, _) = memory::gpu_of("linear", x)?;
-    memory::same_gpu(gpu, &[w])?;
-    if let Some(b) = bias {
-        memory::same_gpu(gpu, &[b])?;
-    }
     // x as a [rows, k] matrix (a view when the strides allow, else a copy), readable by cuBLAS.
     let x2 = if x.rank() == 2 {
         x.clone()
@@ -27,13 +25,13 @@ pub(crate) fn linear(
     };
     let x2 = match blas::matrix_layout(rows, k, x2.layout.strides[0], x2.layout.strides[1]) {
         Some(_) => x2,
-        None => crate::ops::copy::cuda::contiguous(&x2)?,
+        None => contiguous(gpu, &x2)?,
     };
     // weight is [n, k]; weight.T is [k, n] with the strides swapped.
     let wt = |t: &RawTensor| blas::matrix_layout(k, n, t.layout.strides[1], t.layout.strides[0]);
     let w = match wt(w) {
         Some(_) => w.clone(),
-        None => crate::ops::copy::cuda::contiguous(w)?,
+        None => contiguous(gpu, w)?,
     };
     let (la, lb) = (
         blas::matrix_layout(rows, k, x2.layout.strides[0], x2.layout.strides[1])
@@ -51,28 +49,25 @@ pub(crate) fn linear(
         let beta = match bias {
             Some(b) => {
                 // Every output row starts as the bias: a broadcast copy (row stride 0).
-                let (_, sb) = memory::gpu_of("linear", b)?;
                 crate::ops::copy::cuda::copy_strided(
                     gpu,
                     x.dtype,
                     &[rows, n],
                     (pc, &[n, 1][..]),
-                    (memory::element_ptr(b, sb), &[0, b.layout.strides[0]][..]),
+                    (memory::ptr(b)?, &[0, b.layout.strides[0]][..]),
                 )?;
                 1.0
             }
             None => 0.0,
         };
-        let (_, sx) = memory::gpu_of("linear", &x2)?;
-        let (_, sw) = memory::gpu_of("linear", &w)?;
         let a = GemmOperand {
-            ptr: memory::element_ptr(&x2, sx),
+            ptr: memory::ptr(&x2)?,
             row_major: la.0,
             ld: la.1,
             batch_stride: 0,
         };
         let b = GemmOperand {
-            ptr: memory::element_ptr(&w, sw),
+            ptr: memory::ptr(&w)?,
             row_major: lb.0,
             ld: lb.1,
             batch_stride: 0,

@@ -1,13 +1,12 @@
 //! `linear(x, weight, bias) = x @ weight.T + bias`, fused (PyTorch's `addmm`): the bias is
 //! written first and the product accumulated onto it, with no transposed copy of the weight.
 
-mod cpu;
-mod cuda;
+pub(super) mod cpu;
+pub(super) mod cuda;
 
 use crate::core::error::{Error, Result};
 use crate::core::layout::Dims;
 use crate::core::raw::RawTensor;
-use crate::core::storage::Storage;
 
 /// Checks shapes as `F.linear` and returns (rows, in, out, output shape).
 pub(crate) fn plan(
@@ -77,8 +76,9 @@ pub(crate) fn linear(
     bias: Option<&RawTensor>,
 ) -> Result<RawTensor> {
     let plan = plan(x, weight, bias)?;
-    match &*x.storage {
-        Storage::Cpu(_) => cpu::linear(x, weight, bias, plan),
-        Storage::Cuda(_) => cuda::linear(x, weight, bias, plan),
-    }
+    let device = match bias {
+        Some(b) => crate::ops::backend::on(&[x, weight, b])?,
+        None => crate::ops::backend::on(&[x, weight])?,
+    };
+    dispatch!(@run device, |be| be.linear(x, weight, bias, plan))
 }

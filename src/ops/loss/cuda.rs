@@ -8,15 +8,34 @@
 //! sum is NaN too).
 
 use super::{CrossEntropyOptions, Reduction};
-use crate::backend::cuda::kernels;
-use crate::backend::cuda::{launch, memory};
+use crate::backend::cuda::context::GpuContext;
+use crate::backend::cuda::kernels::KernelFile;
+use crate::backend::cuda::launch::{self, Kernel};
+use crate::backend::cuda::memory;
 use crate::core::cuda_storage::{slice_ptr, with_dtype, CudaElement};
 use crate::core::error::Result;
 use crate::core::layout::Dims;
 use crate::core::raw::RawTensor;
-use cudarc::driver::{LaunchConfig, PushKernelArg};
+use crate::ops::copy::cuda::contiguous_or_self;
+use crate::ops::kernels::{typed as typed_names, FLOAT_TYPES};
+
+/// `kernels/loss.cu`: the forward kernels (here) and the gradient's
+/// (`ops::cross_entropy_backward`, which names its own).
+pub(crate) static KERNELS: KernelFile = KernelFile {
+    file: "loss.cu",
+    source: include_str!("../../../kernels/loss.cu"),
+    names: || {
+        let mut n = Vec::new();
+        for base in ["cross_entropy_rows", "cross_entropy_reduce"] {
+            typed_names(&mut n, base, &FLOAT_TYPES);
+        }
+        n.extend(crate::ops::cross_entropy_backward::cuda::kernel_names());
+        n
+    },
+};
 
 pub(crate) fn cross_entropy(
+    gpu: &'static GpuContext,
     logits: &RawTensor,
     targets: &RawTensor,
     weight: Option<&RawTensor>,
@@ -24,64 +43,42 @@ pub(crate) fn cross_entropy(
     nc: (usize, usize),
 ) -> Result<RawTensor> {
     with_dtype!(logits.dtype, |T| typed::<T>(
-        logits, targets, weight, options, nc
+        gpu, logits, targets, weight, options, nc
     ))
 }
 
 fn typed<T: CudaElement>(
+    gpu: &'static GpuContext,
     logits: &RawTensor,
     targets: &RawTensor,
     weight: Option<&RawTensor>,
     options: CrossEntropyOptions,
     (n, c): (usize, usize),
 ) -> Result<RawTensor> {
-    let (gpu, _) = memory::gpu_of("cross_entropy", logits)?;
-    memory::same_gpu(gpu, &[targets])?;
-    if let Some(w) = weight {
-        memory::same_gpu(gpu, &[w])?;
-    }
-    let x = crate::ops::copy::cuda::contiguous_or_self(logits)?;
-    let t = crate::ops::copy::cuda::contiguous_or_self(targets)?;
-    let w = weight
-        .map(crate::ops::copy::cuda::contiguous_or_self)
-        .transpose()?;
-    let ptr = |r: &RawTensor| -> Result<u64> {
-        let (_, s) = memory::gpu_of("cross_entropy", r)?;
-        Ok(memory::element_ptr(r, s))
-    };
+    let x = contiguous_or_self(gpu, logits)?;
+    let t = contiguous_or_self(gpu, targets)?;
+    let w = weight.map(|w| contiguous_or_self(gpu, w)).transpose()?;
     let loss = memory::alloc::<T>(gpu, n)?;
     let wsum = memory::alloc::<T>(gpu, n)?;
     let (pl, pw) = (slice_ptr(&loss), slice_ptr(&wsum));
     if n > 0 {
-        let f = kernels::function(
-            gpu,
-            &crate::ops::kernels::LOSS,
-            &format!("cross_entropy_rows_{}", T::SUFFIX),
-        )?;
-        let cfg = launch::per_row(gpu, n, c, 256);
-        let (px, pt) = (ptr(&x)?, ptr(&t)?);
+        let name = format!("cross_entropy_rows_{}", T::SUFFIX);
         let pweight = match &w {
-            Some(w) => ptr(w)?,
+            Some(w) => memory::ptr(w)?,
             None => 0,
         };
-        let (rows, classes, ignore, has_weight) =
-            (n as u64, c as u64, options.ignore_index, w.is_some() as u32);
-        let mut b = gpu.stream.launch_builder(f);
-        b.arg(&pl)
-            .arg(&pw)
-            .arg(&px)
-            .arg(&pt)
-            .arg(&pweight)
-            .arg(&rows)
-            .arg(&classes)
-            .arg(&ignore)
-            .arg(&has_weight);
-        // SAFETY: `cross_entropy_rows_<T>(T* loss, T* wsum, const T* x, const i64* target,
-        // const T* weight, u64 n, u64 c, i64 ignore_index, u32 has_weight)` matches; `x` is a
-        // contiguous n x c, `target` n contiguous i64, `weight` c contiguous values (read only
-        // when `has_weight`, at a target checked on the device to be in [0, c)); `loss` and
-        // `wsum` hold n elements; the block size is a multiple of 32.
-        unsafe { b.launch(cfg) }.map_err(|e| gpu.error("cuLaunchKernel(cross_entropy)", e))?;
+        // cross_entropy_rows_<T>(T* loss, T* wsum, const T* x, const i64* target, const T*
+        // weight, u64 n, u64 c, i64 ignore_index, u32 has_weight): `x` is a contiguous n x c,
+        // `target` n contiguous i64, `weight` c contiguous values (read only when `has_weight`,
+        // at a target checked on the device to be in [0, c)); `loss` and `wsum` hold n elements.
+        launch::per_row(
+            gpu,
+            Kernel::new(&KERNELS, &name, "cuLaunchKernel(cross_entropy)"),
+            [pl, pw, memory::ptr(&x)?, memory::ptr(&t)?, pweight],
+            (n, c),
+            256,
+            (options.ignore_index, w.is_some() as u32),
+        )?;
     }
     match options.reduction {
         Reduction::None => {
@@ -94,28 +91,17 @@ fn typed<T: CudaElement>(
         }
         Reduction::Sum | Reduction::Mean => {
             let out = memory::alloc::<T>(gpu, 1)?;
-            let f = kernels::function(
+            let name = format!("cross_entropy_reduce_{}", T::SUFFIX);
+            // cross_entropy_reduce_<T>(T* out, const T* loss, const T* wsum, u64 n, u32 mean):
+            // `loss` and `wsum` hold n elements written by the kernel above (queued before on
+            // the same stream), `out` holds one.
+            launch::one_block(
                 gpu,
-                &crate::ops::kernels::LOSS,
-                &format!("cross_entropy_reduce_{}", T::SUFFIX),
+                Kernel::new(&KERNELS, &name, "cuLaunchKernel(cross_entropy_reduce)"),
+                [slice_ptr(&out), pl, pw],
+                n,
+                ((options.reduction == Reduction::Mean) as u32,),
             )?;
-            let cfg = LaunchConfig {
-                grid_dim: (1, 1, 1),
-                block_dim: (launch::block_for(n, 1024), 1, 1),
-                shared_mem_bytes: 0,
-            };
-            let (po, rows, mean) = (
-                slice_ptr(&out),
-                n as u64,
-                (options.reduction == Reduction::Mean) as u32,
-            );
-            let mut b = gpu.stream.launch_builder(f);
-            b.arg(&po).arg(&pl).arg(&pw).arg(&rows).arg(&mean);
-            // SAFETY: `cross_entropy_reduce_<T>(T* out, const T* loss, const T* wsum, u64 n,
-            // u32 mean)` matches; `loss` and `wsum` hold n elements written by the kernel above
-            // (queued before on the same stream), `out` holds one; one block, a multiple of 32.
-            unsafe { b.launch(cfg) }
-                .map_err(|e| gpu.error("cuLaunchKernel(cross_entropy_reduce)", e))?;
             drop((loss, wsum));
             Ok(memory::tensor(out, Dims::EMPTY, gpu.ordinal))
         }

@@ -1,12 +1,11 @@
 //! Cross-entropy over class indices, fused (log-softmax and negative log-likelihood in one
 //! pass), with optional class weights, `ignore_index` and PyTorch's reductions.
 
-mod cpu;
-mod cuda;
+pub(super) mod cpu;
+pub(super) mod cuda;
 
 use crate::core::error::{Error, Result};
 use crate::core::raw::RawTensor;
-use crate::core::storage::Storage;
 use crate::core::DType;
 
 /// How per-sample losses are combined.
@@ -113,8 +112,15 @@ pub(crate) fn cross_entropy(
     options: CrossEntropyOptions,
 ) -> Result<RawTensor> {
     let (n, c) = check(logits, targets, weight)?;
-    match &*logits.storage {
-        Storage::Cpu(_) => cpu::cross_entropy(logits, targets, weight, options, (n, c)),
-        Storage::Cuda(_) => cuda::cross_entropy(logits, targets, weight, options, (n, c)),
-    }
+    let device = match weight {
+        Some(w) => crate::ops::backend::on(&[logits, targets, w])?,
+        None => crate::ops::backend::on(&[logits, targets])?,
+    };
+    dispatch!(@run device, |be| be.cross_entropy(
+        logits,
+        targets,
+        weight,
+        options,
+        (n, c)
+    ))
 }

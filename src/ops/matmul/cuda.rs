@@ -7,10 +7,12 @@
 
 use super::MatmulPlan;
 use crate::backend::cuda::blas::{self, GemmOperand};
+use crate::backend::cuda::context::GpuContext;
 use crate::backend::cuda::{launch, memory};
 use crate::core::error::Result;
 use crate::core::layout::{contiguous_strides, Layout};
 use crate::core::raw::RawTensor;
+use crate::ops::copy::cuda::contiguous;
 
 /// `(row_major, ld)` of the matrices of a `[batch..., rows, cols]` layout, if cuBLAS can read
 /// them in place.
@@ -24,24 +26,26 @@ fn blas_layout(l: &Layout) -> Option<(bool, usize)> {
     )
 }
 
-pub(crate) fn matmul(a: &RawTensor, b: &RawTensor, plan: &MatmulPlan) -> Result<RawTensor> {
-    let (gpu, sa) = memory::gpu_of("matmul", a)?;
-    let (_, sb) = memory::gpu_of("matmul", b)?;
-    memory::same_gpu(gpu, &[b])?;
+pub(crate) fn matmul(
+    gpu: &'static GpuContext,
+    a: &RawTensor,
+    b: &RawTensor,
+    plan: &MatmulPlan,
+) -> Result<RawTensor> {
     let (Some(la), Some(lb)) = (blas_layout(&plan.a), blas_layout(&plan.b)) else {
         // A matrix with no unit stride (a broadcast or every-other-column view): copy that
         // operand, then plan again (its vector and batch dims are unchanged).
         let a2 = if blas_layout(&plan.a).is_none() {
-            crate::ops::copy::cuda::contiguous(a)?
+            contiguous(gpu, a)?
         } else {
             a.clone()
         };
         let b2 = if blas_layout(&plan.b).is_none() {
-            crate::ops::copy::cuda::contiguous(b)?
+            contiguous(gpu, b)?
         } else {
             b.clone()
         };
-        return matmul(&a2, &b2, &super::plan(&a2, &b2)?);
+        return matmul(gpu, &a2, &b2, &super::plan(&a2, &b2)?);
     };
     let (m, k, n) = (plan.m, plan.k, plan.n);
     let batches: usize = plan.batch.iter().product();
@@ -58,7 +62,7 @@ pub(crate) fn matmul(a: &RawTensor, b: &RawTensor, plan: &MatmulPlan) -> Result<
         c_shape.push(m)?;
         c_shape.push(n)?;
         let c_strides = contiguous_strides(&c_shape);
-        let batch = launch::strided::<3>(
+        let batch = launch::strided_layout::<3>(
             &plan.batch,
             [
                 &plan.a.strides[..br],
@@ -79,11 +83,7 @@ pub(crate) fn matmul(a: &RawTensor, b: &RawTensor, plan: &MatmulPlan) -> Result<
             .iter()
             .product::<u64>() as usize;
         let size = a.dtype.size_in_bytes() as u64;
-        let (pa, pb, pc) = (
-            memory::element_ptr(a, sa),
-            memory::element_ptr(b, sb),
-            out.device_ptr(),
-        );
+        let (pa, pb, pc) = (memory::ptr(a)?, memory::ptr(b)?, out.device_ptr());
         for o in 0..outer {
             // Offsets of outer batch index `o` (row-major over the merged outer dims).
             let mut rest = o;

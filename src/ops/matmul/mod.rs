@@ -1,15 +1,14 @@
 //! Matrix products: 2-D, batched with broadcasting batch dims, and vectors, like `torch.matmul`.
 //! Transposed views are used through their strides, never copied.
 
-mod cpu;
-mod cuda;
+pub(super) mod cpu;
+pub(super) mod cuda;
 
 pub(crate) use cpu::{gemm_into, Gemm, MatrixView};
 
 use crate::core::error::{Error, Result};
 use crate::core::layout::{broadcast_shapes, Dims, Layout};
 use crate::core::raw::RawTensor;
-use crate::core::storage::Storage;
 
 /// The plan of one (batched) product `[..., m, k] @ [..., k, n]`.
 pub(crate) struct MatmulPlan {
@@ -132,8 +131,5 @@ pub(crate) fn plan(a: &RawTensor, b: &RawTensor) -> Result<MatmulPlan> {
 /// `a @ b`.
 pub(crate) fn matmul(a: &RawTensor, b: &RawTensor) -> Result<RawTensor> {
     let plan = plan(a, b)?;
-    match (&*a.storage, &*b.storage) {
-        (Storage::Cpu(_), Storage::Cpu(_)) => cpu::matmul(a, b, &plan),
-        _ => cuda::matmul(a, b, &plan),
-    }
+    dispatch!([a, b], |be| be.matmul(a, b, &plan))
 }

@@ -6,18 +6,32 @@
 
 use super::{AdamScalars, AdamUpdate, SgdUpdate};
 use crate::backend::cuda::context::GpuContext;
-use crate::backend::cuda::kernels;
-use crate::backend::cuda::{launch, memory};
+use crate::backend::cuda::kernels::KernelFile;
+use crate::backend::cuda::launch::{self, Kernel};
+use crate::backend::cuda::memory;
 use crate::core::cuda_storage::{with_dtype, CudaElement};
 use crate::core::error::{Error, Result};
 use crate::core::raw::RawTensor;
-use cudarc::driver::PushKernelArg;
+use crate::ops::copy::cuda::{contiguous, contiguous_or_self};
+use crate::ops::kernels::{typed, FLOAT_TYPES};
+
+/// `kernels/optim.cu`: `sgd_<T>` and `adam_<T>`.
+pub(crate) static KERNELS: KernelFile = KernelFile {
+    file: "optim.cu",
+    source: include_str!("../../../kernels/optim.cu"),
+    names: || {
+        let mut n = Vec::new();
+        typed(&mut n, "sgd", &FLOAT_TYPES);
+        typed(&mut n, "adam", &FLOAT_TYPES);
+        n
+    },
+};
 
 /// Makes `t` the only owner of a contiguous buffer it covers from its start.
-fn make_unique(t: &mut RawTensor) -> Result<()> {
+fn make_unique(gpu: &'static GpuContext, t: &mut RawTensor) -> Result<()> {
     let whole = t.layout.offset == 0 && t.layout.is_contiguous();
     if !(whole && t.storage.get_mut().is_some()) {
-        *t = crate::ops::copy::cuda::contiguous(t)?;
+        *t = contiguous(gpu, t)?;
     }
     Ok(())
 }
@@ -47,38 +61,32 @@ fn fits<T: CudaElement>(gpu: &GpuContext, n: usize, buffers: &[&RawTensor]) -> R
     memory::same_gpu(gpu, buffers)
 }
 
-/// The device address of a GPU tensor's first element.
-fn ptr(t: &RawTensor) -> Result<u64> {
-    let (_, s) = memory::gpu_of("optimizer", t)?;
-    Ok(memory::element_ptr(t, s))
-}
-
 pub(crate) fn sgd(
+    gpu: &'static GpuContext,
     param: &mut RawTensor,
     grad: &RawTensor,
     buffer: &mut Option<RawTensor>,
     u: &SgdUpdate,
 ) -> Result<()> {
-    with_dtype!(param.dtype, |T| sgd_typed::<T>(param, grad, buffer, u))
+    with_dtype!(param.dtype, |T| sgd_typed::<T>(gpu, param, grad, buffer, u))
 }
 
 fn sgd_typed<T: CudaElement>(
+    gpu: &'static GpuContext,
     param: &mut RawTensor,
     grad: &RawTensor,
     buffer: &mut Option<RawTensor>,
     u: &SgdUpdate,
 ) -> Result<()> {
-    let (gpu, _) = memory::gpu_of("sgd_update", param)?;
-    memory::same_gpu(gpu, &[grad])?;
-    let g = crate::ops::copy::cuda::contiguous_or_self(grad)?;
-    make_unique(param)?;
+    let g = contiguous_or_self(gpu, grad)?;
+    make_unique(gpu, param)?;
     let has_momentum = u.momentum != 0.0;
     let first = buffer.is_none();
     if has_momentum {
         if buffer.is_none() {
             *buffer = Some(zeros_like::<T>(gpu, param)?);
         }
-        make_unique(buffer.as_mut().expect("created above"))?;
+        make_unique(gpu, buffer.as_mut().expect("created above"))?;
     }
     let n = param.numel();
     match (has_momentum, buffer.as_ref()) {
@@ -88,75 +96,59 @@ fn sgd_typed<T: CudaElement>(
     if n == 0 {
         return Ok(());
     }
-    let f = kernels::function(
-        gpu,
-        &crate::ops::kernels::OPTIM,
-        &format!("sgd_{}", T::SUFFIX),
-    )?;
-    let (pp, pg) = (ptr(param)?, ptr(&g)?);
+    let name = format!("sgd_{}", T::SUFFIX);
     let pb = match (has_momentum, buffer.as_ref()) {
-        (true, Some(b)) => ptr(b)?,
+        (true, Some(b)) => memory::ptr(b)?,
         _ => 0,
     };
-    let (lr, wd, momentum, keep) = (
-        T::from_f64(u.lr),
-        T::from_f64(u.weight_decay),
-        T::from_f64(u.momentum),
-        T::from_f64(1.0 - u.dampening),
-    );
-    let (count, nesterov, first, has_momentum) = (
-        n as u64,
-        u.nesterov as u32,
-        first as u32,
-        has_momentum as u32,
-    );
-    let mut b = gpu.stream.launch_builder(f);
-    b.arg(&pp)
-        .arg(&pg)
-        .arg(&pb)
-        .arg(&count)
-        .arg(&lr)
-        .arg(&wd)
-        .arg(&momentum)
-        .arg(&keep)
-        .arg(&nesterov)
-        .arg(&first)
-        .arg(&has_momentum);
-    // SAFETY: `sgd_<T>(T* p, const T* g, T* b, u64 n, T lr, T wd, T momentum, T keep, u32
-    // nesterov, u32 first, u32 has_momentum)` matches; `p` is a contiguous buffer of n elements
-    // owned by `param` alone (made unique above), `g` a contiguous n-element gradient, `b` the
-    // n-element momentum buffer (read and written only when `has_momentum`).
-    unsafe { b.launch(launch::grid(gpu, n, 1)) }
-        .map_err(|e| gpu.error("cuLaunchKernel(sgd)", e))?;
-    Ok(())
+    // sgd_<T>(T* p, const T* g, T* b, u64 n, T lr, T wd, T momentum, T keep, u32 nesterov,
+    // u32 first, u32 has_momentum): `p` is a contiguous buffer of n elements owned by `param`
+    // alone (made unique above), `g` a contiguous n-element gradient, `b` the n-element
+    // momentum buffer (read and written only when `has_momentum`).
+    launch::flat(
+        gpu,
+        Kernel::new(&KERNELS, &name, "cuLaunchKernel(sgd)"),
+        [memory::ptr(param)?, memory::ptr(&g)?, pb],
+        n,
+        (
+            T::from_f64(u.lr),
+            T::from_f64(u.weight_decay),
+            T::from_f64(u.momentum),
+            T::from_f64(1.0 - u.dampening),
+            u.nesterov as u32,
+            first as u32,
+            has_momentum as u32,
+        ),
+        1,
+    )
 }
 
 pub(crate) fn adam(
+    gpu: &'static GpuContext,
     param: &mut RawTensor,
     grad: &RawTensor,
     m: &mut Option<RawTensor>,
     v: &mut Option<RawTensor>,
     u: &AdamUpdate,
 ) -> Result<()> {
-    with_dtype!(param.dtype, |T| adam_typed::<T>(param, grad, m, v, u))
+    with_dtype!(param.dtype, |T| adam_typed::<T>(gpu, param, grad, m, v, u))
 }
 
 fn adam_typed<T: CudaElement>(
+    gpu: &'static GpuContext,
     param: &mut RawTensor,
     grad: &RawTensor,
     exp_avg: &mut Option<RawTensor>,
     exp_avg_sq: &mut Option<RawTensor>,
     u: &AdamUpdate,
 ) -> Result<()> {
-    let (gpu, _) = memory::gpu_of("adam_update", param)?;
-    memory::same_gpu(gpu, &[grad])?;
-    let g = crate::ops::copy::cuda::contiguous_or_self(grad)?;
-    make_unique(param)?;
+    let g = contiguous_or_self(gpu, grad)?;
+    make_unique(gpu, param)?;
     for state in [&mut *exp_avg, &mut *exp_avg_sq] {
         if state.is_none() {
             *state = Some(zeros_like::<T>(gpu, param)?);
         }
-        make_unique(state.as_mut().expect("created above"))?;
+        make_unique(gpu, state.as_mut().expect("created above"))?;
     }
     let n = param.numel();
     if let (Some(m), Some(v)) = (exp_avg.as_ref(), exp_avg_sq.as_ref()) {
@@ -177,35 +169,29 @@ fn adam_typed<T: CudaElement>(
         step_size,
         inv_sqrt_bc2,
     } = u.scalars::<T>();
-    let f = kernels::function(
+    let name = format!("adam_{}", T::SUFFIX);
+    let pm = memory::ptr(exp_avg.as_ref().expect("created above"))?;
+    let pv = memory::ptr(exp_avg_sq.as_ref().expect("created above"))?;
+    // adam_<T>(T* p, const T* g, T* m, T* v, u64 n, T b1, T b2, T one_b1, T one_b2, T eps,
+    // T l2, T decay, T step_size, T inv_sqrt_bc2): `p`, `m` and `v` are contiguous n-element
+    // buffers owned by this optimizer step alone (made unique above) and `g` a contiguous
+    // n-element gradient.
+    launch::flat(
         gpu,
-        &crate::ops::kernels::OPTIM,
-        &format!("adam_{}", T::SUFFIX),
-    )?;
-    let (pp, pg) = (ptr(param)?, ptr(&g)?);
-    let pm = ptr(exp_avg.as_ref().expect("created above"))?;
-    let pv = ptr(exp_avg_sq.as_ref().expect("created above"))?;
-    let count = n as u64;
-    let mut b = gpu.stream.launch_builder(f);
-    b.arg(&pp)
-        .arg(&pg)
-        .arg(&pm)
-        .arg(&pv)
-        .arg(&count)
-        .arg(&b1)
-        .arg(&b2)
-        .arg(&one_b1)
-        .arg(&one_b2)
-        .arg(&eps)
-        .arg(&l2)
-        .arg(&decay)
-        .arg(&step_size)
-        .arg(&inv_sqrt_bc2);
-    // SAFETY: `adam_<T>(T* p, const T* g, T* m, T* v, u64 n, T b1, T b2, T one_b1, T one_b2, T
-    // eps, T l2, T decay, T step_size, T inv_sqrt_bc2)` matches; `p`, `m` and `v` are
-    // contiguous n-element buffers owned by this optimizer step alone (made unique above) and
-    // `g` a contiguous n-element gradient.
-    unsafe { b.launch(launch::grid(gpu, n, 1)) }
-        .map_err(|e| gpu.error("cuLaunchKernel(adam)", e))?;
-    Ok(())
+        Kernel::new(&KERNELS, &name, "cuLaunchKernel(adam)"),
+        [memory::ptr(param)?, memory::ptr(&g)?, pm, pv],
+        n,
+        (
+            b1,
+            b2,
+            one_b1,
+            one_b2,
+            eps,
+            l2,
+            decay,
+            step_size,
+            inv_sqrt_bc2,
+        ),
+        1,
+    )
 }

@@ -1,12 +1,11 @@
 //! Fused optimizer updates, written into the parameter's own buffer when nothing else holds
 //! it (the usual case after `backward`), with the optimizer state next to the parameter.
 
-mod cpu;
-mod cuda;
+pub(super) mod cpu;
+pub(super) mod cuda;
 
 use crate::core::error::{Error, Result};
 use crate::core::raw::RawTensor;
-use crate::core::storage::Storage;
 
 /// The hyper-parameters of one SGD update (`torch.optim.SGD`).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -242,10 +241,12 @@ pub(crate) fn sgd(
     update: &SgdUpdate,
 ) -> Result<()> {
     check_sgd(name, param, grad, momentum_buffer.as_ref(), update)?;
-    match (&*param.storage, &*grad.storage) {
-        (Storage::Cpu(_), Storage::Cpu(_)) => cpu::sgd(param, grad, momentum_buffer, update),
-        _ => cuda::sgd(param, grad, momentum_buffer, update),
-    }
+    dispatch!([param, grad], |be| be.sgd(
+        param,
+        grad,
+        momentum_buffer,
+        update
+    ))
 }
 
 /// One Adam step on `param`; the moment estimates are created on the first step.
@@ -267,10 +268,8 @@ pub(crate) fn adam(
         exp_avg_sq.as_ref(),
         update,
     )?;
-    match (&*param.storage, &*grad.storage) {
-        (Storage::Cpu(_), Storage::Cpu(_)) => cpu::adam(param, grad, exp_avg, exp_avg_sq, update),
-        _ => cuda::adam(param, grad, exp_avg, exp_avg_sq, update),
-    }
+    dispatch!([param, grad], |be| be
+        .adam(param, grad, exp_avg, exp_avg_sq, update))
 }
 
 #[cfg(test)]

@@ -12,14 +12,37 @@
 
 use super::{ReduceOp, ReducePlan};
 use crate::backend::cuda::context::GpuContext;
-use crate::backend::cuda::kernels;
-use crate::backend::cuda::{launch, memory};
+use crate::backend::cuda::kernels::KernelFile;
+use crate::backend::cuda::launch::{self, Kernel};
+use crate::backend::cuda::memory;
 use crate::core::cuda_storage::{slice_ptr, suffix, with_dtype, CudaElement};
 use crate::core::error::Result;
 use crate::core::layout::MAX_DIMS;
 use crate::core::raw::RawTensor;
 use crate::core::DType;
-use cudarc::driver::{CudaSlice, DeviceRepr, LaunchConfig, PushKernelArg};
+use crate::ops::kernels::{typed, NUMERIC_TYPES};
+use cudarc::driver::{CudaSlice, DeviceRepr, LaunchConfig};
+
+/// `kernels/reduce.cu`: `reduce_{rows,cols,finish}_{sum,max,min}_<T>` and
+/// `argreduce_{rows,cols,finish}_{max,min}_<T>` (also the column sums of `ops::bias_grad`).
+pub(crate) static KERNELS: KernelFile = KernelFile {
+    file: "reduce.cu",
+    source: include_str!("../../../kernels/reduce.cu"),
+    names: || {
+        let mut n = Vec::new();
+        for op in ["sum", "max", "min"] {
+            for kind in ["rows", "cols", "finish"] {
+                typed(&mut n, &format!("reduce_{kind}_{op}"), &NUMERIC_TYPES);
+            }
+        }
+        for op in ["max", "min"] {
+            for kind in ["rows", "cols", "finish"] {
+                typed(&mut n, &format!("argreduce_{kind}_{op}"), &NUMERIC_TYPES);
+            }
+        }
+        n
+    },
+};
 
 /// `ReduceLayout` of `kernels/reduce.cu`.
 #[repr(C)]
@@ -49,8 +72,8 @@ fn layout(plan: &ReducePlan) -> ReduceLayout {
     let split = (0..=rank)
         .find(|&s| product(0..s) == plan.outputs && product(s..rank) == plan.reduced)
         .unwrap_or(rank);
-    let kept = launch::strided::<1>(&l.shape[..split], [&l.strides[..split]]);
-    let red = launch::strided::<1>(&l.shape[split..], [&l.strides[split..]]);
+    let kept = launch::strided_layout::<1>(&l.shape[..split], [&l.strides[..split]]);
+    let red = launch::strided_layout::<1>(&l.shape[split..], [&l.strides[split..]]);
     ReduceLayout {
         kept_rank: kept.rank,
         red_rank: red.rank,
@@ -123,7 +146,6 @@ fn reduce_typed<T: CudaElement>(
     plan: &ReducePlan,
     op: ReduceOp,
 ) -> Result<RawTensor> {
-    let (_, sa) = memory::gpu_of("reduce", a)?;
     let outputs = plan.outputs;
     let out = memory::alloc::<T>(gpu, outputs)?;
     if outputs > 0 {
@@ -135,66 +157,51 @@ fn reduce_typed<T: CudaElement>(
             ReduceOp::Min => "min",
         };
         let kind = if s.rows { "rows" } else { "cols" };
-        let f = kernels::function(
-            gpu,
-            &crate::ops::kernels::REDUCE,
-            &format!("reduce_{kind}_{base}_{}", T::SUFFIX),
-        )?;
         let partial: Option<CudaSlice<T>> = if s.split > 1 {
             Some(memory::alloc::<T>(gpu, outputs * s.split)?)
         } else {
             None
         };
         let pp = partial.as_ref().map_or(0, slice_ptr);
-        let (po, pa) = (slice_ptr(&out), memory::element_ptr(a, sa));
-        let (n_out, n_red, chunk, divide) = (
-            outputs as u64,
-            plan.reduced as u64,
-            s.chunk as u64,
-            (op == ReduceOp::Mean) as u32,
-        );
-        let mut b = gpu.stream.launch_builder(f);
-        b.arg(&po)
-            .arg(&pp)
-            .arg(&pa)
-            .arg(&l)
-            .arg(&n_out)
-            .arg(&n_red)
-            .arg(&chunk)
-            .arg(&divide);
-        // SAFETY: `reduce_{rows,cols}_<op>_<T>(T* out, T* partial, const T* in, ReduceLayout,
-        // u64 outputs, u64 reduced, u64 chunk, u32 divide)` matches; the layout is `a`'s view
-        // (every offset inside its buffer); `out` holds `outputs` elements and `partial`
-        // `outputs * gridDim.y` (it is only written when gridDim.y > 1); row blocks are a
-        // multiple of 32 threads.
-        unsafe { b.launch(s.cfg) }.map_err(|e| gpu.error("cuLaunchKernel(reduce)", e))?;
+        let po = slice_ptr(&out);
+        let divide = (op == ReduceOp::Mean) as u32;
+        let name = format!("reduce_{kind}_{base}_{}", T::SUFFIX);
+        // reduce_{rows,cols}_<op>_<T>(T* out, T* partial, const T* in, ReduceLayout L,
+        // u64 outputs, u64 reduced, u64 chunk, u32 divide): `out` holds `outputs` elements and
+        // `partial` `outputs * gridDim.y` (only written when gridDim.y > 1).
+        launch::reduction(
+            gpu,
+            Kernel::new(&KERNELS, &name, "cuLaunchKernel(reduce)"),
+            [po, pp, memory::ptr(a)?],
+            &l,
+            (outputs as u64, plan.reduced as u64, s.chunk as u64, divide),
+            s.cfg,
+        )?;
         if s.split > 1 {
-            let f = kernels::function(
+            let name = format!("reduce_finish_{base}_{}", T::SUFFIX);
+            // reduce_finish_<op>_<T>(T* out, const T* partial, u64 outputs, u64 split,
+            // u64 reduced, u32 divide): `partial` holds outputs * split values written by the
+            // kernel queued just before on this stream.
+            launch::flat(
                 gpu,
-                &crate::ops::kernels::REDUCE,
-                &format!("reduce_finish_{base}_{}", T::SUFFIX),
+                Kernel::new(&KERNELS, &name, "cuLaunchKernel(reduce_finish)"),
+                [po, pp],
+                outputs,
+                (s.split as u64, plan.reduced as u64, divide),
+                1,
             )?;
-            let split = s.split as u64;
-            let mut b = gpu.stream.launch_builder(f);
-            b.arg(&po)
-                .arg(&pp)
-                .arg(&n_out)
-                .arg(&split)
-                .arg(&n_red)
-                .arg(&divide);
-            // SAFETY: `reduce_finish_<op>_<T>(T* out, const T* partial, u64 outputs, u64 split,
-            // u64 reduced, u32 divide)` matches; `partial` holds outputs * split values written
-            // by the kernel queued just before on this stream.
-            unsafe { b.launch(launch::grid(gpu, outputs, 1)) }
-                .map_err(|e| gpu.error("cuLaunchKernel(reduce_finish)", e))?;
         }
         drop(partial);
     }
     Ok(memory::tensor(out, plan.out_shape, gpu.ordinal))
 }
 
-pub(crate) fn reduce(a: &RawTensor, plan: &ReducePlan, op: ReduceOp) -> Result<RawTensor> {
-    let (gpu, _) = memory::gpu_of("reduce", a)?;
+pub(crate) fn reduce(
+    gpu: &'static GpuContext,
+    a: &RawTensor,
+    plan: &ReducePlan,
+    op: ReduceOp,
+) -> Result<RawTensor> {
     match a.dtype {
         DType::Bool => Err(crate::Error::UnsupportedDType {
             op: op.name(),
@@ -204,8 +211,12 @@ pub(crate) fn reduce(a: &RawTensor, plan: &ReducePlan, op: ReduceOp) -> Result<R
     }
 }
 
-pub(crate) fn arg_reduce(a: &RawTensor, plan: &ReducePlan, max: bool) -> Result<RawTensor> {
-    let (gpu, sa) = memory::gpu_of("arg_reduce", a)?;
+pub(crate) fn arg_reduce(
+    gpu: &'static GpuContext,
+    a: &RawTensor,
+    plan: &ReducePlan,
+    max: bool,
+) -> Result<RawTensor> {
     let outputs = plan.outputs;
     let out = memory::alloc::<i64>(gpu, outputs)?;
     if outputs > 0 {
@@ -213,11 +224,6 @@ pub(crate) fn arg_reduce(a: &RawTensor, plan: &ReducePlan, max: bool) -> Result<
         let s = plan_launch(gpu, &l, outputs, plan.reduced);
         let op = if max { "max" } else { "min" };
         let kind = if s.rows { "rows" } else { "cols" };
-        let f = kernels::function(
-            gpu,
-            &crate::ops::kernels::REDUCE,
-            &format!("argreduce_{kind}_{op}_{}", suffix(a.dtype)),
-        )?;
         let values = if s.split > 1 {
             Some(memory::alloc_dtype(gpu, a.dtype, outputs * s.split)?)
         } else {
@@ -232,36 +238,32 @@ pub(crate) fn arg_reduce(a: &RawTensor, plan: &ReducePlan, max: bool) -> Result<
             values.as_ref().map_or(0, |v| v.device_ptr()),
             indices.as_ref().map_or(0, slice_ptr),
         );
-        let (po, pa) = (slice_ptr(&out), memory::element_ptr(a, sa));
-        let (n_out, n_red, chunk) = (outputs as u64, plan.reduced as u64, s.chunk as u64);
-        let mut b = gpu.stream.launch_builder(f);
-        b.arg(&po)
-            .arg(&pv)
-            .arg(&pi)
-            .arg(&pa)
-            .arg(&l)
-            .arg(&n_out)
-            .arg(&n_red)
-            .arg(&chunk);
-        // SAFETY: `argreduce_{rows,cols}_<op>_<T>(i64* out, T* pv, i64* pi, const T* in,
-        // ReduceLayout, u64 outputs, u64 reduced, u64 chunk)` matches; the layout is `a`'s view;
-        // `out` holds `outputs` indices, `pv`/`pi` `outputs * gridDim.y` entries (written only
-        // when gridDim.y > 1); row blocks are a multiple of 32 threads.
-        unsafe { b.launch(s.cfg) }.map_err(|e| gpu.error("cuLaunchKernel(argreduce)", e))?;
+        let po = slice_ptr(&out);
+        let name = format!("argreduce_{kind}_{op}_{}", suffix(a.dtype));
+        // argreduce_{rows,cols}_<op>_<T>(i64* out, T* pv, i64* pi, const T* in, ReduceLayout L,
+        // u64 outputs, u64 reduced, u64 chunk): `out` holds `outputs` indices, `pv`/`pi`
+        // `outputs * gridDim.y` entries (written only when gridDim.y > 1).
+        launch::reduction(
+            gpu,
+            Kernel::new(&KERNELS, &name, "cuLaunchKernel(argreduce)"),
+            [po, pv, pi, memory::ptr(a)?],
+            &l,
+            (outputs as u64, plan.reduced as u64, s.chunk as u64),
+            s.cfg,
+        )?;
         if s.split > 1 {
-            let f = kernels::function(
+            let name = format!("argreduce_finish_{op}_{}", suffix(a.dtype));
+            // argreduce_finish_<op>_<T>(i64* out, const T* pv, const i64* pi, u64 outputs,
+            // u64 split): the partial arrays hold outputs * split entries written by the
+            // kernel queued just before.
+            launch::flat(
                 gpu,
-                &crate::ops::kernels::REDUCE,
-                &format!("argreduce_finish_{op}_{}", suffix(a.dtype)),
+                Kernel::new(&KERNELS, &name, "cuLaunchKernel(argreduce_finish)"),
+                [po, pv, pi],
+                outputs,
+                (s.split as u64,),
+                1,
             )?;
-            let split = s.split as u64;
-            let mut b = gpu.stream.launch_builder(f);
-            b.arg(&po).arg(&pv).arg(&pi).arg(&n_out).arg(&split);
-            // SAFETY: `argreduce_finish_<op>_<T>(i64* out, const T* pv, const i64* pi, u64
-            // outputs, u64 split)` matches; the partial arrays hold outputs * split entries
-            // written by the kernel queued just before.
-            unsafe { b.launch(launch::grid(gpu, outputs, 1)) }
-                .map_err(|e| gpu.error("cuLaunchKernel(argreduce_finish)", e))?;
         }
         drop((values, indices));
     }

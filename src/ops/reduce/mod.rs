@@ -1,12 +1,11 @@
 //! Reductions over dimensions: sum, mean, max, min, argmax, argmin.
 
-mod cpu;
-mod cuda;
+pub(super) mod cpu;
+pub(super) mod cuda;
 
 use crate::core::error::{Error, Result};
 use crate::core::layout::{wrap_dim, Dims, Layout};
 use crate::core::raw::RawTensor;
-use crate::core::storage::Storage;
 use crate::core::DType;
 
 /// A reduction.
@@ -116,10 +115,7 @@ pub(crate) fn reduce(
             op.name()
         )));
     }
-    match &*a.storage {
-        Storage::Cpu(_) => cpu::reduce(a, &plan, op),
-        Storage::Cuda(_) => cuda::reduce(a, &plan, op),
-    }
+    dispatch!([a], |be| be.reduce(a, &plan, op))
 }
 
 /// Index of the largest (`max = true`) or smallest element along `dim`, as `i64`.
@@ -138,8 +134,5 @@ pub(crate) fn arg_reduce(a: &RawTensor, dim: isize, keepdim: bool, max: bool) ->
             wrap_dim(dim, a.rank())?
         )));
     }
-    match &*a.storage {
-        Storage::Cpu(_) => cpu::arg_reduce(a, &plan, max),
-        Storage::Cuda(_) => cuda::arg_reduce(a, &plan, max),
-    }
+    dispatch!([a], |be| be.arg_reduce(a, &plan, max))
 }

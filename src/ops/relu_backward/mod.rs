@@ -1,12 +1,11 @@
 //! The gradient of `relu`: `grad * (y > 0)`, where `y` is the relu's output (or input: both
 //! are positive at the same places). Written into `grad`'s buffer when nothing else holds it.
 
-mod cpu;
-mod cuda;
+pub(super) mod cpu;
+pub(super) mod cuda;
 
 use crate::core::error::{Error, Result};
 use crate::core::raw::{Operand, RawTensor};
-use crate::core::storage::Storage;
 
 /// `grad * (y > 0)` element-wise; `grad` and `y` have the same shape.
 pub(crate) fn relu_backward(grad: Operand<'_>, y: &RawTensor) -> Result<RawTensor> {
@@ -23,8 +22,5 @@ pub(crate) fn relu_backward(grad: Operand<'_>, y: &RawTensor) -> Result<RawTenso
             dtype: grad.dtype,
         });
     }
-    match (&*grad.storage, &*y.storage) {
-        (Storage::Cpu(_), Storage::Cpu(_)) => cpu::relu_backward(grad, y),
-        _ => cuda::relu_backward(&grad, y),
-    }
+    dispatch!([&grad, y], |be| be.relu_backward(grad, y))
 }

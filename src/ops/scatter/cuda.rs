@@ -5,13 +5,27 @@
 //! Indices outside the dimension (the CPU's `index ... is out of bounds`) are skipped instead
 //! of reported, since checking would make the host wait; the kernel never writes out of bounds.
 
-use crate::backend::cuda::kernels;
-use crate::backend::cuda::{launch, memory};
+use crate::backend::cuda::context::GpuContext;
+use crate::backend::cuda::kernels::KernelFile;
+use crate::backend::cuda::launch::{self, Kernel};
+use crate::backend::cuda::memory;
 use crate::core::cuda_storage::suffix;
 use crate::core::error::Result;
 use crate::core::layout::{contiguous_strides, Dims, MAX_DIMS};
 use crate::core::raw::RawTensor;
-use cudarc::driver::{DeviceRepr, PushKernelArg};
+use crate::ops::kernels::{typed, FLOAT_TYPES};
+use cudarc::driver::DeviceRepr;
+
+/// `kernels/scatter.cu`: `scatter_add_<T>` (also `index_add`'s kernel).
+pub(crate) static KERNELS: KernelFile = KernelFile {
+    file: "scatter.cu",
+    source: include_str!("../../../kernels/scatter.cu"),
+    names: || {
+        let mut n = Vec::new();
+        typed(&mut n, "scatter_add", &FLOAT_TYPES);
+        n
+    },
+};
 
 /// `ScatterArgs` of `kernels/scatter.cu`.
 #[repr(C)]
@@ -42,37 +56,34 @@ fn dims(values: &[usize]) -> [u64; MAX_DIMS] {
 
 /// A zeroed tensor of `shape` on the source's GPU, with `args` describing where each source
 /// element goes.
-fn run(shape: Dims, index: &RawTensor, src: &RawTensor, args: ScatterArgs) -> Result<RawTensor> {
-    let (gpu, ss) = memory::gpu_of("scatter_add", src)?;
-    let (_, si) = memory::gpu_of("scatter_add", index)?;
-    memory::same_gpu(gpu, &[index])?;
+fn run(
+    gpu: &'static GpuContext,
+    shape: Dims,
+    index: &RawTensor,
+    src: &RawTensor,
+    args: ScatterArgs,
+) -> Result<RawTensor> {
     let out = memory::alloc_zeros_dtype(gpu, src.dtype, shape.iter().product())?;
     let n = src.numel();
     if n > 0 && shape.iter().product::<usize>() > 0 {
-        let f = kernels::function(
+        let name = format!("scatter_add_{}", suffix(src.dtype));
+        // scatter_add_<T>(T* out, const T* src, const i64* index, ScatterArgs A, u64 n): `src`
+        // and `index` are views described by `args` (every offset inside their buffers); every
+        // output coordinate is checked on the device against `out_shape` and `dim_size`, so
+        // the atomic adds stay inside `out`.
+        launch::indexed(
             gpu,
-            &crate::ops::kernels::SCATTER,
-            &format!("scatter_add_{}", suffix(src.dtype)),
+            Kernel::new(&KERNELS, &name, "cuLaunchKernel(scatter_add)"),
+            [out.device_ptr(), memory::ptr(src)?, memory::ptr(index)?],
+            &args,
+            n,
         )?;
-        let (po, ps, pi, count) = (
-            out.device_ptr(),
-            memory::element_ptr(src, ss),
-            memory::element_ptr(index, si),
-            n as u64,
-        );
-        let mut b = gpu.stream.launch_builder(f);
-        b.arg(&po).arg(&ps).arg(&pi).arg(&args).arg(&count);
-        // SAFETY: `scatter_add_<T>(T* out, const T* src, const i64* index, ScatterArgs, u64 n)`
-        // matches; `src` and `index` are views described by `args` (every offset inside their
-        // buffers); every output coordinate is checked on the device against `out_shape` and
-        // `dim_size`, so the atomic adds stay inside `out`.
-        unsafe { b.launch(launch::grid(gpu, n, 1)) }
-            .map_err(|e| gpu.error("cuLaunchKernel(scatter_add)", e))?;
     }
     Ok(memory::tensor_from_storage(out, shape, gpu.ordinal))
 }
 
 pub(crate) fn scatter_add(
+    gpu: &'static GpuContext,
     shape: Dims,
     dim: usize,
     index: &RawTensor,
@@ -106,10 +117,11 @@ pub(crate) fn scatter_add(
             dim_size: shape[dim] as u64,
         }
     };
-    run(shape, index, src, args)
+    run(gpu, shape, index, src, args)
 }
 
 pub(crate) fn index_add(
+    gpu: &'static GpuContext,
     shape: Dims,
     dim: usize,
     index: &RawTensor,
@@ -154,5 +166,5 @@ pub(crate) fn index_add(
             dim_size: shape[dim] as u64,
         }
     };
-    run(shape, index, src, args)
+    run(gpu, shape, index, src, args)
 }

@@ -1,15 +1,32 @@
 //! Adding values into a zero tensor at indexed places: `scatter_add` (the gradient of
 //! `gather`) and `index_add` (the gradient of `index_select`).
 
-mod cpu;
-mod cuda;
+pub(super) mod cpu;
+pub(super) mod cuda;
 
 use crate::core::error::{Error, Result};
 use crate::core::layout::Dims;
 use crate::core::raw::RawTensor;
-use crate::core::storage::Storage;
 use crate::core::DType;
 use crate::core::DynDevice;
+
+/// The device of `index` and `src`, which must be `device`, the output's.
+fn on(
+    device: DynDevice,
+    index: &RawTensor,
+    src: &RawTensor,
+) -> Result<crate::ops::backend::Device> {
+    let on = crate::ops::backend::on(&[index, src])?;
+    if src.device.resolved() != device.resolved() {
+        let (first, second) = if device.is_cpu() {
+            (src.device, device)
+        } else {
+            (device, src.device)
+        };
+        return Err(Error::DeviceMismatch { first, second });
+    }
+    Ok(on)
+}
 
 fn check(op: &'static str, index: &RawTensor, src: &RawTensor) -> Result<()> {
     if index.dtype != DType::I64 {
@@ -44,12 +61,7 @@ pub(crate) fn scatter_add(
         )));
     }
     let shape = Dims::shape(shape)?;
-    match (&*index.storage, &*src.storage) {
-        (Storage::Cpu(_), Storage::Cpu(_)) if device.is_cpu() => {
-            cpu::scatter_add(shape, dim, index, src)
-        }
-        _ => cuda::scatter_add(shape, dim, index, src),
-    }
+    dispatch!(@run on(device, index, src)?, |be| be.scatter_add(shape, dim, index, src))
 }
 
 /// A zero tensor of `shape` with slice `index[k]` along `dim` increased by slice `k` of `src`.
@@ -74,10 +86,5 @@ pub(crate) fn index_add(
             &*shape
         )));
     }
-    match (&*index.storage, &*src.storage) {
-        (Storage::Cpu(_), Storage::Cpu(_)) if device.is_cpu() => {
-            cpu::index_add(shape, dim, index, src)
-        }
-        _ => cuda::index_add(shape, dim, index, src),
-    }
+    dispatch!(@run on(device, index, src)?, |be| be.index_add(shape, dim, index, src))
 }

@@ -1,12 +1,11 @@
 //! `softmax` and `log_softmax` along a dimension, computed stably (max subtracted first).
 
-mod cpu;
-mod cuda;
+pub(super) mod cpu;
+pub(super) mod cuda;
 
 use crate::core::error::{Error, Result};
 use crate::core::layout::wrap_dim;
 use crate::core::raw::RawTensor;
-use crate::core::storage::Storage;
 
 /// `softmax(a, dim)`, or `log_softmax` when `log`.
 pub(crate) fn softmax(a: &RawTensor, dim: isize, log: bool) -> Result<RawTensor> {
@@ -30,9 +29,6 @@ pub(crate) fn softmax(a: &RawTensor, dim: isize, log: bool) -> Result<RawTensor>
     // Work on rows: move `dim` last and make the data contiguous (a no-op in the usual case).
     let last = a.rank() - 1;
     let moved = crate::ops::shape::transpose(a, d as isize, last as isize)?.contiguous()?;
-    let out = match &*moved.storage {
-        Storage::Cpu(_) => cpu::softmax(moved, log)?,
-        Storage::Cuda(_) => cuda::softmax(&moved, log)?,
-    };
+    let out = dispatch!([&moved], |be| be.softmax(moved, log))?;
     crate::ops::shape::transpose(&out, d as isize, last as isize)?.contiguous()
 }

@@ -2,30 +2,64 @@
 //! reading any view through its strides and writing a new contiguous tensor.
 
 use super::UnaryOp;
-use crate::backend::cuda::kernels;
-use crate::backend::cuda::{launch, memory};
+use crate::backend::cuda::context::GpuContext;
+use crate::backend::cuda::kernels::KernelFile;
+use crate::backend::cuda::launch::{self, Kernel};
+use crate::backend::cuda::memory;
 use crate::core::cuda_storage::suffix;
 use crate::core::error::Result;
-use crate::core::raw::RawTensor;
-use crate::ops::kernels::unary_name;
-use cudarc::driver::PushKernelArg;
+use crate::core::raw::{Operand, RawTensor};
+use crate::ops::kernels::{typed, FLOAT_TYPES, NUMERIC_TYPES};
 
-pub(crate) fn unary(a: &RawTensor, op: UnaryOp) -> Result<RawTensor> {
-    let (gpu, sa) = memory::gpu_of("unary", a)?;
+/// `kernels/unary.cu`: `unary_<op>_<T>(T* out, const T* a, Strided<1>, u64 n)`.
+pub(crate) static KERNELS: KernelFile = KernelFile {
+    file: "unary.cu",
+    source: include_str!("../../../kernels/unary.cu"),
+    names: || {
+        let mut n = Vec::new();
+        for op in UnaryOp::ALL {
+            let types: &[&str] = if op.float_only() {
+                &FLOAT_TYPES
+            } else {
+                &NUMERIC_TYPES
+            };
+            typed(&mut n, &format!("unary_{}", unary_name(op)), types);
+        }
+        n
+    },
+};
+
+/// The kernel name of a unary op (`unary_<name>_<T>` in `unary.cu`).
+fn unary_name(op: UnaryOp) -> &'static str {
+    match op {
+        UnaryOp::Neg => "neg",
+        UnaryOp::Relu => "relu",
+        UnaryOp::Abs => "abs",
+        UnaryOp::Square => "square",
+        UnaryOp::Exp => "exp",
+        UnaryOp::Log => "log",
+        UnaryOp::Sqrt => "sqrt",
+        UnaryOp::Tanh => "tanh",
+        UnaryOp::Sigmoid => "sigmoid",
+        UnaryOp::Reciprocal => "reciprocal",
+    }
+}
+
+pub(crate) fn unary(gpu: &'static GpuContext, a: Operand<'_>, op: UnaryOp) -> Result<RawTensor> {
     let n = a.numel();
     let out = memory::alloc_dtype(gpu, a.dtype, n)?;
-    if n > 0 {
-        let name = format!("unary_{}_{}", unary_name(op), suffix(a.dtype));
-        let f = kernels::function(gpu, &crate::ops::kernels::UNARY, &name)?;
-        let layout = launch::strided::<1>(&a.layout.shape, [&a.layout.strides]);
-        let (po, pa, count) = (out.device_ptr(), memory::element_ptr(a, sa), n as u64);
-        let mut b = gpu.stream.launch_builder(f);
-        b.arg(&po).arg(&pa).arg(&layout).arg(&count);
-        // SAFETY: `unary_<op>_<T>(T* out, const T* a, Strided<1>, u64 n)` matches; `a` is a view
-        // inside its buffer and `out` holds `n` elements of the same type.
-        unsafe { b.launch(launch::elementwise(gpu, n)) }
-            .map_err(|e| gpu.error("cuLaunchKernel(unary)", e))?;
-    }
+    let name = format!("unary_{}_{}", unary_name(op), suffix(a.dtype));
+    // unary_<op>_<T>(T* out, const T* a, Strided<1> L, u64 n)
+    launch::strided(
+        gpu,
+        Kernel::new(&KERNELS, &name, "cuLaunchKernel(unary)"),
+        out.device_ptr(),
+        [memory::ptr(&a)?],
+        &launch::strided_layout::<1>(&a.layout.shape, [&a.layout.strides]),
+        n,
+        (),
+        4,
+    )?;
     Ok(memory::tensor_from_storage(
         out,
         a.layout.shape,

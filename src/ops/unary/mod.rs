@@ -1,11 +1,10 @@
 //! Element-wise math on one tensor.
 
-mod cpu;
-mod cuda;
+pub(super) mod cpu;
+pub(super) mod cuda;
 
 use crate::core::error::{Error, Result};
 use crate::core::raw::{Operand, RawTensor};
-use crate::core::storage::Storage;
 use crate::core::DType;
 
 /// An element-wise function of one tensor.
@@ -80,8 +79,5 @@ pub(crate) fn unary(a: Operand<'_>, op: UnaryOp) -> Result<RawTensor> {
             dtype: a.dtype,
         });
     }
-    match &*a.storage {
-        Storage::Cpu(_) => cpu::unary(a, op),
-        Storage::Cuda(_) => cuda::unary(&a, op),
-    }
+    dispatch!([&a], |be| be.unary(a, op))
 }
