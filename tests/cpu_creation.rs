@@ -31,7 +31,7 @@ fn constant_fills<E: Element>(value: E) {
         let z = Tensor::<Cpu, E>::zeros(&shape, Cpu);
         assert_eq!(z.shape(), &shape[..]);
         assert_eq!(z.numel(), n);
-        assert_eq!(z.dims(), shape.len());
+        assert_eq!(z.dim(), shape.len());
         assert!(z.to_vec().iter().all(|&v| v == E::ZERO), "zeros {shape:?}");
         let o = Tensor::<Cpu, E>::ones(&shape, Cpu);
         assert!(o.to_vec().iter().all(|&v| v == E::ONE), "ones {shape:?}");
@@ -111,7 +111,7 @@ fn from_vec_checks_the_length_and_keeps_the_order() {
         err(Tensor::<Cpu>::try_zeros([1; 9], Cpu)),
         "devtype supports tensors of at most 8 dimensions, got 9"
     );
-    assert_eq!(Tensor::<Cpu>::zeros([1; 8], Cpu).dims(), 8);
+    assert_eq!(Tensor::<Cpu>::zeros([1; 8], Cpu).dim(), 8);
     let b = Tensor::from_vec(vec![true, false, true], [3], Cpu);
     assert_eq!(b.to_vec(), vec![true, false, true]);
     let i = Tensor::from_vec(vec![i64::MIN, 0, i64::MAX], [3], Cpu);

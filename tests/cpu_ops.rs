@@ -33,7 +33,7 @@ fn apply<E: Element>(t: &Tensor<Cpu, E>, r: &Ref, view: &View) -> (Tensor<Cpu, E
             (t.permute(&o), r.permute(order))
         }
         View::Narrow(d, s, l) => (t.narrow(*d as isize, *s, *l), r.narrow(*d, *s, *l)),
-        View::Expand(shape) => (t.expand(shape), r.expand(shape)),
+        View::Expand(shape) => (t.expand(&signed(shape)), r.expand(shape)),
     }
 }
 
@@ -1315,4 +1315,9 @@ fn dtype_conversions_round_trip() {
         same.shares_storage_with(&t64),
         "a cast to the same type is free"
     );
+}
+
+/// Sizes as `reshape` and `expand` take them.
+fn signed(shape: &[usize]) -> Vec<isize> {
+    shape.iter().map(|&s| s as isize).collect()
 }

@@ -422,7 +422,7 @@ fn narrow_and_expand() {
         (vec![2, 1, 3], vec![2, 4, 3]),
     ] {
         let (t, r) = random_tensor(&mut rng, &from);
-        let e = t.expand(&to);
+        let e = t.expand(&to.iter().map(|&s| s as isize).collect::<Vec<_>>());
         assert_exact(
             &to_ref(&e),
             &r.expand(&to),
@@ -527,7 +527,7 @@ fn random_chains_of_views_read_back_like_the_reference() {
                     if r.shape[d] == 1 {
                         let mut to = r.shape.clone();
                         to[d] = 3;
-                        t = t.expand(&to);
+                        t = t.expand(&to.iter().map(|&s| s as isize).collect::<Vec<_>>());
                         r = r.expand(&to);
                         steps.push(format!("expand({to:?})"));
                     }

@@ -477,7 +477,7 @@ fn creation_and_conversion() {
     );
     assert_eq!(DynTensor::zeros([2], cpu()).unwrap().dtype(), DType::F32);
     let t = DynTensor::from_vec(vec![1.0f64, 2.0, 3.0, 4.0, 5.0, 6.0], [2, 3], cpu()).unwrap();
-    assert_eq!(t.dims(), 2);
+    assert_eq!(t.dim(), 2);
     assert_eq!(t.numel(), 6);
     assert_eq!(
         DynTensor::from_vec(vec![1.0f32; 5], [2, 3], cpu())

@@ -165,10 +165,10 @@ fn same_values(a: &[f64], b: &[f64]) -> bool {
 
 /// A result must be readable: its values come back with the right count and dtype.
 fn check_consistent(t: &DynTensor) {
-    assert_eq!(t.dims(), t.shape().len());
+    assert_eq!(t.dim(), t.shape().len());
     assert_eq!(t.numel(), t.shape().iter().product::<usize>());
     assert_eq!(values_f64(t).len(), t.numel());
-    assert!(t.dims() <= devtype::MAX_DIMS);
+    assert!(t.dim() <= devtype::MAX_DIMS);
 }
 
 /// Broadcast shape, computed here independently (None when the shapes do not broadcast).
@@ -253,7 +253,7 @@ fn attempt(
 fn step(rng: &mut Rng, pool: &[Entry]) -> Vec<Entry> {
     let a = &pool[rng.below(pool.len())];
     let b = &pool[rng.below(pool.len())];
-    let rank = a.t.dims();
+    let rank = a.t.dim();
     let mut out = Vec::new();
     let mut keep = |r: devtype::Result<DynTensor>, recipe: String| {
         COUNTS.with(|c| {
@@ -630,7 +630,7 @@ fn step(rng: &mut Rng, pool: &[Entry]) -> Vec<Entry> {
             let r = a.t.unsqueeze(d);
             if let Ok(t) = &r {
                 assert!(same_values(&values_f64(t), &before));
-                assert_eq!(t.dims(), rank + 1);
+                assert_eq!(t.dim(), rank + 1);
             }
             keep(r, format!("({}).unsqueeze({d})", short(&a.recipe)));
         }
@@ -1026,7 +1026,7 @@ fn step(rng: &mut Rng, pool: &[Entry]) -> Vec<Entry> {
             let mut recipe = short(&a.recipe);
             note(&format!("view chain on {recipe}"));
             for _ in 0..rng.below(4) + 1 {
-                let r = t.dims();
+                let r = t.dim();
                 let next = match rng.below(4) {
                     0 if r >= 2 => t.transpose(0, r as isize - 1),
                     1 if r >= 1 => {
@@ -1118,7 +1118,7 @@ fn no_dyn_tensor_method_panics() {
                 for e in made {
                     // Keep the pool small, also in empty tensors' sizes.
                     if e.t.numel() <= MAX_NUMEL
-                        && e.t.dims() <= 6
+                        && e.t.dim() <= 6
                         && e.t.shape().iter().all(|&s| s <= 5000)
                     {
                         let at = rng.below(pool.len());

@@ -64,7 +64,7 @@ fn tensor(rng: &mut Rng, shape: &[usize]) -> Tensor<Cpu> {
         vec![1; shape.len()],
         Cpu,
     );
-    match one.try_expand(shape) {
+    match one.try_expand(&signed(shape)) {
         Ok(t) => t,
         // A shape too large to exist even as a view: stand in with a 1-element tensor.
         Err(e) => {
@@ -226,11 +226,11 @@ fn every_op_family_at_the_limits_ends_in_ok_or_a_clear_err() {
             "unsqueeze+expand",
             || {
                 a.try_unsqueeze(0)?
-                    .try_expand(&[[1usize << 61].as_slice(), &sa].concat())
+                    .try_expand(&signed(&[[1usize << 61].as_slice(), &sa].concat()))
             },
             || {
                 da.unsqueeze(0)?
-                    .expand(&[[1usize << 61].as_slice(), &sa].concat())
+                    .expand(&signed(&[[1usize << 61].as_slice(), &sa].concat()))
             },
             None,
         );
@@ -262,7 +262,7 @@ fn every_op_family_at_the_limits_ends_in_ok_or_a_clear_err() {
             );
             // gather with an index of `a`'s own shape (all zeros, an expanded view).
             let zeros = Tensor::<Cpu, i64>::zeros(vec![1; sa.len()], Cpu);
-            if let Ok(gi) = zeros.try_expand(&sa) {
+            if let Ok(gi) = zeros.try_expand(&signed(&sa)) {
                 both(
                     "gather",
                     || a.try_gather(-1, &gi),
@@ -301,4 +301,13 @@ fn every_op_family_at_the_limits_ends_in_ok_or_a_clear_err() {
         assert_eq!(printed.0, printed.1);
         assert!(printed.0.len() < 4096, "printing {sa:?} was not summarised");
     }
+}
+
+/// Sizes as `expand` takes them (PyTorch's int64 sizes): past `isize::MAX` they saturate, which
+/// is still far past the largest tensor.
+fn signed(shape: &[usize]) -> Vec<isize> {
+    shape
+        .iter()
+        .map(|&s| s.min(isize::MAX as usize) as isize)
+        .collect()
 }

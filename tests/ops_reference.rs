@@ -139,3 +139,22 @@ fn batched_matrix_product() {
     let d = a.to_dyn().bmm(&b.to_dyn()).unwrap();
     close(&d.to_vec::<f64>().unwrap(), &want);
 }
+
+#[test]
+fn expand_takes_reshapes_sizes_with_minus_one_keeping_a_size() {
+    let (a, x) = randn(&[3, 1]);
+    let e = a.expand(&[2, -1, 4]);
+    assert_eq!(e.shape(), &[2, 3, 4]);
+    let want: Vec<f64> = (0..2)
+        .flat_map(|_| x.iter().flat_map(|&v| [v; 4]))
+        .collect();
+    assert_eq!(e.to_vec(), want);
+    assert_eq!(a.to_dyn().expand(&[-1, 5]).unwrap().shape(), &[3, 5]);
+    let err = a.try_expand(&[-1, 3, 4]).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "The expanded size of the tensor (-1) isn't allowed in a leading, non-existing dimension 0"
+    );
+    assert!(a.try_expand(&[4]).is_err());
+    assert!(a.try_expand(&[3, -2]).is_err());
+}

@@ -24,7 +24,6 @@
 //! | `Index`     | `impl OperandOn<D> + HasDevice<Element = i64>`   | `&DynTensor`             | `&RawTensor`      |
 //! | `Scalar`    | `E`                                              | `impl Into<Scalar>`      | `Scalar`          |
 //! | `Dims`      | `&[isize]`                                       | `&[isize]`               | `&[isize]`        |
-//! | `Sizes`     | `&[usize]`                                       | `&[usize]`               | `&[usize]`        |
 //! | any type    | itself                                           | itself                   | itself            |
 //!
 //! Results: `Same` (`Tensor<D, E>`), `Bool` (`Tensor<D, bool>`), `Long` (`Tensor<D, i64>`); the
@@ -36,7 +35,6 @@ macro_rules! typed_param {
     (Index) => { impl $crate::tensor::OperandOn<D> + $crate::tensor::HasDevice<Element = i64> };
     (Scalar) => { E };
     (Dims) => { &[isize] };
-    (Sizes) => { &[usize] };
     // `OperandOn<D>`: the bound is made of the declaration's own tokens, so that a compile
     // error's "required by a bound" snippet shows the op's declaration, not this macro.
     ($on:ident $lt:tt $d:ident $gt:tt) => { $crate::api::declare::typed_param!(@bound $on $lt $d $gt) };
@@ -51,7 +49,6 @@ macro_rules! dyn_param {
     (Index) => { &$crate::DynTensor };
     (Scalar) => { impl Into<$crate::core::Scalar> };
     (Dims) => { &[isize] };
-    (Sizes) => { &[usize] };
     ($t:ty) => { $t };
 }
 

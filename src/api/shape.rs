@@ -138,6 +138,36 @@ fn contiguous_view(a: In<'_>) -> Result<Out> {
     Ok(same_order(a, a.value.clone(), "AliasBackward0"))
 }
 
+/// `expand` with PyTorch's sizes: `-1` keeps the size of an existing dimension.
+fn expand_to(a: In<'_>, sizes: &[isize]) -> Result<Out> {
+    let shape = a.value.shape();
+    let lead = sizes.len().checked_sub(shape.len()).ok_or_else(|| {
+        crate::Error::Shape(format!(
+            "expand: the number of sizes provided ({}) must be greater or equal to the number of dimensions in the tensor ({})",
+            sizes.len(),
+            shape.len()
+        ))
+    })?;
+    let mut target = Vec::with_capacity(sizes.len());
+    for (i, &s) in sizes.iter().enumerate() {
+        target.push(match s {
+            -1 if i < lead => {
+                return Err(crate::Error::Shape(format!(
+                    "The expanded size of the tensor (-1) isn't allowed in a leading, non-existing dimension {i}"
+                )))
+            }
+            -1 => shape[i - lead],
+            s if s < 0 => {
+                return Err(crate::Error::Shape(format!(
+                    "Trying to create tensor with negative dimension {s}: {sizes:?}"
+                )))
+            }
+            s => s as usize,
+        });
+    }
+    expand(a, &target)
+}
+
 declare_ops! {
     /// The same elements with another shape; one size may be `-1`. A view when the strides
     /// allow, else a copy.
@@ -159,8 +189,9 @@ declare_ops! {
     /// `len` elements of `dim` from `start` (a view).
     Element fn narrow(x, dim: isize, start: usize, len: usize) -> Same check {}
         = narrow(x, dim, start, len);
-    /// This tensor broadcast to `shape` (a view: size-1 dims repeat with stride 0).
-    Element fn expand(x, shape: Sizes) -> Same check {} = expand(x, shape);
+    /// This tensor broadcast to `shape` (a view: size-1 dims repeat with stride 0); `-1` keeps
+    /// a dimension's size, as in PyTorch, so `reshape` and `expand` take the same shapes.
+    Element fn expand(x, shape: Dims) -> Same check {} = expand_to(x, shape);
     /// A contiguous copy, or the same tensor when already contiguous.
     Element fn contiguous(x) -> Same check {} = contiguous(x);
 }

@@ -150,7 +150,7 @@ impl DynTensor {
 
     /// The number of dimensions.
     #[inline]
-    pub fn dims(&self) -> usize {
+    pub fn dim(&self) -> usize {
         self.raw.rank()
     }
 

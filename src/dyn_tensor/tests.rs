@@ -155,7 +155,7 @@ fn elementwise_orders_two_gpus_by_argument() {
 fn one_cpu_scalar_may_join_a_gpu_binary_op_on_either_side() {
     let gpu = f32_on(&[2, 3], CUDA0);
     let scalar = DynTensor::full([], 2.0, DType::F32, CPU).unwrap();
-    assert_eq!(scalar.dims(), 0);
+    assert_eq!(scalar.dim(), 0);
     for (name, op) in binary_methods().into_iter().chain(compare_methods()) {
         let r = op(&gpu, &scalar);
         assert!(

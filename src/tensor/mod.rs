@@ -259,7 +259,7 @@ impl<D: Device, E: Element> Tensor<D, E> {
 
     /// The number of dimensions (PyTorch's `x.dim()`).
     #[inline]
-    pub fn dims(&self) -> usize {
+    pub fn dim(&self) -> usize {
         self.raw.rank()
     }
 
