@@ -14,17 +14,20 @@ use crate::tensor::{HasDevice, OperandOn, Tensor};
 use crate::DynTensor;
 use std::ops::{Add, Div, Mul, Neg, Sub};
 
-/// `lhs op rhs`: when nothing is tracked, owned operands' buffers are reused.
-#[inline]
-fn tensor_op<L: AsRaw, R: AsRaw>(lhs: L, rhs: R, op: BinaryOp) -> Result<Out> {
+/// `lhs op rhs` on `device`: when nothing is tracked, owned operands' buffers are reused and
+/// the result is built in place.
+#[inline(always)]
+fn tensor_op<D: Device, E: Element, L: AsRaw, R: AsRaw>(
+    lhs: L,
+    rhs: R,
+    op: BinaryOp,
+    device: D,
+) -> Result<Tensor<D, E>> {
     if lhs.grad_node().is_none() && rhs.grad_node().is_none() {
-        return Ok(Out::untracked(ops::binary::binary(
-            lhs.into_operand(),
-            rhs.into_operand(),
-            op,
-        )?));
+        return ops::binary::binary(lhs.into_operand(), rhs.into_operand(), op)
+            .map(|raw| Tensor::from_raw(raw, device));
     }
-    binary(lhs.input(), rhs.input(), op)
+    Ok(Tensor::from_out(binary(lhs.input(), rhs.input(), op)?, device))
 }
 
 /// `t op s` (or `s op t` when `scalar_first`): an untracked owned `t` lends its buffer.
@@ -60,7 +63,7 @@ macro_rules! operator {
             #[track_caller]
             fn $method(self, rhs: R) -> Tensor<D, E> {
                 let device = self.device();
-                Tensor::from_out(or_panic(tensor_op(self, rhs, BinaryOp::$op)), device)
+                or_panic(tensor_op(self, rhs, BinaryOp::$op, device))
             }
         }
         impl<D: Device, E: Numeric, R: OperandOn<D> + HasDevice<Element = E>> $trait<R>
@@ -69,7 +72,7 @@ macro_rules! operator {
             type Output = Tensor<D, E>;
             #[track_caller]
             fn $method(self, rhs: R) -> Tensor<D, E> {
-                Tensor::from_out(or_panic(tensor_op(self, rhs, BinaryOp::$op)), self.device())
+                or_panic(tensor_op(self, rhs, BinaryOp::$op, self.device()))
             }
         }
         scalar_operator!($trait, $method, $op, f32);
