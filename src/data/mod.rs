@@ -33,10 +33,12 @@
 
 mod dataset;
 mod idx;
+mod loader;
 mod mnist;
 mod spirals;
 
 pub use dataset::Dataset;
 pub use idx::{parse_idx, read_idx, IdxArray, IDX_UNSIGNED_BYTE};
+pub use loader::{Batches, Collate, DataLoader, DefaultCollate, MapDataset, Stack, ToDevice};
 pub use mnist::{Mnist, MnistSplit};
 pub use spirals::spirals;
