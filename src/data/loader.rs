@@ -224,7 +224,7 @@ stack_tuples!(
 );
 
 /// A batch in host memory that the loader can hand over on device `D`: tensors, and tuples
-/// and `Vec`s of them. The moved batch is typed on `D`, so using it with a model on another
+/// and `Vec`s of them (numbers and strings in it stay as they are). The moved batch is typed on `D`, so using it with a model on another
 /// device does not compile.
 pub trait ToDevice<D: Device>: Send + 'static {
     /// The same batch on `D`.
@@ -249,6 +249,20 @@ impl<D: Device, T: ToDevice<D>> ToDevice<D> for Vec<T> {
         self.into_iter().map(|part| part.to_device(dev)).collect()
     }
 }
+
+/// Numbers and strings in a batch (sample ids, sizes, names) stay on the host as they are.
+macro_rules! to_device_as_is {
+    ($($t:ty),*) => {$(
+        impl<D: Device> ToDevice<D> for $t {
+            type Output = $t;
+
+            fn to_device(self, _dev: D) -> Result<$t> {
+                Ok(self)
+            }
+        }
+    )*};
+}
+to_device_as_is!(usize, u64, u32, i64, i32, f32, f64, bool, String);
 
 macro_rules! to_device_tuples {
     ($(($($name:ident),+)),*) => {$(
@@ -520,7 +534,7 @@ where
     }
 }
 
-impl<'a, D: Device, S: MapDataset, C: Collate<S::Sample>> IntoIterator for &'a DataLoader<D, S, C>
+impl<D: Device, S: MapDataset, C: Collate<S::Sample>> IntoIterator for &DataLoader<D, S, C>
 where
     C::Batch: ToDevice<D>,
 {
