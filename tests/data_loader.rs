@@ -351,7 +351,7 @@ fn a_dataset_error_is_the_err_of_its_batch_and_iteration_goes_on() {
         assert_eq!(items.len(), 8, "{workers} workers");
         for (b, item) in items.into_iter().enumerate() {
             if b == 3 {
-                let error = item.err().expect("batch 3 fails");
+                let error = item.expect_err("batch 3 fails");
                 assert_eq!(
                     error.to_string(),
                     "data file probe: sample 13 is unreadable",
@@ -504,18 +504,19 @@ fn default_collate_stacks_tensors_numbers_and_tuples() {
         }
         fn get(&self, i: usize) -> devtype::Result<Self::Sample> {
             let t = Tensor::try_from_vec(vec![i as f32; 6], [2, 3], Cpu)?;
-            Ok((t, 2 * i, i as f64 / 2.0, i % 2 == 0))
+            Ok((t, 2 * i, i as f64 / 2.0, i.is_multiple_of(2)))
         }
     }
     let loader = DataLoader::new(Mixed, Cpu).batch_size(3);
     let mut batches = loader.iter();
     // The types are part of the test: the batch is typed on the loader's device.
-    let (x, index, half, even): (
+    type Batch = (
         Tensor<Cpu>,
         Tensor<Cpu, i64>,
         Tensor<Cpu, f64>,
         Tensor<Cpu, bool>,
-    ) = batches.next().unwrap().unwrap();
+    );
+    let (x, index, half, even): Batch = batches.next().unwrap().unwrap();
     assert_eq!(x.shape(), &[3, 2, 3]);
     assert_eq!(x.to_vec(), [[0.0f32; 6], [1.0; 6], [2.0; 6]].concat());
     assert_eq!(index.to_vec(), [0, 2, 4]);
@@ -535,8 +536,8 @@ fn a_custom_collate_can_return_any_batch_that_moves() {
             Ok((samples.into_iter().map(|(x, _)| x).collect::<Vec<_>>(), n))
         },
     );
-    let batches: Vec<(Vec<Tensor<Cpu>>, Tensor<Cpu, i64>)> =
-        loader.iter().collect::<devtype::Result<_>>().unwrap();
+    type Batch = (Vec<Tensor<Cpu>>, Tensor<Cpu, i64>);
+    let batches: Vec<Batch> = loader.iter().collect::<devtype::Result<_>>().unwrap();
     let sizes: Vec<i64> = batches.iter().map(|(_, n)| n.item()).collect();
     assert_eq!(sizes, [2, 2, 1]);
     assert_eq!(batches[2].0[0].to_vec(), [4.0, 40.0]);

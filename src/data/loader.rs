@@ -104,17 +104,19 @@ impl<T: MapDataset> MapDataset for Arc<T> {
 /// use devtype::data::{spirals, DataLoader};
 /// use devtype::prelude::*;
 ///
-/// // Only the inputs, centred on the batch's mean: `Tensor<Cpu>` in, `Tensor<D>` out.
+/// // Inputs stacked, labels kept as host numbers: the tensor moves to the device, the
+/// // numbers stay as they are.
 /// let loader = DataLoader::new(spirals(10, 1), Cpu)
 ///     .batch_size(4)
 ///     .collate(|samples: Vec<(Tensor<Cpu>, Tensor<Cpu, i64>)>| {
+///         let labels = samples.iter().map(|(_, y)| y.try_item()).collect::<devtype::Result<Vec<i64>>>()?;
 ///         let rows: Vec<Tensor<Cpu>> = samples.into_iter().map(|(x, _)| x).collect();
-///         let x = Tensor::try_stack(&rows[..], 0)?;
-///         let mean = x.try_mean_dim(0, true)?;
-///         x.try_sub(&mean)
+///         Ok((Tensor::try_stack(&rows[..], 0)?, labels))
 ///     });
-/// let shapes: Vec<Vec<usize>> = loader.iter().map(|x| x.unwrap().shape().to_vec()).collect();
-/// assert_eq!(shapes, [vec![4, 2], vec![4, 2], vec![2, 2]]);
+/// let (x, labels): (Tensor<Cpu>, Vec<i64>) = loader.iter().next().unwrap()?;
+/// assert_eq!((x.shape(), labels), (&[4, 2][..], vec![0, 1, 2, 0]));
+/// assert_eq!(loader.len(), 3); // the last batch holds 2
+/// # Ok::<(), devtype::Error>(())
 /// ```
 pub trait Collate<S>: Send + Sync + 'static {
     /// The batch in host memory.
@@ -327,6 +329,28 @@ fn move_to_device<D: Device, E: Element>(host: &Tensor<Cpu, E>, dev: D) -> Resul
 /// # Ok(())
 /// # }
 /// ```
+///
+/// A loader built for one device and a model on another do not compile: the batch's type says
+/// where it is.
+///
+/// ```compile_fail,E0277
+/// use devtype::data::{spirals, DataLoader};
+/// use devtype::nn::Linear;
+/// use devtype::prelude::*;
+///
+/// # fn main() -> devtype::Result<()> {
+/// let gpu = Cuda::<0>::open()?;
+/// let model = Linear::new(2, 3, Cpu).to(gpu);
+/// let loader = DataLoader::new(spirals(30, 1), Cpu).batch_size(10); // built for the CPU
+/// for batch in &loader {
+///     let (x, _y) = batch?;
+///     let _ = model.forward(&x); // error[E0277]: Expected all tensors to be on the same
+/// }                              // device, but found at least two devices, `devtype::Cuda<0>`
+/// # Ok(())                       // and `devtype::Cpu`
+/// # }
+/// ```
+///
+/// The fix is the loader's device: `DataLoader::new(data, gpu)`.
 ///
 /// # Order, shuffling and epochs
 ///
