@@ -459,10 +459,11 @@ impl<D: Device, S: MapDataset, C> DataLoader<D, S, C> {
         self
     }
 
-    /// How many batches the workers may prepare ahead of the one the loop waits for, prepared
-    /// ones waiting included (default `2 * num_workers`, PyTorch's `prefetch_factor=2`). It
-    /// bounds the host memory the loader holds. `0` counts as `1`; without workers it has no
-    /// effect.
+    /// How many batches, beyond the one the loop asked for last, the workers may prepare
+    /// ahead: batches being prepared and prepared ones waiting in the loader's bounded channel
+    /// together (default `2 * num_workers`, PyTorch's `prefetch_factor=2` per worker). It bounds
+    /// the host memory the loader holds to `prefetch + 1` batches. With `0` the workers prepare
+    /// only the batch asked for; without workers it has no effect.
     pub fn prefetch(mut self, batches: usize) -> Self {
         self.prefetch = Some(batches);
         self
@@ -545,7 +546,7 @@ where
         let engine = if self.num_workers == 0 || plan.batches == 0 {
             Engine::Inline
         } else {
-            let prefetch = self.prefetch.unwrap_or(2 * self.num_workers).max(1);
+            let prefetch = self.prefetch.unwrap_or(2 * self.num_workers);
             Engine::Workers(Pool::start(&plan, self.num_workers, prefetch))
         };
         Batches {
@@ -676,7 +677,7 @@ struct Pool<B> {
     ready: BTreeMap<usize, Result<B>>,
     /// Batches handed to workers so far (they are `0..sent`).
     sent: usize,
-    /// The most batches handed out and not yet taken by the loop.
+    /// The most batches handed out beyond the one the loop waits for.
     prefetch: usize,
     stop: Arc<AtomicBool>,
     handles: Vec<JoinHandle<()>>,
@@ -690,7 +691,7 @@ impl<B: Send + 'static> Pool<B> {
         C: Collate<S::Sample, Batch = B>,
     {
         let stop = Arc::new(AtomicBool::new(false));
-        let (done, results) = mpsc::sync_channel::<(usize, Result<B>)>(prefetch);
+        let (done, results) = mpsc::sync_channel::<(usize, Result<B>)>(prefetch + 1);
         let mut tasks = Vec::with_capacity(workers);
         let mut handles = Vec::with_capacity(workers);
         for worker in 0..workers {
@@ -727,7 +728,7 @@ impl<B: Send + 'static> Pool<B> {
                 message: "no worker thread could be started".into(),
             });
         }
-        while self.sent < batches && self.sent < batch + self.prefetch {
+        while self.sent < batches && self.sent <= batch + self.prefetch {
             let worker = self.sent % self.tasks.len();
             // A worker that is gone is noticed below, when its batch does not come.
             let _ = self.tasks[worker].send(self.sent);
