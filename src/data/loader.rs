@@ -381,8 +381,9 @@ fn move_to_device<D: Device, E: Element>(host: &Tensor<Cpu, E>, dev: D) -> Resul
 /// Iteration then goes on with the next batch (as PyTorch's loader does after a worker's
 /// exception): stop at the first error with `batch?`, or skip the batch and continue.
 ///
-/// Dropping the iterator before the end of the epoch stops its workers: they finish at most the
-/// sample each is reading, and the drop joins them, so no thread outlives the iterator.
+/// The workers end with the epoch's last batch. Dropping the iterator before that stops them:
+/// each finishes at most the sample (or the collate) it is working on, and the drop joins them,
+/// so no thread outlives the iterator.
 pub struct DataLoader<D: Device, S: MapDataset, C = DefaultCollate> {
     dataset: Arc<S>,
     collate: Arc<C>,
@@ -770,7 +771,8 @@ impl<B: Send + 'static> Pool<B> {
 }
 
 impl<B> Pool<B> {
-    /// Stops the workers and waits for them: each finishes at most the sample it is reading.
+    /// Stops the workers and waits for them: each finishes at most the sample (or the collate)
+    /// it is working on.
     fn shut_down(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
         self.tasks.clear(); // idle workers wake up to a closed queue
