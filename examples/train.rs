@@ -2,8 +2,9 @@
 //! from `devtype::data::spirals` with a fixed seed) or MNIST (`devtype::data::Mnist`), on
 //! `Cuda<0>` when it opens, otherwise on the CPU.
 //!
-//! The model moves to the device once; every batch is assembled on the host and moved inside
-//! the loop; the loss is accumulated on the device and read once per epoch (one host sync per
+//! The model moves to the device once; a `DataLoader` built for the same device shuffles and
+//! assembles every batch on the host (on two worker threads, ahead of the loop) and hands it
+//! over already on the device, typed on it; the loss is accumulated on the device and read once per epoch (one host sync per
 //! epoch, not per batch). The trained parameters are saved as safetensors.
 //!
 //! ```text
@@ -13,7 +14,7 @@
 //! cargo run --release --example train -- --out model.safetensors
 //! ```
 
-use devtype::data::{spirals, Dataset, Mnist};
+use devtype::data::{spirals, DataLoader, Dataset, Mnist};
 use devtype::device::{run_on_best_device, DeviceJob};
 use devtype::nn::{CrossEntropyLoss, Linear, ReLU};
 use devtype::optim::Adam;
@@ -21,24 +22,6 @@ use devtype::prelude::*;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::PathBuf;
 use std::time::Instant;
-
-/// SplitMix64: a small seeded generator, so the batches are the same on every run.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn shuffle(&mut self, v: &mut [usize]) {
-        for i in (1..v.len()).rev() {
-            v.swap(i, (self.next() % (i as u64 + 1)) as usize);
-        }
-    }
-}
 
 /// The model: a struct of layers, made a module by one line.
 struct Mlp<D: Device> {
@@ -93,9 +76,14 @@ impl DeviceJob for Job {
         let mut model = model.to(dev); // the model moves once
         let criterion = CrossEntropyLoss::new();
         let mut opt = Adam::new(self.lr);
-        let mut rng = Rng(7);
-        let mut order: Vec<usize> = (0..self.train.len()).collect();
-        let steps = self.train.len().div_ceil(self.batch);
+        // Shuffled with a fixed seed (the same batches on every run, a new order each epoch),
+        // prepared by two threads while the model computes.
+        let loader = DataLoader::new(self.train, dev)
+            .batch_size(self.batch)
+            .shuffle(true)
+            .seed(7)
+            .num_workers(2);
+        let steps = loader.len();
         let bar = ProgressBar::new((steps * self.epochs) as u64);
         bar.set_style(
             ProgressStyle::with_template("{bar:40} {pos}/{len} steps {elapsed_precise} {msg}")
@@ -103,12 +91,18 @@ impl DeviceJob for Job {
         );
         let start = Instant::now();
         for epoch in 0..self.epochs {
-            rng.shuffle(&mut order);
             let syncs_before = devtype::cuda::sync_count();
             let mut total = Tensor::<D>::zeros([], dev); // the epoch's loss, summed on the device
-            for idx in order.chunks(self.batch) {
-                let (x, y) = self.train.batch(idx);
-                let (x, y) = (x.to(dev), y.to(dev)); // every batch moves, inside the loop
+            for batch in loader.iter() {
+                // Every batch arrives on `dev`: (Tensor<D>, Tensor<D, i64>).
+                let (x, y) = match batch {
+                    Ok(batch) => batch,
+                    Err(e) => {
+                        bar.abandon();
+                        eprintln!("cannot load a batch: {e}");
+                        std::process::exit(1);
+                    }
+                };
                 model.zero_grad();
                 let loss = criterion.forward(&model.forward(&x), &y);
                 loss.backward();

@@ -441,6 +441,18 @@ pub enum Error {
         /// The first missing symbol.
         symbol: String,
     },
+
+    /// A data set or collate function panicked while a
+    /// [`DataLoader`](crate::data::DataLoader) prepared a batch (in a worker thread, or in the
+    /// calling thread with no workers). The loader caught the panic and hands it back at that
+    /// batch's place (PyTorch: `Caught ValueError in DataLoader worker process 0.`).
+    #[error("Caught panic in DataLoader while preparing batch {batch}: {message}")]
+    DataLoaderPanicked {
+        /// The batch's position in the epoch (0 for the first).
+        batch: usize,
+        /// The panic's message.
+        message: String,
+    },
 }
 
 impl Error {
