@@ -311,7 +311,7 @@ pub(crate) struct Out {
 
 impl Out {
     /// An untracked result.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn untracked(value: RawTensor) -> Self {
         Out { value, node: None }
     }

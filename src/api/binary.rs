@@ -26,7 +26,7 @@ fn name(op: BinaryOp) -> &'static str {
 }
 
 /// `a op b` with broadcasting, recorded.
-#[inline]
+#[inline(always)]
 pub(crate) fn binary(a: In<'_>, b: In<'_>, op: BinaryOp) -> Result<Out> {
     let value = ops::binary::binary(Operand::Borrowed(a.value), Operand::Borrowed(b.value), op)?;
     if a.node.is_none() && b.node.is_none() {
@@ -202,7 +202,7 @@ fn meet(a: In<'_>, b: In<'_>) -> Result<Meet> {
 }
 
 /// `a op b` with broadcasting on either front, recorded.
-#[inline]
+#[inline(always)]
 fn elementwise(a: In<'_>, b: In<'_>, op: BinaryOp) -> Result<Out> {
     if a.value.device == b.value.device {
         return binary(a, b, op);

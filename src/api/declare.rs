@@ -119,8 +119,9 @@ macro_rules! declare_ops {
                     {
                         let $x = $crate::tensor::operand::sealed::AsRaw::input(self);
                         $(let $arg = $crate::api::declare::typed_arg!($kind $(<$gen>)?, $arg);)*
-                        let out: $crate::graph::Out = $body?;
-                        Ok($crate::tensor::Tensor::from_out(out, self.device()))
+                        let device = self.device();
+                        let out: $crate::core::error::Result<$crate::graph::Out> = $body;
+                        out.map(|out| $crate::tensor::Tensor::from_out(out, device))
                     }
 
                     $(#[$doc])*
@@ -146,8 +147,8 @@ macro_rules! declare_ops {
                         let $x = $crate::tensor::operand::sealed::AsRaw::input(self);
                         $(let $arg = $crate::api::declare::dyn_arg!($kind $(<$gen>)?, $arg);)*
                         $check
-                        let out: $crate::graph::Out = $body?;
-                        Ok($crate::DynTensor::from_out(out))
+                        let out: $crate::core::error::Result<$crate::graph::Out> = $body;
+                        out.map($crate::DynTensor::from_out)
                     }
                 }
             }

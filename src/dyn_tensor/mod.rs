@@ -46,7 +46,7 @@ impl DynTensor {
     }
 
     /// Wraps an op's result (value and node).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn from_out(out: Out) -> Self {
         DynTensor {
             raw: out.value,

@@ -129,7 +129,7 @@ impl<D: Device, E: Element> Tensor<D, E> {
     }
 
     /// Wraps an op's result (value and node), known to be on `device`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn from_out(out: crate::graph::Out, device: D) -> Self {
         let mut t = Tensor::from_raw(out.value, device);
         t.node = out.node;
