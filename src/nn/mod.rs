@@ -4,7 +4,7 @@
 //! still on the CPU to a model on `Cuda<0>` is a compile error whose label says the input is on
 //! one device and the module's parameters on another. [`Module::to`] returns the module typed
 //! on the new device, moving every parameter and buffer; a model of several layers moves with
-//! one call. Its parameters are [`Var`]s, so `forward` records the graph that
+//! one call. Its parameters are tracked [`Tensor`]s (made with `Tensor::parameter`), so `forward` records the graph that
 //! `loss.backward()` walks.
 //!
 //! A model is a struct of layers plus one line, [`module!`](crate::module), which writes its
@@ -61,7 +61,7 @@ use crate::tensor::{Float, HasDevice, ModuleInput, Tensor};
 
 /// Something with a `forward` from tensors on `D` to a tracked tensor on `D`.
 ///
-/// The input may be a [`Tensor`](crate::Tensor), tracked or not, (or a reference to one), on
+/// The input may be a [`Tensor`], tracked or not (or a reference to one), on
 /// the module's device `D`: anything else does not compile.
 pub trait Forward<D: Device, E: Float = f32> {
     /// Runs the module on `input`, which must be on the module's device.
