@@ -39,6 +39,16 @@ pub trait Device:
     ///
     /// Time GPU code only after this, as PyTorch's `torch.cuda.synchronize()`.
     fn synchronize(&self) -> Result<()>;
+
+    /// Of this device and `Other`, the one PyTorch's element-wise device check names first:
+    /// the first non-CPU device (`cuda:0 and cpu`, whichever operand is on the CPU).
+    ///
+    /// Only the compile error's headline reads it (see [`OperandOn`](crate::OperandOn)).
+    #[doc(hidden)]
+    type NamedFirst<Other: Device>: Device;
+    /// The other device of the pair that [`NamedFirst`](Device::NamedFirst) names first.
+    #[doc(hidden)]
+    type NamedSecond<Other: Device>: Device;
 }
 
 /// The host CPU. Always available.
@@ -52,6 +62,9 @@ impl fmt::Display for Cpu {
 }
 
 impl Device for Cpu {
+    // The other device is named first: it is the non-CPU one (or the CPU too).
+    type NamedFirst<Other: Device> = Other;
+    type NamedSecond<Other: Device> = Cpu;
     #[inline]
     fn dyn_device(&self) -> DynDevice {
         DynDevice::cpu()
@@ -107,6 +120,9 @@ impl<const N: usize> fmt::Display for Cuda<N> {
 }
 
 impl<const N: usize> Device for Cuda<N> {
+    // A GPU is named before the CPU, and before a later operand's GPU.
+    type NamedFirst<Other: Device> = Cuda<N>;
+    type NamedSecond<Other: Device> = Other;
     #[inline]
     fn dyn_device(&self) -> DynDevice {
         DynDevice::cuda(N)
