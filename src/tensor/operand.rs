@@ -124,8 +124,8 @@ impl<D: Device, E: Element> HasDevice for &Tensor<D, E> {
 pub trait OperandOn<
     D: Device,
     Found: Device = <Self as HasDevice>::Device,
-    First: Device = <D as Device>::NamedFirst<Found>,
-    Second: Device = <D as Device>::NamedSecond<Found>,
+    First: Device = <Found as Device>::OperandFirst<D>,
+    Second: Device = <Found as Device>::OperandSecond<D>,
 >: HasDevice
 {
 }
