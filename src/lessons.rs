@@ -18,8 +18,15 @@
 //! | [`loss_weight_on_cpu`] | suspect three: a `CrossEntropyLoss(weight=...)` left on the CPU | [`ModuleInput`](crate::ModuleInput) |
 //! | [`try_into_typed_then_mixed`] | a config-driven tensor, typed as `Cuda<0>`, mixed with a CPU one | [`OperandOn`](crate::OperandOn) |
 //! | [`try_into_typed_dyn_device`] | `DynDevice` used where a device type belongs | [`Device`](crate::Device) |
-//! | [`cat_cpu_cuda`] | `torch.cat` of a CPU and a GPU tensor | [`OperandOn`](crate::OperandOn) via `Tensor::cat`'s tuple |
-//! | [`matmul_across_devices`] | a matrix product across devices | [`OperandOn`](crate::OperandOn) |
+//! | [`cat_cpu_cuda`] | `torch.cat` of a CPU and a GPU tensor | [`ArgumentOn`](crate::ArgumentOn) via `Tensor::cat`'s tuple |
+//! | [`matmul_across_devices`] | a matrix product across devices | [`ArgumentOn`](crate::ArgumentOn) |
+//! | [`train_batch_not_moved`] | in the training loop: a batch not moved inside the loop | [`ModuleInput`](crate::ModuleInput) |
+//! | [`train_tensor_in_forward`] | in the training loop: a tensor created in `forward` on a fixed device | the operand check of `+` |
+//! | [`train_loss_weight_on_cpu`] | in the training loop: the loss weight left on the CPU | [`ModuleInput`](crate::ModuleInput) |
+//! | [`train_optimizer_state_on_cpu`] | after resuming a checkpoint: optimizer state on another device than the model | the optimizer's module bound |
+//! | [`eq_cpu_labels_gpu_preds`] | `labels.eq(preds)` with the labels on the CPU: the GPU is named first, as PyTorch does | [`OperandOn`](crate::OperandOn) |
+//! | [`where_mask_on_cpu`] | `torch.where(mask, a, b)` with the mask left on the CPU | [`MaskFor`](crate::MaskFor) |
+//! | [`add_assign_across_devices`] | `running += stat` with the accumulator on another device | [`OperandOn`](crate::OperandOn) via `AddAssign` |
 //!
 //! The fixed programs, which compile and run on any machine (on the CPU, and on GPU 0 too where
 //! one opens), are in [`done_right`].
@@ -106,6 +113,19 @@ lesson!(
 lesson!(
     /// After resuming a checkpoint: optimizer state on another device than the model.
     train_optimizer_state_on_cpu
+);
+lesson!(
+    /// `cpu_labels.eq(&gpu_preds)`: element-wise ops and comparisons name the first non-CPU
+    /// device first, as PyTorch's TensorIterator check and `DynTensor` do.
+    eq_cpu_labels_gpu_preds
+);
+lesson!(
+    /// `cpu_mask.where_cond(&gpu_a, &gpu_b)`: one error, about the mask, not the branches.
+    where_mask_on_cpu
+);
+lesson!(
+    /// `running += &stat` across devices: `+=` has the device bound of `+`.
+    add_assign_across_devices
 );
 
 /// The same programs done right: each compiles and runs (trybuild runs them), on the CPU

@@ -132,14 +132,14 @@ pub use crate::core::pool::empty_host_cache;
 pub use crate::core::{format_size, Error, Result};
 #[doc(hidden)]
 pub use api::declared_ops;
-pub use api::TensorList;
+pub use api::{MaskFor, TensorList};
 pub use autograd::{no_grad, DynVar, Var};
 pub use device::{Cpu, Cuda, Device, DynDevice};
 pub use dyn_tensor::DynTensor;
 pub use random::manual_seed;
 pub use tensor::{
-    DType, Element, Float, HasDevice, IntoShape, ModuleInput, Numeric, OperandOn, Scalar, Tensor,
-    MAX_DIMS,
+    ArgumentOn, DType, Element, Float, HasDevice, IntoShape, ModuleInput, Numeric, OperandOn,
+    Scalar, Tensor, MAX_DIMS,
 };
 
 /// Everything the seed's code needs: `use devtype::prelude::*;`.
@@ -148,6 +148,6 @@ pub mod prelude {
     pub use crate::device::{Cpu, Cuda, Device, DynDevice};
     pub use crate::nn::{Forward, Module};
     pub use crate::optim::Optimizer;
-    pub use crate::tensor::{DType, HasDevice, ModuleInput, OperandOn, Tensor};
+    pub use crate::tensor::{ArgumentOn, DType, HasDevice, ModuleInput, OperandOn, Tensor};
     pub use crate::DynTensor;
 }

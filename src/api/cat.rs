@@ -10,7 +10,7 @@ use crate::dyn_tensor::check::same_device_arguments;
 use crate::graph::{record, In, Out};
 use crate::ops;
 use crate::tensor::operand::sealed::AsRaw;
-use crate::tensor::{HasDevice, OperandOn, Tensor};
+use crate::tensor::{ArgumentOn, HasDevice, Tensor};
 use crate::DynTensor;
 
 /// `cat` (or `stack` when `new_dim`) of `inputs` along `dim`, recorded.
@@ -103,7 +103,7 @@ impl<D: Device, E: Element, T: TensorList<D, E> + ?Sized> TensorList<D, E> for &
 
 macro_rules! tuple_list {
     ($first:ident $(, $rest:ident)*) => {
-        impl<$first: HasDevice $(, $rest: OperandOn<$first::Device> + HasDevice<Element = $first::Element>)*>
+        impl<$first: HasDevice $(, $rest: ArgumentOn<$first::Device> + HasDevice<Element = $first::Element>)*>
             TensorList<$first::Device, $first::Element> for ($first, $($rest,)*)
         {
             #[allow(non_snake_case)]

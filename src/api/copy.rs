@@ -107,17 +107,52 @@ impl<D: Device, E: Element> Tensor<D, E> {
     }
 }
 
-impl<D: Device> Tensor<D, bool> {
+/// A `bool` mask that selects between branches of type `A` in `where_cond`: a mask on the
+/// branches' device.
+///
+/// `where` is a TensorIterator op, so the message names the first non-CPU device first, as
+/// PyTorch's `torch.where` (the mask counts first).
+#[diagnostic::on_unimplemented(
+    message = "Expected all tensors to be on the same device, but found at least two devices, `{First}` and `{Second}`",
+    label = "this branch is on `{Want}`, but the mask (`self`) is on `{Found}`",
+    note = "move the mask with the branches: `let mask = mask.to(dev);`, or build it from tensors on `dev`"
+)]
+pub trait MaskFor<
+    A: HasDevice,
+    Want: Device = <A as HasDevice>::Device,
+    Found: Device = <Self as HasDevice>::Device,
+    First: Device = <Found as Device>::NamedFirst<Want>,
+    Second: Device = <Found as Device>::NamedSecond<Want>,
+>: HasDevice
+{
+}
+
+#[diagnostic::do_not_recommend]
+impl<D: Device, E: Element> MaskFor<Tensor<D, E>> for Tensor<D, bool> {}
+
+#[diagnostic::do_not_recommend]
+impl<D: Device, E: Element> MaskFor<&Tensor<D, E>> for Tensor<D, bool> {}
+
+impl<M: Device> Tensor<M, bool> {
     /// Elements of `on_true` where `self` holds, else of `on_false`, broadcasting all three
     /// (PyTorch's `torch.where(cond, a, b)`); each branch gets the gradient where it was picked.
-    pub fn try_where_cond<E: Element, A, B>(&self, on_true: A, on_false: B) -> Result<Tensor<D, E>>
+    ///
+    /// The result is on `on_true`'s device; the mask and `on_false` must be there too. A mask
+    /// left on the CPU is the one error, in PyTorch's words (`cuda:0 and cpu`).
+    pub fn try_where_cond<A, B>(
+        &self,
+        on_true: A,
+        on_false: B,
+    ) -> Result<Tensor<A::Device, A::Element>>
     where
-        A: OperandOn<D> + HasDevice<Element = E>,
-        B: OperandOn<D> + HasDevice<Element = E>,
+        A: HasDevice,
+        B: OperandOn<A::Device> + HasDevice<Element = A::Element>,
+        Self: MaskFor<A>,
     {
+        let device = on_true.typed_device();
         Ok(Tensor::from_out(
             where_cond(&self.raw, on_true.input(), on_false.input())?,
-            self.device(),
+            device,
         ))
     }
 
@@ -125,10 +160,11 @@ impl<D: Device> Tensor<D, bool> {
     ///
     /// Panics with the error's text where [`try_where_cond`](Self::try_where_cond) returns it.
     #[track_caller]
-    pub fn where_cond<E: Element, A, B>(&self, on_true: A, on_false: B) -> Tensor<D, E>
+    pub fn where_cond<A, B>(&self, on_true: A, on_false: B) -> Tensor<A::Device, A::Element>
     where
-        A: OperandOn<D> + HasDevice<Element = E>,
-        B: OperandOn<D> + HasDevice<Element = E>,
+        A: HasDevice,
+        B: OperandOn<A::Device> + HasDevice<Element = A::Element>,
+        Self: MaskFor<A>,
     {
         match self.try_where_cond(on_true, on_false) {
             Ok(t) => t,

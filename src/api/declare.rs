@@ -20,8 +20,13 @@
 //! | kind        | typed front                                      | dynamic front            | the body sees     |
 //! |-------------|--------------------------------------------------|--------------------------|-------------------|
 //! | `OperandOn<D>` | `impl OperandOn<D> + HasDevice<Element = E>`  | `&DynTensor`             | `In`              |
+//! | `ArgumentOn<D>` | `impl ArgumentOn<D> + HasDevice<Element = E>` | `&DynTensor`          | `In`              |
 //! | `OptTensor` | `Option<&Tensor<D, E>>`                          | `Option<&DynTensor>`     | `Option<In>`      |
-//! | `Index`     | `impl OperandOn<D> + HasDevice<Element = i64>`   | `&DynTensor`             | `&RawTensor`      |
+//! | `Index`     | `impl ArgumentOn<D> + HasDevice<Element = i64>`  | `&DynTensor`             | `&RawTensor`      |
+//!
+//! `OperandOn` is for element-wise ops (its message names the first non-CPU device first, as
+//! PyTorch's TensorIterator check), `ArgumentOn` for argument-checked ones (first argument
+//! first).
 //! | `Scalar`    | `E`                                              | `impl Into<Scalar>`      | `Scalar`          |
 //! | `Dims`      | `&[isize]`                                       | `&[isize]`               | `&[isize]`        |
 //! | any type    | itself                                           | itself                   | itself            |
@@ -32,7 +37,7 @@
 /// The typed front's parameter type for an argument kind.
 macro_rules! typed_param {
     (OptTensor) => { Option<&$crate::tensor::Tensor<D, E>> };
-    (Index) => { impl $crate::tensor::OperandOn<D> + $crate::tensor::HasDevice<Element = i64> };
+    (Index) => { impl $crate::tensor::ArgumentOn<D> + $crate::tensor::HasDevice<Element = i64> };
     (Scalar) => { E };
     (Dims) => { &[isize] };
     // `OperandOn<D>`: the bound is made of the declaration's own tokens, so that a compile
@@ -45,6 +50,7 @@ macro_rules! typed_param {
 /// The dynamic front's parameter type for an argument kind.
 macro_rules! dyn_param {
     (OperandOn<D>) => { &$crate::DynTensor };
+    (ArgumentOn<D>) => { &$crate::DynTensor };
     (OptTensor) => { Option<&$crate::DynTensor> };
     (Index) => { &$crate::DynTensor };
     (Scalar) => { impl Into<$crate::core::Scalar> };
@@ -55,6 +61,9 @@ macro_rules! dyn_param {
 /// What the body sees of a typed argument.
 macro_rules! typed_arg {
     (OperandOn<D>, $a:ident) => {
+        $crate::tensor::operand::sealed::AsRaw::input(&$a)
+    };
+    (ArgumentOn<D>, $a:ident) => {
         $crate::tensor::operand::sealed::AsRaw::input(&$a)
     };
     (OptTensor, $a:ident) => {
@@ -74,6 +83,9 @@ macro_rules! typed_arg {
 /// What the body sees of a dynamic argument.
 macro_rules! dyn_arg {
     (OperandOn<D>, $a:ident) => {
+        $crate::tensor::operand::sealed::AsRaw::input($a)
+    };
+    (ArgumentOn<D>, $a:ident) => {
         $crate::tensor::operand::sealed::AsRaw::input($a)
     };
     (OptTensor, $a:ident) => {

@@ -28,6 +28,7 @@ mod softmax;
 mod unary;
 
 pub use cat::TensorList;
+pub use copy::MaskFor;
 pub use gradcheck::{gradcheck, gradcheck_dyn, gradcheck_with, GradcheckOptions};
 
 pub(crate) mod rules {

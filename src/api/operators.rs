@@ -5,6 +5,7 @@
 use super::binary::{binary, binary_scalar};
 use super::unary::unary;
 use crate::core::error::Result;
+use crate::core::raw::Operand;
 use crate::core::{Element, Numeric};
 use crate::device::Device;
 use crate::graph::Out;
@@ -12,7 +13,7 @@ use crate::ops::{self, BinaryOp, UnaryOp};
 use crate::tensor::operand::sealed::AsRaw;
 use crate::tensor::{HasDevice, OperandOn, Tensor};
 use crate::DynTensor;
-use std::ops::{Add, Div, Mul, Neg, Sub};
+use std::ops::{Add, AddAssign, Div, DivAssign, Mul, MulAssign, Neg, Sub, SubAssign};
 
 /// `lhs op rhs` on `device`: when nothing is tracked, owned operands' buffers are reused and
 /// the result is built in place.
@@ -45,6 +46,84 @@ fn scalar_op<T: AsRaw, E: Element>(t: T, s: E, op: BinaryOp, scalar_first: bool)
         )?));
     }
     binary_scalar(t.input(), s.to_scalar(), op, scalar_first)
+}
+
+/// PyTorch's check of an in-place op's operands: the result keeps `lhs`'s shape, and a leaf
+/// that requires grad cannot be written while gradients are recorded.
+fn check_in_place<D: Device, E: Element>(lhs: &Tensor<D, E>, rhs: &[usize]) -> Result<()> {
+    if crate::graph::is_grad_enabled() && lhs.node.as_ref().is_some_and(|n| n.is_leaf()) {
+        return Err(crate::core::error::Error::Autograd(
+            "a leaf Variable that requires grad is being used in an in-place operation.".into(),
+        ));
+    }
+    let out = lhs.shape();
+    let n = out.len().max(rhs.len());
+    let size = |s: &[usize], i: usize| (i + s.len()).checked_sub(n).map_or(1, |j| s[j]);
+    let broadcast: Vec<usize> = (0..n)
+        .map(|i| {
+            let (a, b) = (size(out, i), size(rhs, i));
+            if a == 1 {
+                b
+            } else {
+                a
+            }
+        })
+        .collect();
+    let fits = (0..n).all(|i| {
+        let (a, b) = (size(out, i), size(rhs, i));
+        a == b || b == 1 || a == 1
+    });
+    if !fits {
+        // The broadcast itself fails: the op's own error says how.
+        return Ok(());
+    }
+    if broadcast != out {
+        return Err(crate::core::error::Error::Shape(format!(
+            "output with shape {out:?} doesn't match the broadcast shape {broadcast:?}"
+        )));
+    }
+    Ok(())
+}
+
+/// `lhs op= rhs` (PyTorch's `add_` and friends). An untracked `lhs` whose buffer no other
+/// tensor shares is written in place; otherwise the result is computed (and recorded, when
+/// either side is tracked) and `lhs` is rebound to it, as PyTorch's in-place op on a non-leaf
+/// rebinds its `grad_fn`.
+#[inline]
+fn assign_op<D: Device, E: Element, R: AsRaw>(
+    lhs: &mut Tensor<D, E>,
+    rhs: R,
+    op: BinaryOp,
+) -> Result<()> {
+    check_in_place(lhs, rhs.raw().shape())?;
+    let device = lhs.device();
+    if crate::graph::is_grad_enabled() && (lhs.node.is_some() || rhs.grad_node().is_some()) {
+        let out = binary(lhs.input(), rhs.input(), op)?;
+        *lhs = Tensor::from_out(out, device);
+        return Ok(());
+    }
+    // Untracked (or under `no_grad`): hand `lhs`'s buffer to the op so it can be reused. The
+    // placeholder is a handle to `rhs`, dropped at once.
+    let own = std::mem::replace(&mut lhs.raw, rhs.raw().clone());
+    lhs.raw = ops::binary::binary(Operand::Owned(own), rhs.into_operand(), op)?;
+    Ok(())
+}
+
+/// `lhs op= s` with a scalar.
+#[inline]
+fn assign_scalar<D: Device, E: Element>(lhs: &mut Tensor<D, E>, s: E, op: BinaryOp) -> Result<()> {
+    check_in_place(lhs, &[])?;
+    let device = lhs.device();
+    if crate::graph::is_grad_enabled() && lhs.node.is_some() {
+        let out = binary_scalar(lhs.input(), s.to_scalar(), op, false)?;
+        *lhs = Tensor::from_out(out, device);
+        return Ok(());
+    }
+    // Hand `lhs`'s buffer to the op so it can be reused; the placeholder is a 0-dim tensor.
+    let placeholder = Tensor::<D, E>::try_scalar(s, device)?.raw;
+    let own = std::mem::replace(&mut lhs.raw, placeholder);
+    lhs.raw = ops::binary::binary_scalar(Operand::Owned(own), s.to_scalar(), op, false)?;
+    Ok(())
 }
 
 /// The value of an operator, or a panic with the error's text (as PyTorch raises).
@@ -155,6 +234,41 @@ macro_rules! scalar_operator {
         }
     };
 }
+
+macro_rules! assign_operator {
+    ($trait:ident, $method:ident, $op:ident) => {
+        /// In place, as PyTorch's `add_`/`sub_`/`mul_`/`div_`: the operand must be on the same
+        /// device (by type), and the result keeps `self`'s shape. Panics with PyTorch's text on
+        /// a leaf that requires grad (outside `no_grad`).
+        impl<D: Device, E: Numeric, R: OperandOn<D> + HasDevice<Element = E>> $trait<R>
+            for Tensor<D, E>
+        {
+            #[track_caller]
+            fn $method(&mut self, rhs: R) {
+                or_panic(assign_op(self, rhs, BinaryOp::$op))
+            }
+        }
+        assign_scalar_operator!($trait, $method, $op, f32);
+        assign_scalar_operator!($trait, $method, $op, f64);
+        assign_scalar_operator!($trait, $method, $op, i64);
+    };
+}
+
+macro_rules! assign_scalar_operator {
+    ($trait:ident, $method:ident, $op:ident, $t:ty) => {
+        impl<D: Device> $trait<$t> for Tensor<D, $t> {
+            #[track_caller]
+            fn $method(&mut self, rhs: $t) {
+                or_panic(assign_scalar(self, rhs, BinaryOp::$op))
+            }
+        }
+    };
+}
+
+assign_operator!(AddAssign, add_assign, Add);
+assign_operator!(SubAssign, sub_assign, Sub);
+assign_operator!(MulAssign, mul_assign, Mul);
+assign_operator!(DivAssign, div_assign, Div);
 
 operator!(Add, add, Add);
 operator!(Sub, sub, Sub);

@@ -39,6 +39,23 @@ pub trait Device:
     ///
     /// Time GPU code only after this, as PyTorch's `torch.cuda.synchronize()`.
     fn synchronize(&self) -> Result<()>;
+
+    /// Of this device and `Other`, the one PyTorch's element-wise device check names first:
+    /// the first non-CPU device (`cuda:0 and cpu`, whichever operand is on the CPU).
+    ///
+    /// Only the compile error's headline reads it (see [`OperandOn`](crate::OperandOn)).
+    #[doc(hidden)]
+    type NamedFirst<Other: Device>: Device;
+    /// The other device of the pair that [`NamedFirst`](Device::NamedFirst) names first.
+    #[doc(hidden)]
+    type NamedSecond<Other: Device>: Device;
+    /// The same order seen from the operand's side (`Self` is the operand's device, `Recv` the
+    /// receiver's): a CPU operand puts the receiver first even when `Recv` is generic.
+    #[doc(hidden)]
+    type OperandFirst<Recv: Device>: Device;
+    /// The other device of the pair that [`OperandFirst`](Device::OperandFirst) names first.
+    #[doc(hidden)]
+    type OperandSecond<Recv: Device>: Device;
 }
 
 /// The host CPU. Always available.
@@ -52,6 +69,11 @@ impl fmt::Display for Cpu {
 }
 
 impl Device for Cpu {
+    // The other device is named first: it is the non-CPU one (or the CPU too).
+    type NamedFirst<Other: Device> = Other;
+    type NamedSecond<Other: Device> = Cpu;
+    type OperandFirst<Recv: Device> = Recv;
+    type OperandSecond<Recv: Device> = Cpu;
     #[inline]
     fn dyn_device(&self) -> DynDevice {
         DynDevice::cpu()
@@ -107,6 +129,11 @@ impl<const N: usize> fmt::Display for Cuda<N> {
 }
 
 impl<const N: usize> Device for Cuda<N> {
+    // A GPU is named before the CPU, and before a later operand's GPU.
+    type NamedFirst<Other: Device> = Cuda<N>;
+    type NamedSecond<Other: Device> = Other;
+    type OperandFirst<Recv: Device> = Recv::NamedFirst<Cuda<N>>;
+    type OperandSecond<Recv: Device> = Recv::NamedSecond<Cuda<N>>;
     #[inline]
     fn dyn_device(&self) -> DynDevice {
         DynDevice::cuda(N)

@@ -28,10 +28,30 @@ pub struct Linear<D: Device, E: Float = f32> {
     pub bias: Option<Tensor<D, E>>,
 }
 
-impl<D: Device, E: Float> Linear<D, E> {
-    /// A layer with PyTorch's default initialisation: weight and bias uniform in
-    /// `[-1/√in, 1/√in]` (Kaiming-uniform with `a = √5`), created directly on `dev`.
+impl<D: Device> Linear<D, f32> {
+    /// A layer of `f32` (PyTorch's default dtype) with PyTorch's default initialisation:
+    /// weight and bias uniform in `[-1/√in, 1/√in]` (Kaiming-uniform with `a = √5`), created
+    /// directly on `dev`. As `HashMap::new` fixes its hasher, this fixes the element type, so
+    /// a model that is only built (or loaded) needs no annotation; for another one use
+    /// [`with_element`](Linear::with_element).
     pub fn try_new(in_features: usize, out_features: usize, dev: D) -> Result<Self> {
+        Self::try_with_element(in_features, out_features, dev)
+    }
+
+    /// A layer of `f32` with PyTorch's default initialisation, created directly on `dev`.
+    ///
+    /// Panics with the error's text where [`try_new`](Self::try_new) returns it.
+    #[track_caller]
+    pub fn new(in_features: usize, out_features: usize, dev: D) -> Self {
+        Self::with_element(in_features, out_features, dev)
+    }
+}
+
+impl<D: Device, E: Float> Linear<D, E> {
+    /// A layer of `E` with PyTorch's default initialisation: weight and bias uniform in
+    /// `[-1/√in, 1/√in]` (Kaiming-uniform with `a = √5`), created directly on `dev`
+    /// (`Linear::<Cpu, f64>::try_with_element(3, 2, Cpu)`).
+    pub fn try_with_element(in_features: usize, out_features: usize, dev: D) -> Result<Self> {
         let bound = if in_features > 0 {
             1.0 / (in_features as f64).sqrt()
         } else {
@@ -49,12 +69,13 @@ impl<D: Device, E: Float> Linear<D, E> {
         ))
     }
 
-    /// A layer with PyTorch's default initialisation, created directly on `dev`.
+    /// A layer of `E` with PyTorch's default initialisation, created directly on `dev`.
     ///
-    /// Panics with the error's text where [`try_new`](Self::try_new) returns it.
+    /// Panics with the error's text where [`try_with_element`](Self::try_with_element)
+    /// returns it.
     #[track_caller]
-    pub fn new(in_features: usize, out_features: usize, dev: D) -> Self {
-        match Self::try_new(in_features, out_features, dev) {
+    pub fn with_element(in_features: usize, out_features: usize, dev: D) -> Self {
+        match Self::try_with_element(in_features, out_features, dev) {
             Ok(m) => m,
             Err(e) => panic!("{e}"),
         }
@@ -156,8 +177,8 @@ impl<D: Device, E: Float> Module<D, E> for Linear<D, E> {
     }
 }
 
-impl<E: Float> Linear<Cpu, E> {
-    /// A layer on the CPU (the usual start before `to(dev)`).
+impl Linear<Cpu, f32> {
+    /// An `f32` layer on the CPU (the usual start before `to(dev)`).
     pub fn cpu(in_features: usize, out_features: usize) -> Self {
         Self::new(in_features, out_features, Cpu)
     }

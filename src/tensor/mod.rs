@@ -5,7 +5,7 @@ mod grad;
 pub(crate) mod operand;
 
 pub use crate::core::{DType, Element, Float, Numeric, Scalar, MAX_DIMS};
-pub use operand::{HasDevice, ModuleInput, OperandOn};
+pub use operand::{ArgumentOn, HasDevice, ModuleInput, OperandOn};
 
 use crate::core::error::Result;
 use crate::core::layout::{self, Dims};

@@ -1,8 +1,10 @@
 //! The traits that turn a device mix-up into a compile error with PyTorch's words.
 //!
-//! An op that takes a second tensor asks for `R: OperandOn<D>`, implemented only for tensors on
-//! `D`. The trait's second parameter defaults to the operand's own device, so when it is
-//! missing rustc prints our message with both devices filled in:
+//! An op that takes a second tensor asks for `R: OperandOn<D>` (element-wise ops) or
+//! `R: ArgumentOn<D>` (argument-checked ops), implemented only for tensors on `D`. The traits'
+//! defaulted parameters are the operand's own device (and, for `OperandOn`, the two devices in
+//! PyTorch's order), so when one is missing rustc prints our message with both devices filled
+//! in:
 //!
 //! ```text
 //! error[E0277]: Expected all tensors to be on the same device, but found at least two devices, `devtype::Cuda<0>` and `devtype::Cpu`
@@ -45,6 +47,9 @@ pub trait HasDevice: sealed::AsRaw {
     type Device: Device;
     /// Its element type.
     type Element: Element;
+    /// The device, as a value.
+    #[doc(hidden)]
+    fn typed_device(&self) -> Self::Device;
 }
 
 impl<D: Device, E: Element> sealed::AsRaw for Tensor<D, E> {
@@ -86,31 +91,68 @@ impl<D: Device, E: Element> sealed::AsRaw for &Tensor<D, E> {
 impl<D: Device, E: Element> HasDevice for Tensor<D, E> {
     type Device = D;
     type Element = E;
+    #[inline]
+    fn typed_device(&self) -> D {
+        self.device()
+    }
 }
 
 impl<D: Device, E: Element> HasDevice for &Tensor<D, E> {
     type Device = D;
     type Element = E;
+    #[inline]
+    fn typed_device(&self) -> D {
+        self.device()
+    }
 }
 
-/// A tensor operand that lives on device `D`: `Tensor<D, E>` or `&Tensor<D, E>`.
+/// A tensor operand of an element-wise op, comparison or `where_cond` on device `D`:
+/// `Tensor<D, E>` or `&Tensor<D, E>`.
 ///
-/// Ops that take several tensors (`+`, `matmul`, `cat`, `where_cond`, `gather`, ...) require
-/// their other operands to implement `OperandOn<D>` for the device `D` of `self`. A tensor on
-/// another device does not, and the compiler says so in PyTorch's words.
+/// `+ - * /`, `add`, `maximum`, `eq`, `lt`, `where_cond`, ... require their other operands to
+/// implement `OperandOn<D>` for the device `D` of `self`. A tensor on another device does not,
+/// and the compiler says so in PyTorch's words, with the devices in PyTorch's order: the
+/// TensorIterator check names the first non-CPU device first (`cuda:0 and cpu`, whichever
+/// operand is on the CPU), as [`DynTensor`](crate::DynTensor) does. The defaulted parameters
+/// `First` and `Second` compute that order; leave them out when naming the trait.
 #[diagnostic::on_unimplemented(
-    message = "Expected all tensors to be on the same device, but found at least two devices, `{D}` and `{Found}`",
+    message = "Expected all tensors to be on the same device, but found at least two devices, `{First}` and `{Second}`",
     label = "this operand is on `{Found}`, expected `{D}`",
     note = "`.to(device)` returns a new tensor and leaves the original where it was: `let x = x.to(dev);`",
     note = "when possible, create tensors directly on the device: `Tensor::zeros(shape, dev)`"
 )]
-pub trait OperandOn<D: Device, Found: Device = <Self as HasDevice>::Device>: HasDevice {}
+pub trait OperandOn<
+    D: Device,
+    Found: Device = <Self as HasDevice>::Device,
+    First: Device = <Found as Device>::OperandFirst<D>,
+    Second: Device = <Found as Device>::OperandSecond<D>,
+>: HasDevice
+{
+}
 
 #[diagnostic::do_not_recommend]
 impl<D: Device, E: Element> OperandOn<D> for Tensor<D, E> {}
 
 #[diagnostic::do_not_recommend]
 impl<D: Device, E: Element> OperandOn<D> for &Tensor<D, E> {}
+
+/// A tensor argument of an argument-checked op on device `D` (`matmul`, `linear`, `cat`,
+/// `gather`, `index_select`, ...): `Tensor<D, E>` or `&Tensor<D, E>`.
+///
+/// PyTorch checks these ops' arguments in order and names the first argument's device first
+/// (`cuda:0 and cpu` for a GPU receiver, `cpu and cuda:0` for a CPU one); so does this
+/// trait's message. Every [`OperandOn<D>`] is an `ArgumentOn<D>`, so generic code can ask for
+/// either.
+#[diagnostic::on_unimplemented(
+    message = "Expected all tensors to be on the same device, but found at least two devices, `{D}` and `{Found}`",
+    label = "this operand is on `{Found}`, expected `{D}`",
+    note = "`.to(device)` returns a new tensor and leaves the original where it was: `let x = x.to(dev);`",
+    note = "when possible, create tensors directly on the device: `Tensor::zeros(shape, dev)`"
+)]
+pub trait ArgumentOn<D: Device, Found: Device = <Self as HasDevice>::Device>: HasDevice {}
+
+#[diagnostic::do_not_recommend]
+impl<D: Device, T: OperandOn<D>> ArgumentOn<D> for T {}
 
 /// An input of a module or loss whose parameters and buffers live on device `D`.
 ///
