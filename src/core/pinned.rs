@@ -1,0 +1,291 @@
+//! Page-locked host blocks and the pool that reuses them; pure Rust, so Miri checks it.
+//!
+//! The memory itself comes from a [`HostAllocator`] (the CUDA driver's `cuMemHostAlloc` in
+//! `backend::cuda::pinned`, or ordinary aligned host memory where there is no driver). A
+//! [`HostBlock`] owns one block while a tensor uses it; dropping it hands the block back to its
+//! [`HostPool`] together with the [`Fence`] of the last device copy that used it. The pool hands
+//! a block out again only once that fence has completed (a query, never a wait), so a block is
+//! never rewritten while a copy still reads it, and returning a block never makes the host wait.
+//!
+//! Writes through a live block wait for its fence first ([`HostBlock::before_write`]): once a
+//! copy's guard is gone, a later in-place write is still ordered after the copy.
+
+use crate::core::error::{Error, Result};
+use std::ptr::NonNull;
+use std::sync::{Arc, Mutex};
+
+/// Blocks are at least this many bytes, rounded up to a power of two (as PyTorch's caching
+/// host allocator does), so that batches of about the same size reuse each other's blocks.
+pub(crate) const MIN_BLOCK_BYTES: usize = 4096;
+
+/// Alignment of every block (enough for every element type; driver blocks are page-aligned).
+pub(crate) const BLOCK_ALIGN: usize = 64;
+
+/// Where the pool gets its memory from.
+pub(crate) trait HostAllocator: Send + Sync {
+    /// `bytes` bytes aligned to [`BLOCK_ALIGN`], contents unspecified.
+    fn alloc(&self, bytes: usize) -> Result<NonNull<u8>>;
+    /// Frees a block this allocator returned for `bytes` bytes.
+    ///
+    /// # Safety
+    /// `ptr` came from [`alloc`](Self::alloc) of this allocator with `bytes`, is freed once, and
+    /// nothing (host or device) uses it any more.
+    unsafe fn free(&self, ptr: NonNull<u8>, bytes: usize);
+    /// True when the memory is page-locked (the device can copy it asynchronously).
+    fn is_pinned(&self) -> bool;
+}
+
+/// The completion of device work that uses a block (a recorded CUDA event).
+pub(crate) trait Fence: Send + Sync {
+    /// True once the work has finished (never waits).
+    fn is_complete(&self) -> bool;
+    /// Waits for the work to finish.
+    fn wait(&self) -> Result<()>;
+}
+
+/// Ordinary host memory from the global allocator: the fallback without a driver, and what
+/// the tests use.
+pub(crate) struct PlainHost;
+
+impl HostAllocator for PlainHost {
+    fn alloc(&self, bytes: usize) -> Result<NonNull<u8>> {
+        let layout = std::alloc::Layout::from_size_align(bytes.max(1), BLOCK_ALIGN)
+            .map_err(|_| Error::CpuOutOfMemory { bytes: bytes as u64 })?;
+        // SAFETY: `layout` has a non-zero size.
+        let ptr = unsafe { std::alloc::alloc(layout) };
+        NonNull::new(ptr).ok_or(Error::CpuOutOfMemory { bytes: bytes as u64 })
+    }
+
+    unsafe fn free(&self, ptr: NonNull<u8>, bytes: usize) {
+        // SAFETY: the caller passes a pointer from `alloc` with the same `bytes`, so this is
+        // the layout it was allocated with (it was valid then, so it is now).
+        unsafe {
+            std::alloc::dealloc(
+                ptr.as_ptr(),
+                std::alloc::Layout::from_size_align_unchecked(bytes.max(1), BLOCK_ALIGN),
+            )
+        }
+    }
+
+    fn is_pinned(&self) -> bool {
+        false
+    }
+}
+
+/// One block of the pool, not in use.
+struct FreeBlock {
+    ptr: NonNull<u8>,
+    bytes: usize,
+    /// The last device copy that used it; the block is reusable once it has completed.
+    fence: Option<Arc<dyn Fence>>,
+}
+
+// SAFETY: a free block is plain memory owned by the pool (no host reference to it exists);
+// its fence is `Send`.
+unsafe impl Send for FreeBlock {}
+
+struct PoolState {
+    free: Vec<FreeBlock>,
+    /// Bytes of every block the pool has allocated and not freed (in use and cached).
+    reserved: usize,
+    /// Bytes of the blocks in use.
+    in_use: usize,
+}
+
+/// Reuses host blocks; one per process for page-locked memory (`backend::cuda::pinned`).
+pub(crate) struct HostPool {
+    allocator: Box<dyn HostAllocator>,
+    state: Mutex<PoolState>,
+}
+
+impl HostPool {
+    pub(crate) fn new(allocator: Box<dyn HostAllocator>) -> Arc<Self> {
+        Arc::new(HostPool {
+            allocator,
+            state: Mutex::new(PoolState {
+                free: Vec::new(),
+                reserved: 0,
+                in_use: 0,
+            }),
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, PoolState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The block size a request of `bytes` gets.
+    pub(crate) fn block_size(bytes: usize) -> usize {
+        bytes.max(MIN_BLOCK_BYTES).next_power_of_two()
+    }
+
+    /// True when the pool's memory is page-locked.
+    pub(crate) fn is_pinned(&self) -> bool {
+        self.allocator.is_pinned()
+    }
+
+    /// A block of at least `bytes` bytes, all zero: a free block of the right size whose last
+    /// copy has finished, or a new one.
+    pub(crate) fn take(self: &Arc<Self>, bytes: usize) -> Result<HostBlock> {
+        let size = Self::block_size(bytes);
+        let reused = {
+            let mut state = self.lock();
+            let found = state
+                .free
+                .iter()
+                .position(|b| b.bytes == size && b.fence.as_ref().is_none_or(|f| f.is_complete()));
+            let block = found.map(|i| state.free.swap_remove(i));
+            if block.is_some() {
+                state.in_use += size;
+            }
+            block
+        };
+        let ptr = match reused {
+            Some(b) => b.ptr,
+            None => {
+                let ptr = self.allocator.alloc(size)?;
+                let mut state = self.lock();
+                state.reserved += size;
+                state.in_use += size;
+                ptr
+            }
+        };
+        // SAFETY: `ptr` is a block of `size` bytes that only this call owns now (fresh, or
+        // taken out of the free list with its last copy finished).
+        unsafe { std::ptr::write_bytes(ptr.as_ptr(), 0, size) };
+        Ok(HostBlock {
+            ptr,
+            bytes: size,
+            fence: Mutex::new(None),
+            pool: Arc::clone(self),
+        })
+    }
+
+    /// Bytes of every block held (in use and cached): PyTorch's reserved host memory.
+    pub(crate) fn reserved(&self) -> usize {
+        self.lock().reserved
+    }
+
+    /// Bytes of blocks in use by tensors.
+    pub(crate) fn in_use(&self) -> usize {
+        self.lock().in_use
+    }
+
+    /// Frees every cached block whose last copy has finished; returns the bytes freed.
+    pub(crate) fn empty_cache(&self) -> usize {
+        let done: Vec<FreeBlock> = {
+            let mut state = self.lock();
+            let (done, busy): (Vec<_>, Vec<_>) = std::mem::take(&mut state.free)
+                .into_iter()
+                .partition(|b| b.fence.as_ref().is_none_or(|f| f.is_complete()));
+            state.free = busy;
+            let freed: usize = done.iter().map(|b| b.bytes).sum();
+            state.reserved -= freed;
+            done
+        };
+        let freed = done.iter().map(|b| b.bytes).sum();
+        for b in done {
+            // SAFETY: the block came from this allocator with `b.bytes`, left the free list
+            // above (so it is freed once) and its last copy has finished.
+            unsafe { self.allocator.free(b.ptr, b.bytes) };
+        }
+        freed
+    }
+
+    fn give_back(&self, block: FreeBlock) {
+        let mut state = self.lock();
+        state.in_use -= block.bytes;
+        state.free.push(block);
+    }
+}
+
+impl Drop for HostPool {
+    fn drop(&mut self) {
+        let state = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
+        for b in state.free.drain(..) {
+            if let Some(f) = &b.fence {
+                // Device copies may still use it: wait before freeing (only when the pool
+                // itself goes, never for the process-wide pool).
+                let _ = f.wait();
+            }
+            // SAFETY: the block came from this allocator with `b.bytes`, is freed once (drained)
+            // and its last copy has finished (waited above).
+            unsafe { self.allocator.free(b.ptr, b.bytes) };
+        }
+    }
+}
+
+/// A block of host memory owned by one tensor storage; back to its pool when dropped.
+pub(crate) struct HostBlock {
+    ptr: NonNull<u8>,
+    bytes: usize,
+    /// The last device copy that reads or writes this block.
+    fence: Mutex<Option<Arc<dyn Fence>>>,
+    pool: Arc<HostPool>,
+}
+
+// SAFETY: the block owns its memory exclusively (like a `Box<[u8]>`); shared access goes
+// through `&HostBlock`, which only hands out shared slices, and the fence sits in a mutex.
+unsafe impl Send for HostBlock {}
+// SAFETY: as above: `&HostBlock` allows only reads of the memory and locked fence updates.
+unsafe impl Sync for HostBlock {}
+
+impl HostBlock {
+    /// The block's size in bytes.
+    pub(crate) fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// The first byte.
+    pub(crate) fn as_ptr(&self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+
+    /// True when the memory is page-locked.
+    pub(crate) fn is_pinned(&self) -> bool {
+        self.pool.is_pinned()
+    }
+
+    /// Records that a device copy queued now uses the block until `fence` completes. It
+    /// replaces the previous fence: copies that use one block are queued on one stream, in
+    /// order, so the newest completes last.
+    pub(crate) fn set_fence(&self, fence: Arc<dyn Fence>) {
+        *self.fence.lock().unwrap_or_else(|p| p.into_inner()) = Some(fence);
+    }
+
+    /// True when no device copy uses the block any more (never waits).
+    pub(crate) fn is_idle(&self) -> bool {
+        self.fence
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .is_none_or(|f| f.is_complete())
+    }
+
+    /// Waits until no device copy uses the block: called before the host writes to it. A
+    /// failed wait (a broken device) is not reported here: the device's next operation reports
+    /// it, and a device in that state runs no more copies.
+    pub(crate) fn before_write(&mut self) {
+        let fence = self.fence.get_mut().unwrap_or_else(|p| p.into_inner());
+        if let Some(f) = fence.take() {
+            if !f.is_complete() {
+                let _ = f.wait();
+            }
+        }
+    }
+}
+
+impl Drop for HostBlock {
+    fn drop(&mut self) {
+        let fence = self
+            .fence
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        self.pool.give_back(FreeBlock {
+            ptr: self.ptr,
+            bytes: self.bytes,
+            fence,
+        });
+    }
+}
