@@ -115,6 +115,9 @@ pub mod cuda {
         nvrtc_available, nvrtc_version, set_sync_debug_mode, sync_count, sync_debug_mode,
         synchronize, SyncDebugMode, Timer,
     };
+    pub use crate::backend::cuda::{
+        empty_pinned_cache, pinned_memory_allocated, pinned_memory_reserved,
+    };
     pub use crate::ops::kernels::{compile_kernels, KernelReport};
 }
 pub mod data;
@@ -137,6 +140,7 @@ pub use autograd::{no_grad, DynVar, Var};
 pub use device::{Cpu, Cuda, Device, DynDevice};
 pub use dyn_tensor::DynTensor;
 pub use random::manual_seed;
+pub use tensor::{AsyncSource, Download, PinnedTensor, Upload};
 pub use tensor::{
     DType, Element, Float, HasDevice, IntoShape, ModuleInput, Numeric, OperandOn, Scalar, Tensor,
     MAX_DIMS,

@@ -253,15 +253,6 @@ impl HostBlock {
         *self.fence.lock().unwrap_or_else(|p| p.into_inner()) = Some(fence);
     }
 
-    /// True when no device copy uses the block any more (never waits).
-    pub(crate) fn is_idle(&self) -> bool {
-        self.fence
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .as_ref()
-            .is_none_or(|f| f.is_complete())
-    }
-
     /// Waits until no device copy uses the block: called before the host writes to it. A
     /// failed wait (a broken device) is not reported here: the device's next operation reports
     /// it, and a device in that state runs no more copies.
@@ -287,5 +278,141 @@ impl Drop for HostBlock {
             bytes: self.bytes,
             fence,
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    /// A fence the test completes by hand, counting waits.
+    struct Manual {
+        done: AtomicBool,
+        waits: AtomicUsize,
+    }
+
+    impl Manual {
+        fn new() -> Arc<Self> {
+            Arc::new(Manual {
+                done: AtomicBool::new(false),
+                waits: AtomicUsize::new(0),
+            })
+        }
+    }
+
+    impl Fence for Manual {
+        fn is_complete(&self) -> bool {
+            self.done.load(Ordering::SeqCst)
+        }
+        fn wait(&self) -> Result<()> {
+            self.waits.fetch_add(1, Ordering::SeqCst);
+            self.done.store(true, Ordering::SeqCst);
+            Ok(())
+        }
+    }
+
+    fn pool() -> Arc<HostPool> {
+        HostPool::new(Box::new(PlainHost))
+    }
+
+    #[test]
+    fn blocks_are_rounded_up_and_reused_once_free() {
+        let pool = pool();
+        assert_eq!(HostPool::block_size(1), MIN_BLOCK_BYTES);
+        assert_eq!(HostPool::block_size(5000), 8192);
+        let a = pool.take(5000).unwrap();
+        assert_eq!(a.bytes(), 8192);
+        assert_eq!((pool.reserved(), pool.in_use()), (8192, 8192));
+        let first = a.as_ptr();
+        drop(a);
+        assert_eq!((pool.reserved(), pool.in_use()), (8192, 0));
+        let b = pool.take(6000).unwrap();
+        assert_eq!(b.as_ptr(), first, "a free block of the same size is reused");
+        assert_eq!(pool.reserved(), 8192);
+        let c = pool.take(100).unwrap();
+        assert_ne!(c.as_ptr(), first);
+        assert_eq!((pool.reserved(), pool.in_use()), (8192 + 4096, 8192 + 4096));
+    }
+
+    #[test]
+    fn a_block_comes_zeroed_even_when_reused() {
+        let pool = pool();
+        let a = pool.take(64).unwrap();
+        // SAFETY: the block holds at least 64 bytes and this test owns it.
+        unsafe { std::ptr::write_bytes(a.as_ptr(), 0xAB, 64) };
+        drop(a);
+        let b = pool.take(64).unwrap();
+        // SAFETY: as above; the block was zeroed by `take`.
+        let bytes = unsafe { std::slice::from_raw_parts(b.as_ptr(), 64) };
+        assert!(bytes.iter().all(|&x| x == 0));
+    }
+
+    #[test]
+    fn a_block_a_copy_still_uses_is_not_handed_out_again() {
+        let pool = pool();
+        let a = pool.take(10).unwrap();
+        let first = a.as_ptr();
+        let fence = Manual::new();
+        a.set_fence(fence.clone());
+        drop(a); // no wait on drop
+        assert_eq!(fence.waits.load(Ordering::SeqCst), 0);
+        let b = pool.take(10).unwrap();
+        assert_ne!(b.as_ptr(), first, "the copy has not finished");
+        // The busy block is not freed by empty_cache either.
+        assert_eq!(pool.empty_cache(), 0);
+        fence.done.store(true, Ordering::SeqCst);
+        let c = pool.take(10).unwrap();
+        assert_eq!(c.as_ptr(), first, "reused once the copy has finished");
+        assert_eq!(fence.waits.load(Ordering::SeqCst), 0, "never waited");
+        drop((b, c));
+    }
+
+    #[test]
+    fn a_write_waits_for_the_copy_and_only_once() {
+        let pool = pool();
+        let mut a = pool.take(10).unwrap();
+        let fence = Manual::new();
+        a.set_fence(fence.clone());
+        a.before_write();
+        assert_eq!(fence.waits.load(Ordering::SeqCst), 1);
+        a.before_write();
+        assert_eq!(fence.waits.load(Ordering::SeqCst), 1);
+        // A finished copy costs no wait.
+        let done = Manual::new();
+        done.done.store(true, Ordering::SeqCst);
+        a.set_fence(done.clone());
+        a.before_write();
+        assert_eq!(done.waits.load(Ordering::SeqCst), 0);
+    }
+
+    #[test]
+    fn empty_cache_frees_idle_blocks_and_keeps_blocks_in_use() {
+        let pool = pool();
+        let a = pool.take(10).unwrap();
+        let b = pool.take(10_000).unwrap();
+        drop(b);
+        assert_eq!(pool.reserved(), 4096 + 16384);
+        assert_eq!(pool.empty_cache(), 16384);
+        assert_eq!((pool.reserved(), pool.in_use()), (4096, 4096));
+        drop(a);
+        assert_eq!(pool.empty_cache(), 4096);
+        assert_eq!((pool.reserved(), pool.in_use()), (0, 0));
+    }
+
+    #[test]
+    fn a_block_outliving_its_pool_handle_and_threads() {
+        let pool = pool();
+        let blocks: Vec<HostBlock> = (0..4).map(|_| pool.take(100).unwrap()).collect();
+        let fence = Manual::new();
+        blocks[0].set_fence(fence.clone());
+        drop(pool);
+        std::thread::scope(|s| {
+            for b in blocks {
+                s.spawn(move || drop(b));
+            }
+        });
+        // The last block dropped the pool, which waited for the busy block before freeing it.
+        assert_eq!(fence.waits.load(Ordering::SeqCst), 1);
     }
 }
