@@ -58,7 +58,11 @@ fn the_pool_reuses_blocks_and_counts_them() {
     assert_eq!(pinned_memory_allocated(), base_used + 4096);
     drop(a);
     assert_eq!(pinned_memory_allocated(), base_used);
-    assert_eq!(pinned_memory_reserved(), base_reserved + 4096, "kept for reuse");
+    assert_eq!(
+        pinned_memory_reserved(),
+        base_reserved + 4096,
+        "kept for reuse"
+    );
     // The next batch of about the same size reuses the block: nothing new is reserved.
     for _ in 0..5 {
         let b = Tensor::<Cpu>::ones([900], Cpu).pin_memory();
@@ -118,4 +122,41 @@ fn without_a_gpu_to_async_to_cuda_cannot_even_start() {
         return;
     }
     assert!(Cuda::<0>::open().is_err());
+}
+
+#[cfg(not(miri))]
+#[test]
+fn a_loader_with_pin_memory_gives_the_same_batches() {
+    use devtype::data::{DataLoader, Dataset, ToDevice};
+    let n = 50;
+    let data = Dataset {
+        inputs: Tensor::<Cpu>::arange(n * 3, Cpu).reshape(&[n as isize, 3]),
+        labels: Tensor::<Cpu, i64>::arange(n, Cpu),
+        classes: n,
+    };
+    let plain = DataLoader::new(data.clone(), Cpu)
+        .batch_size(8)
+        .shuffle(true)
+        .seed(4);
+    let pinned = DataLoader::new(data.clone(), Cpu)
+        .batch_size(8)
+        .shuffle(true)
+        .seed(4)
+        .num_workers(2)
+        .pin_memory(true);
+    let a: Vec<_> = plain
+        .iter()
+        .map(|b| b.unwrap())
+        .map(|(x, y)| (x.to_vec(), y.to_vec()))
+        .collect();
+    let b: Vec<_> = pinned
+        .iter()
+        .map(|b| b.unwrap())
+        .map(|(x, y)| (x.to_vec(), y.to_vec()))
+        .collect();
+    assert_eq!(a, b);
+    // Pinning a batch keeps its values (the workers do this before a GPU upload).
+    let (x, y) = data.batch(&[3, 1]);
+    let (px, py) = <_ as ToDevice<Cpu>>::pin_memory((x.clone(), y.clone())).unwrap();
+    assert_eq!((px.to_vec(), py.to_vec()), (x.to_vec(), y.to_vec()));
 }

@@ -27,7 +27,10 @@ fn tensor_op<D: Device, E: Element, L: AsRaw, R: AsRaw>(
         return ops::binary::binary(lhs.into_operand(), rhs.into_operand(), op)
             .map(|raw| Tensor::from_raw(raw, device));
     }
-    Ok(Tensor::from_out(binary(lhs.input(), rhs.input(), op)?, device))
+    Ok(Tensor::from_out(
+        binary(lhs.input(), rhs.input(), op)?,
+        device,
+    ))
 }
 
 /// `t op s` (or `s op t` when `scalar_first`): an untracked owned `t` lends its buffer.

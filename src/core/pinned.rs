@@ -49,11 +49,17 @@ pub(crate) struct PlainHost;
 
 impl HostAllocator for PlainHost {
     fn alloc(&self, bytes: usize) -> Result<NonNull<u8>> {
-        let layout = std::alloc::Layout::from_size_align(bytes.max(1), BLOCK_ALIGN)
-            .map_err(|_| Error::CpuOutOfMemory { bytes: bytes as u64 })?;
+        let layout =
+            std::alloc::Layout::from_size_align(bytes.max(1), BLOCK_ALIGN).map_err(|_| {
+                Error::CpuOutOfMemory {
+                    bytes: bytes as u64,
+                }
+            })?;
         // SAFETY: `layout` has a non-zero size.
         let ptr = unsafe { std::alloc::alloc(layout) };
-        NonNull::new(ptr).ok_or(Error::CpuOutOfMemory { bytes: bytes as u64 })
+        NonNull::new(ptr).ok_or(Error::CpuOutOfMemory {
+            bytes: bytes as u64,
+        })
     }
 
     unsafe fn free(&self, ptr: NonNull<u8>, bytes: usize) {

@@ -92,7 +92,10 @@ pub struct PooledVec<T: crate::core::Element> {
 }
 
 enum Repr<T> {
-    Inline { len: u8, data: [T; INLINE] },
+    Inline {
+        len: u8,
+        data: [T; INLINE],
+    },
     Heap(Vec<T>),
     /// `len` elements at the start of a (page-locked) host block (`core::pinned`).
     Host {

@@ -137,6 +137,20 @@ impl<E: Element> PinnedTensor<E> {
         Self::try_zeros(shape).unwrap_or_else(|e| panic!("{e}"))
     }
 
+    /// `host` as a pinned tensor (sharing its storage) when its values are a whole block of the
+    /// pinned pool, as [`into_cpu`](Self::into_cpu) leaves them.
+    pub(crate) fn from_pinned_storage(host: &Tensor<Cpu, E>) -> Option<Self> {
+        let raw = &host.raw;
+        let storage = raw.cpu_storage()?;
+        storage.host_block()?;
+        let whole = raw.layout.offset == 0
+            && raw.layout.is_contiguous()
+            && E::cpu_slice(storage)?.len() == raw.numel();
+        whole.then(|| PinnedTensor {
+            cpu: Tensor::from_raw(raw.clone(), Cpu),
+        })
+    }
+
     /// The tensor as a CPU tensor, to read it wherever one is read (also by `Deref`).
     pub fn as_cpu(&self) -> &Tensor<Cpu, E> {
         &self.cpu
@@ -219,7 +233,12 @@ impl<E: Element> std::ops::Deref for PinnedTensor<E> {
 
 impl<E: Element> std::fmt::Debug for PinnedTensor<E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "PinnedTensor(pinned={}, {:?})", self.is_pinned(), self.cpu)
+        write!(
+            f,
+            "PinnedTensor(pinned={}, {:?})",
+            self.is_pinned(),
+            self.cpu
+        )
     }
 }
 

@@ -9,13 +9,13 @@ use crate::backend::cuda::kernels::KernelFile;
 use crate::backend::cuda::launch::{self, Kernel};
 use crate::backend::cuda::pinned::EventFence;
 use crate::backend::cuda::{memory, sync};
-use crate::core::pinned::Fence;
-use std::sync::Arc;
 use crate::core::cuda_storage::{suffix, with_cuda_slice, with_dtype};
 use crate::core::error::Result;
+use crate::core::pinned::Fence;
 use crate::core::raw::RawTensor;
 use crate::core::DType;
 use crate::ops::kernels::{typed, ALL_TYPES};
+use std::sync::Arc;
 
 /// `kernels/copy.cu`: `copy_<T>` (strided copies, also for `cat` and `linear`'s bias rows)
 /// and `cast_<from>_<to>`.
@@ -283,14 +283,13 @@ pub(crate) fn download_async(t: &RawTensor, dst: &mut RawTensor) -> Result<Arc<d
     let n = src.numel();
     gpu.bind()?;
     with_dtype!(src.dtype, |T| {
-        let host = dst
-            .unique_cpu_data::<T>()
-            .filter(|h| h.len() == n)
-            .ok_or(crate::core::error::Error::Internal {
+        let host = dst.unique_cpu_data::<T>().filter(|h| h.len() == n).ok_or(
+            crate::core::error::Error::Internal {
                 context: "download_async",
                 message: "the destination is not an unshared host tensor of the source's size"
                     .into(),
-            })?;
+            },
+        )?;
         if n > 0 {
             // SAFETY: `src_ptr` addresses `n` contiguous elements of `T` inside the live
             // allocation of `src` (kept alive until after the copy: it is freed in this
