@@ -236,6 +236,12 @@ unsafe impl Send for HostBlock {}
 // SAFETY: as above: `&HostBlock` allows only reads of the memory and locked fence updates.
 unsafe impl Sync for HostBlock {}
 
+// A panic never leaves a block half-updated: its memory is plain values (as in a `Vec`) and
+// its fence and its pool's state sit behind mutexes that recover from poisoning. So a tensor
+// in a host block stays as unwind-safe as one in a `Vec`.
+impl std::panic::UnwindSafe for HostBlock {}
+impl std::panic::RefUnwindSafe for HostBlock {}
+
 impl HostBlock {
     /// The block's size in bytes.
     pub(crate) fn bytes(&self) -> usize {

@@ -657,6 +657,9 @@ fn shuffle(order: &mut [usize], seed: u64, epoch: u64) {
     }
 }
 
+/// Copies a batch into pinned host memory ([`ToDevice::pin_memory`]).
+type PinFn<B> = fn(B) -> Result<B>;
+
 /// What an epoch's batches are made of, shared with the workers.
 struct Plan<S: MapDataset, C: Collate<S::Sample>> {
     dataset: Arc<S>,
@@ -665,7 +668,7 @@ struct Plan<S: MapDataset, C: Collate<S::Sample>> {
     batch_size: usize,
     batches: usize,
     /// Copies a collated batch into pinned host memory ([`DataLoader::pin_memory`]).
-    pin: Option<fn(C::Batch) -> Result<C::Batch>>,
+    pin: Option<PinFn<C::Batch>>,
 }
 
 impl<S: MapDataset, C: Collate<S::Sample>> Plan<S, C> {
