@@ -3,11 +3,11 @@
 //! The memory itself comes from a [`HostAllocator`] (the CUDA driver's `cuMemHostAlloc` in
 //! `backend::cuda::pinned`, or ordinary aligned host memory where there is no driver). A
 //! [`HostBlock`] owns one block while a tensor uses it; dropping it hands the block back to its
-//! [`HostPool`] together with the [`Fence`] of the last device copy that used it. The pool hands
-//! a block out again only once that fence has completed (a query, never a wait), so a block is
+//! [`HostPool`] together with the [`Fence`]s of the device copies that may still use it. The pool
+//! hands a block out again only once they have completed (a query, never a wait), so a block is
 //! never rewritten while a copy still reads it, and returning a block never makes the host wait.
 //!
-//! Writes through a live block wait for its fence first ([`HostBlock::before_write`]): once a
+//! Writes through a live block wait for its fences first ([`HostBlock::before_write`]): once a
 //! copy's guard is gone, a later in-place write is still ordered after the copy.
 
 use crate::core::error::{Error, Result};
@@ -82,12 +82,12 @@ impl HostAllocator for PlainHost {
 struct FreeBlock {
     ptr: NonNull<u8>,
     bytes: usize,
-    /// The last device copy that used it; the block is reusable once it has completed.
-    fence: Option<Arc<dyn Fence>>,
+    /// The device copies that may still use it; the block is reusable once they completed.
+    fences: Vec<Arc<dyn Fence>>,
 }
 
 // SAFETY: a free block is plain memory owned by the pool (no host reference to it exists);
-// its fence is `Send`.
+// its fences are `Send`.
 unsafe impl Send for FreeBlock {}
 
 struct PoolState {
@@ -139,7 +139,7 @@ impl HostPool {
             let found = state
                 .free
                 .iter()
-                .position(|b| b.bytes == size && b.fence.as_ref().is_none_or(|f| f.is_complete()));
+                .position(|b| b.bytes == size && all_complete(&b.fences));
             let block = found.map(|i| state.free.swap_remove(i));
             if block.is_some() {
                 state.in_use += size;
@@ -162,7 +162,7 @@ impl HostPool {
         Ok(HostBlock {
             ptr,
             bytes: size,
-            fence: Mutex::new(None),
+            fences: Mutex::new(Vec::new()),
             pool: Arc::clone(self),
         })
     }
@@ -183,7 +183,7 @@ impl HostPool {
             let mut state = self.lock();
             let (done, busy): (Vec<_>, Vec<_>) = std::mem::take(&mut state.free)
                 .into_iter()
-                .partition(|b| b.fence.as_ref().is_none_or(|f| f.is_complete()));
+                .partition(|b| all_complete(&b.fences));
             state.free = busy;
             let freed: usize = done.iter().map(|b| b.bytes).sum();
             state.reserved -= freed;
@@ -209,7 +209,7 @@ impl Drop for HostPool {
     fn drop(&mut self) {
         let state = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
         for b in state.free.drain(..) {
-            if let Some(f) = &b.fence {
+            for f in &b.fences {
                 // Device copies may still use it: wait before freeing (only when the pool
                 // itself goes, never for the process-wide pool).
                 let _ = f.wait();
@@ -225,8 +225,8 @@ impl Drop for HostPool {
 pub(crate) struct HostBlock {
     ptr: NonNull<u8>,
     bytes: usize,
-    /// The last device copy that reads or writes this block.
-    fence: Mutex<Option<Arc<dyn Fence>>>,
+    /// The device copies that may still read or write this block.
+    fences: Mutex<Vec<Arc<dyn Fence>>>,
     pool: Arc<HostPool>,
 }
 
@@ -258,19 +258,21 @@ impl HostBlock {
         self.pool.is_pinned()
     }
 
-    /// Records that a device copy queued now uses the block until `fence` completes. It
-    /// replaces the previous fence: copies that use one block are queued on one stream, in
-    /// order, so the newest completes last.
+    /// Records that a device copy queued now uses the block until `fence` completes. Earlier
+    /// copies that have completed are forgotten; the others stay (copies to two GPUs run on
+    /// two streams, so the newest need not complete last).
     pub(crate) fn set_fence(&self, fence: Arc<dyn Fence>) {
-        *self.fence.lock().unwrap_or_else(|p| p.into_inner()) = Some(fence);
+        let mut fences = self.fences.lock().unwrap_or_else(|p| p.into_inner());
+        fences.retain(|f| !f.is_complete());
+        fences.push(fence);
     }
 
     /// Waits until no device copy uses the block: called before the host writes to it. A
     /// failed wait (a broken device) is not reported here: the device's next operation reports
     /// it, and a device in that state runs no more copies.
     pub(crate) fn before_write(&mut self) {
-        let fence = self.fence.get_mut().unwrap_or_else(|p| p.into_inner());
-        if let Some(f) = fence.take() {
+        let fences = self.fences.get_mut().unwrap_or_else(|p| p.into_inner());
+        for f in fences.drain(..) {
             if !f.is_complete() {
                 let _ = f.wait();
             }
@@ -280,17 +282,17 @@ impl HostBlock {
 
 impl Drop for HostBlock {
     fn drop(&mut self) {
-        let fence = self
-            .fence
-            .get_mut()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
+        let fences = std::mem::take(self.fences.get_mut().unwrap_or_else(|p| p.into_inner()));
         self.pool.give_back(FreeBlock {
             ptr: self.ptr,
             bytes: self.bytes,
-            fence,
+            fences,
         });
     }
+}
+
+fn all_complete(fences: &[Arc<dyn Fence>]) -> bool {
+    fences.iter().all(|f| f.is_complete())
 }
 
 #[cfg(test)]
@@ -396,6 +398,24 @@ mod tests {
         a.set_fence(done.clone());
         a.before_write();
         assert_eq!(done.waits.load(Ordering::SeqCst), 0);
+    }
+
+    #[test]
+    fn every_unfinished_copy_keeps_the_block_busy() {
+        let pool = pool();
+        let a = pool.take(10).unwrap();
+        let first = a.as_ptr();
+        let (gpu0, gpu1) = (Manual::new(), Manual::new());
+        a.set_fence(gpu0.clone());
+        a.set_fence(gpu1.clone()); // a copy to another GPU, on another stream
+        drop(a);
+        gpu1.done.store(true, Ordering::SeqCst);
+        let b = pool.take(10).unwrap();
+        assert_ne!(b.as_ptr(), first, "the first copy still reads the block");
+        gpu0.done.store(true, Ordering::SeqCst);
+        let c = pool.take(10).unwrap();
+        assert_eq!(c.as_ptr(), first);
+        drop((b, c));
     }
 
     #[test]
