@@ -107,6 +107,11 @@ pub mod cuda {
     //!   Compiled kernels are kept on disk, in `$DEVTYPE_KERNEL_CACHE` (default
     //!   `~/.cache/devtype/kernels`; `off` to disable), keyed by a hash of NVRTC's version, the
     //!   architecture, the options and the sources: later processes load them without compiling.
+    //! - **Pinned memory.** [`Tensor::pin_memory`](crate::Tensor::pin_memory) makes a
+    //!   [`PinnedTensor`](crate::PinnedTensor) in page-locked memory from a pool
+    //!   ([`pinned_memory_reserved`], [`empty_pinned_cache`]); only it has `to_async`, which
+    //!   queues the upload on the GPU's copy stream, overlapping compute.
+    //!   Without a driver the pool falls back to ordinary memory, with one line on stderr.
     //! - **Memory.** [`memory_allocated`] tracks the bytes of live tensors per device. Running out
     //!   of memory is [`Error::OutOfMemory`](crate::Error::OutOfMemory); the device stays usable.
 

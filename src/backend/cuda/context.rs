@@ -5,6 +5,9 @@
 //! queued on that one stream, so its order is the program's order; that is why cudarc's
 //! per-buffer event tracking is switched off (it would record two events per kernel argument).
 //! Copies between two GPUs order the two streams explicitly (see `ops/copy/cuda.rs`).
+//! Beside it each GPU has a copy stream, used only by asynchronous uploads from pinned memory
+//! (`to_async`): the compute stream waits for each such copy's event, so stream order still
+//! orders every use of the uploaded buffer (see `ops/copy/cuda.rs`, `upload_async`).
 
 use super::blas::BlasCache;
 use super::kernels::KernelCache;
