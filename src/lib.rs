@@ -107,6 +107,11 @@ pub mod cuda {
     //!   Compiled kernels are kept on disk, in `$DEVTYPE_KERNEL_CACHE` (default
     //!   `~/.cache/devtype/kernels`; `off` to disable), keyed by a hash of NVRTC's version, the
     //!   architecture, the options and the sources: later processes load them without compiling.
+    //! - **Pinned memory.** [`Tensor::pin_memory`](crate::Tensor::pin_memory) makes a
+    //!   [`PinnedTensor`](crate::PinnedTensor) in page-locked memory from a pool
+    //!   ([`pinned_memory_reserved`], [`empty_pinned_cache`]); only it has `to_async`, which
+    //!   queues the upload on the GPU's copy stream, overlapping compute.
+    //!   Without a driver the pool falls back to ordinary memory, with one line on stderr.
     //! - **Memory.** [`memory_allocated`] tracks the bytes of live tensors per device. Running out
     //!   of memory is [`Error::OutOfMemory`](crate::Error::OutOfMemory); the device stays usable.
 
@@ -114,6 +119,9 @@ pub mod cuda {
         device_count, empty_cache, is_available, max_memory_allocated, memory_allocated,
         nvrtc_available, nvrtc_version, set_sync_debug_mode, sync_count, sync_debug_mode,
         synchronize, SyncDebugMode, Timer,
+    };
+    pub use crate::backend::cuda::{
+        empty_pinned_cache, pinned_memory_allocated, pinned_memory_reserved,
     };
     pub use crate::ops::kernels::{compile_kernels, KernelReport};
 }
@@ -137,6 +145,7 @@ pub use autograd::{no_grad, DynVar, Var};
 pub use device::{Cpu, Cuda, Device, DynDevice};
 pub use dyn_tensor::DynTensor;
 pub use random::manual_seed;
+pub use tensor::{AsyncSource, Download, PinnedTensor, Upload};
 pub use tensor::{
     ArgumentOn, DType, Element, Float, HasDevice, IntoShape, ModuleInput, Numeric, OperandOn,
     Scalar, Tensor, MAX_DIMS,

@@ -23,6 +23,16 @@ impl CpuStorage {
         }
     }
 
+    /// The (page-locked) host block the values sit in, if they sit in one.
+    pub(crate) fn host_block(&self) -> Option<&super::pinned::HostBlock> {
+        match self {
+            CpuStorage::F32(v) => v.host_block(),
+            CpuStorage::F64(v) => v.host_block(),
+            CpuStorage::I64(v) => v.host_block(),
+            CpuStorage::Bool(v) => v.host_block(),
+        }
+    }
+
     pub(crate) fn dtype(&self) -> DType {
         match self {
             CpuStorage::F32(_) => DType::F32,

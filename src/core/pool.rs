@@ -92,8 +92,17 @@ pub struct PooledVec<T: crate::core::Element> {
 }
 
 enum Repr<T> {
-    Inline { len: u8, data: [T; INLINE] },
+    Inline {
+        len: u8,
+        data: [T; INLINE],
+    },
     Heap(Vec<T>),
+    /// `len` elements at the start of a (page-locked) host block (`core::pinned`).
+    Host {
+        block: super::pinned::HostBlock,
+        len: usize,
+        _element: std::marker::PhantomData<T>,
+    },
 }
 
 impl<T: crate::core::Element> PooledVec<T> {
@@ -138,6 +147,28 @@ impl<T: crate::core::Element> PooledVec<T> {
         })
     }
 
+    /// The first `len` elements of `block`, which holds valid values of `T` there (the block
+    /// comes zeroed from its pool, and all-zero bytes are a valid value of every element type).
+    pub(crate) fn from_host_block(block: super::pinned::HostBlock, len: usize) -> Self {
+        assert!(len.saturating_mul(std::mem::size_of::<T>()) <= block.bytes());
+        assert_eq!(block.as_ptr().align_offset(std::mem::align_of::<T>()), 0);
+        PooledVec {
+            repr: Repr::Host {
+                block,
+                len,
+                _element: std::marker::PhantomData,
+            },
+        }
+    }
+
+    /// The host block behind the values, when they sit in one.
+    pub(crate) fn host_block(&self) -> Option<&super::pinned::HostBlock> {
+        match &self.repr {
+            Repr::Host { block, .. } => Some(block),
+            _ => None,
+        }
+    }
+
     /// True when the values sit inside this value (no heap buffer).
     #[inline]
     pub(crate) fn is_inline(&self) -> bool {
@@ -149,6 +180,13 @@ impl<T: crate::core::Element> PooledVec<T> {
         match &self.repr {
             Repr::Inline { len, data } => &data[..*len as usize],
             Repr::Heap(v) => v,
+            // SAFETY: the block is live while `self` is, aligned for `T`, holds `len` valid
+            // values of `T` (checked and promised in `from_host_block`), and the shared borrow
+            // of `self` excludes host writes; device copies only read it meanwhile (a copy that
+            // writes it owns the storage until its wait).
+            Repr::Host { block, len, .. } => unsafe {
+                std::slice::from_raw_parts(block.as_ptr().cast::<T>(), *len)
+            },
         }
     }
 
@@ -157,6 +195,13 @@ impl<T: crate::core::Element> PooledVec<T> {
         match &mut self.repr {
             Repr::Inline { len, data } => &mut data[..*len as usize],
             Repr::Heap(v) => v,
+            Repr::Host { block, len, .. } => {
+                // A copy queued earlier may still read the block: the write waits for it.
+                block.before_write();
+                // SAFETY: as in `as_slice`; the exclusive borrow of `self` excludes every other
+                // host access, and no device copy uses the block any more (waited above).
+                unsafe { std::slice::from_raw_parts_mut(block.as_ptr().cast::<T>(), *len) }
+            }
         }
     }
 }

@@ -234,6 +234,16 @@ pub trait ToDevice<D: Device>: Send + 'static {
 
     /// Moves every tensor of the batch to `dev`.
     fn to_device(self, dev: D) -> Result<Self::Output>;
+
+    /// The same batch with its tensors copied into pinned host memory, so that
+    /// [`to_device`](Self::to_device) can upload them asynchronously (the loader's workers call
+    /// it when [`DataLoader::pin_memory`] is on). The default leaves the batch as it is.
+    fn pin_memory(self) -> Result<Self>
+    where
+        Self: Sized,
+    {
+        Ok(self)
+    }
 }
 
 impl<D: Device, E: Element> ToDevice<D> for Tensor<Cpu, E> {
@@ -242,6 +252,10 @@ impl<D: Device, E: Element> ToDevice<D> for Tensor<Cpu, E> {
     fn to_device(self, dev: D) -> Result<Tensor<D, E>> {
         move_to_device(&self, dev)
     }
+
+    fn pin_memory(self) -> Result<Self> {
+        Ok(self.try_pin_memory()?.into_cpu())
+    }
 }
 
 impl<D: Device, T: ToDevice<D>> ToDevice<D> for Vec<T> {
@@ -249,6 +263,10 @@ impl<D: Device, T: ToDevice<D>> ToDevice<D> for Vec<T> {
 
     fn to_device(self, dev: D) -> Result<Self::Output> {
         self.into_iter().map(|part| part.to_device(dev)).collect()
+    }
+
+    fn pin_memory(self) -> Result<Self> {
+        self.into_iter().map(|part| part.pin_memory()).collect()
     }
 }
 
@@ -276,19 +294,28 @@ macro_rules! to_device_tuples {
                 let ($($name,)+) = self;
                 Ok(($($name.to_device(dev)?,)+))
             }
+
+            fn pin_memory(self) -> Result<Self> {
+                let ($($name,)+) = self;
+                Ok(($($name.pin_memory()?,)+))
+            }
         }
     )*};
 }
 to_device_tuples!((A), (A, B), (A, B, C), (A, B, C, D));
 
-/// The one place where the loader copies host data to the device: today a plain
-/// [`Tensor::try_to`], a synchronous copy from pageable host memory on the device's stream.
-///
-/// A later pinned-memory path replaces this function (and only it): workers collate into
-/// pinned host buffers, and the copy is queued asynchronously on a separate stream while the
-/// previous batch computes, with the batch's tensors waiting on that copy's event (see
-/// DESIGN.md §7). Nothing else in the loader knows how a batch reaches the device.
+/// The one place where the loader copies host data to the device. A batch the workers put in
+/// pinned memory ([`DataLoader::pin_memory`]) goes to a GPU with
+/// [`to_async`](crate::PinnedTensor::to_async): queued on the device's copy stream, with the
+/// compute stream waiting for that copy's event, so the host never waits for it and the copy
+/// overlaps the work already queued (DESIGN.md §7). Anything else (pageable memory, or the CPU
+/// as the target) is a plain [`Tensor::try_to`], as before.
 fn move_to_device<D: Device, E: Element>(host: &Tensor<Cpu, E>, dev: D) -> Result<Tensor<D, E>> {
+    if !dev.dyn_device().is_cpu() {
+        if let Some(pinned) = crate::PinnedTensor::from_pinned_storage(host) {
+            return Ok(pinned.try_to_async(dev)?.into_tensor());
+        }
+    }
     host.try_to(dev)
 }
 
@@ -394,6 +421,7 @@ pub struct DataLoader<D: Device, S: MapDataset, C = DefaultCollate> {
     drop_last: bool,
     num_workers: usize,
     prefetch: Option<usize>,
+    pin_memory: bool,
     next_epoch: AtomicU64,
 }
 
@@ -412,6 +440,7 @@ impl<D: Device, S: MapDataset> DataLoader<D, S> {
             drop_last: false,
             num_workers: 0,
             prefetch: None,
+            pin_memory: false,
             next_epoch: AtomicU64::new(0),
         }
     }
@@ -470,6 +499,17 @@ impl<D: Device, S: MapDataset, C> DataLoader<D, S, C> {
         self
     }
 
+    /// Prepares batches in pinned (page-locked) host memory and uploads them asynchronously
+    /// (PyTorch's `pin_memory=True`, default `false`): each worker copies its collated batch
+    /// into a pinned buffer, and `next()` queues the upload on the GPU's copy stream with
+    /// [`to_async`](crate::PinnedTensor::to_async), so it overlaps the work already queued on
+    /// the compute stream, which waits for exactly that copy. The loop never waits on the host
+    /// for it. Only tensors are pinned; a loader for the CPU ignores the setting.
+    pub fn pin_memory(mut self, pin_memory: bool) -> Self {
+        self.pin_memory = pin_memory;
+        self
+    }
+
     /// The same loader with another collate function (a `Fn(Vec<Sample>) -> Result<Batch>`
     /// closure or a [`Collate`] type).
     pub fn collate<C2: Collate<S::Sample>>(self, collate: C2) -> DataLoader<D, S, C2>
@@ -486,6 +526,7 @@ impl<D: Device, S: MapDataset, C> DataLoader<D, S, C> {
             drop_last: self.drop_last,
             num_workers: self.num_workers,
             prefetch: self.prefetch,
+            pin_memory: self.pin_memory,
             next_epoch: self.next_epoch,
         }
     }
@@ -543,6 +584,8 @@ where
             order: self.epoch_order(epoch),
             batch_size: self.batch_size,
             batches: self.len(),
+            pin: (self.pin_memory && !self.device.dyn_device().is_cpu())
+                .then_some(<C::Batch as ToDevice<D>>::pin_memory as fn(_) -> _),
         });
         let engine = if self.num_workers == 0 || plan.batches == 0 {
             Engine::Inline
@@ -584,6 +627,7 @@ impl<D: Device, S: MapDataset, C> std::fmt::Debug for DataLoader<D, S, C> {
             .field("drop_last", &self.drop_last)
             .field("num_workers", &self.num_workers)
             .field("prefetch", &self.prefetch)
+            .field("pin_memory", &self.pin_memory)
             .finish()
     }
 }
@@ -613,13 +657,18 @@ fn shuffle(order: &mut [usize], seed: u64, epoch: u64) {
     }
 }
 
+/// Copies a batch into pinned host memory ([`ToDevice::pin_memory`]).
+type PinFn<B> = fn(B) -> Result<B>;
+
 /// What an epoch's batches are made of, shared with the workers.
-struct Plan<S: MapDataset, C> {
+struct Plan<S: MapDataset, C: Collate<S::Sample>> {
     dataset: Arc<S>,
     collate: Arc<C>,
     order: Vec<usize>,
     batch_size: usize,
     batches: usize,
+    /// Copies a collated batch into pinned host memory ([`DataLoader::pin_memory`]).
+    pin: Option<PinFn<C::Batch>>,
 }
 
 impl<S: MapDataset, C: Collate<S::Sample>> Plan<S, C> {
@@ -645,7 +694,11 @@ impl<S: MapDataset, C: Collate<S::Sample>> Plan<S, C> {
                     Err(error) => return Some(Err(error)),
                 }
             }
-            Some(self.collate.collate(samples))
+            let batch = self.collate.collate(samples);
+            Some(match self.pin {
+                Some(pin) => batch.and_then(pin),
+                None => batch,
+            })
         };
         catch_unwind(AssertUnwindSafe(work)).unwrap_or_else(|payload| {
             let message = if let Some(text) = payload.downcast_ref::<&str>() {

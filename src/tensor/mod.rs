@@ -3,9 +3,11 @@
 pub(crate) mod display;
 mod grad;
 pub(crate) mod operand;
+mod pinned;
 
 pub use crate::core::{DType, Element, Float, Numeric, Scalar, MAX_DIMS};
 pub use operand::{ArgumentOn, HasDevice, ModuleInput, OperandOn};
+pub use pinned::{AsyncSource, Download, PinnedTensor, Upload};
 
 use crate::core::error::Result;
 use crate::core::layout::{self, Dims};

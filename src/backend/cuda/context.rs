@@ -5,6 +5,9 @@
 //! queued on that one stream, so its order is the program's order; that is why cudarc's
 //! per-buffer event tracking is switched off (it would record two events per kernel argument).
 //! Copies between two GPUs order the two streams explicitly (see `ops/copy/cuda.rs`).
+//! Beside it each GPU has a copy stream, used only by asynchronous uploads from pinned memory
+//! (`to_async`): the compute stream waits for each such copy's event, so stream order still
+//! orders every use of the uploaded buffer (see `ops/copy/cuda.rs`, `upload_async`).
 
 use super::blas::BlasCache;
 use super::kernels::KernelCache;
@@ -30,6 +33,9 @@ pub(crate) struct GpuContext {
     pub(crate) ordinal: usize,
     pub(crate) context: Arc<CudaContext>,
     pub(crate) stream: Arc<CudaStream>,
+    /// A second stream for asynchronous copies from page-locked memory, so that they overlap
+    /// the compute stream's work; the compute stream waits for each copy's event.
+    pub(crate) copy_stream: Arc<CudaStream>,
     /// Streaming multiprocessors, to size grids that fill the GPU.
     pub(crate) sm_count: u32,
     /// Compute capability `(major, minor)`: NVRTC compiles for `sm_{major}{minor}`.
@@ -182,6 +188,9 @@ fn open_new(ordinal: usize) -> Result<&'static GpuContext> {
     let stream = context
         .new_stream()
         .map_err(|e| driver_error("cuStreamCreate", e))?;
+    let copy_stream = context
+        .new_stream()
+        .map_err(|e| driver_error("cuStreamCreate", e))?;
     let attribute = |a| {
         context
             .attribute(a)
@@ -202,6 +211,7 @@ fn open_new(ordinal: usize) -> Result<&'static GpuContext> {
         ordinal,
         context,
         stream,
+        copy_stream,
         sm_count,
         compute_capability,
         pool,

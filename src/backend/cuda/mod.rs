@@ -8,12 +8,14 @@ pub(crate) mod launch;
 pub(crate) mod loader;
 pub(crate) mod memory;
 pub(crate) mod nvrtc;
+pub(crate) mod pinned;
 pub(crate) mod sync;
 mod timer;
 
 pub use context::{device_count, is_available};
 pub use kernels::nvrtc_version;
 pub use memory::{empty_cache, max_memory_allocated, memory_allocated};
+pub use pinned::{empty_pinned_cache, pinned_memory_allocated, pinned_memory_reserved};
 pub use sync::{set_sync_debug_mode, sync_count, sync_debug_mode, SyncDebugMode};
 pub use timer::Timer;
 

@@ -7,12 +7,15 @@
 use crate::backend::cuda::context::{self, driver_error, GpuContext};
 use crate::backend::cuda::kernels::KernelFile;
 use crate::backend::cuda::launch::{self, Kernel};
+use crate::backend::cuda::pinned::EventFence;
 use crate::backend::cuda::{memory, sync};
 use crate::core::cuda_storage::{suffix, with_cuda_slice, with_dtype};
 use crate::core::error::Result;
+use crate::core::pinned::Fence;
 use crate::core::raw::RawTensor;
 use crate::core::DType;
 use crate::ops::kernels::{typed, ALL_TYPES};
+use std::sync::Arc;
 
 /// `kernels/copy.cu`: `copy_<T>` (strided copies, also for `cat` and `linear`'s bias rows)
 /// and `cast_<from>_<to>`.
@@ -211,4 +214,103 @@ pub(crate) fn contiguous_or_self(gpu: &'static GpuContext, t: &RawTensor) -> Res
     } else {
         contiguous(gpu, t)
     }
+}
+
+/// Queues a copy of a contiguous host tensor to GPU `ordinal` on the device's copy stream,
+/// when its values sit in a page-locked block (else copies as [`upload`] does, and returns no
+/// fence). The compute stream waits for the copy's event, so every op on the result is ordered
+/// after it without a host wait; the block is fenced by that event, so the host neither
+/// rewrites it (a write waits) nor hands it out again (the pool checks) before the copy has
+/// read it. Returns the GPU tensor and the copy's fence.
+pub(crate) fn upload_async(
+    t: &RawTensor,
+    ordinal: usize,
+) -> Result<(RawTensor, Option<Arc<dyn Fence>>)> {
+    let gpu = context::get(ordinal)?;
+    let storage = t.cpu_storage().expect("upload_async takes a CPU tensor");
+    let range = t
+        .layout
+        .contiguous_range()
+        .expect("upload_async takes a contiguous tensor");
+    let n = range.len();
+    let pinned = storage.host_block().filter(|b| b.is_pinned());
+    let (Some(block), true, true) = (pinned, n > 0, gpu.pool.is_some()) else {
+        return Ok((upload(t, ordinal)?, None));
+    };
+    let copy = &gpu.copy_stream;
+    cpu_dispatch!(storage, |data: T| {
+        let src = &data[range];
+        let bytes = std::mem::size_of_val(src);
+        gpu.bind()?;
+        let attempt = || {
+            // SAFETY: the copy stream is a live stream of this (current) context; the memory
+            // is uninitialised until the copy below, queued on the same stream, fills it.
+            unsafe { cudarc::driver::result::malloc_async(copy.cu_stream(), bytes) }
+                .map_err(|e| gpu.error("cuMemAllocAsync", e))
+        };
+        let dst = memory::retry_after_oom(attempt, |_| false, || memory::reclaim(gpu))?;
+        // SAFETY: `dst` holds `bytes` bytes, allocated in the copy stream's order before this
+        // copy; `src` is page-locked host memory that stays alive and unwritten until the
+        // copy's event completes (the event fences the block below, and the caller's guard
+        // borrows the source).
+        unsafe { cudarc::driver::result::memcpy_htod_async(dst, src, copy.cu_stream()) }
+            .map_err(|e| gpu.error("cuMemcpyHtoDAsync", e))?;
+        let copied = copy
+            .record_event(None)
+            .map_err(|e| gpu.error("cuEventRecord", e))?;
+        gpu.stream
+            .wait(&copied)
+            .map_err(|e| gpu.error("cuStreamWaitEvent", e))?;
+        // SAFETY: `dst` is a live allocation of `n` elements of `T`, written by the copy; the
+        // compute stream, which uses and frees it from now on, waits for the copy above (so
+        // also for the allocation, earlier on the copy stream).
+        let slice = unsafe { gpu.stream.upgrade_device_ptr::<T>(dst, n) };
+        let fence: Arc<dyn Fence> = Arc::new(EventFence(copied));
+        block.set_fence(fence.clone());
+        Ok((memory::tensor(slice, t.layout.shape, ordinal), Some(fence)))
+    })
+}
+
+/// Queues a copy of a GPU tensor into `dst`, a contiguous host tensor of its shape and type
+/// whose storage nothing else shares, on the device's compute stream (where the source's
+/// values are written and where it is freed). Returns the copy's fence: `dst`'s values are
+/// valid once it completes. Into pageable memory the driver finishes the copy before returning.
+pub(crate) fn download_async(t: &RawTensor, dst: &mut RawTensor) -> Result<Arc<dyn Fence>> {
+    let (gpu, _) = memory::gpu_of("download_async", t)?;
+    let src = contiguous_or_self(gpu, t)?;
+    let (_, storage) = memory::gpu_of("download_async", &src)?;
+    let src_ptr = memory::element_ptr(&src, storage);
+    let n = src.numel();
+    gpu.bind()?;
+    with_dtype!(src.dtype, |T| {
+        let host = dst.unique_cpu_data::<T>().filter(|h| h.len() == n).ok_or(
+            crate::core::error::Error::Internal {
+                context: "download_async",
+                message: "the destination is not an unshared host tensor of the source's size"
+                    .into(),
+            },
+        )?;
+        if n > 0 {
+            // SAFETY: `src_ptr` addresses `n` contiguous elements of `T` inside the live
+            // allocation of `src` (kept alive until after the copy: it is freed in this
+            // stream's order), written earlier on this stream; `host` holds exactly `n`
+            // elements, stays alive (the caller's handle owns it, and its block is fenced by
+            // the event below) and is not read before the event completes.
+            unsafe {
+                cudarc::driver::result::memcpy_dtoh_async(host, src_ptr, gpu.stream.cu_stream())
+            }
+            .map_err(|e| gpu.error("cuMemcpyDtoHAsync", e))?;
+        }
+    });
+    let done = gpu
+        .stream
+        .record_event(None)
+        .map_err(|e| gpu.error("cuEventRecord", e))?;
+    let fence: Arc<dyn Fence> = Arc::new(EventFence(done));
+    if let Some(crate::core::storage::Storage::Cpu(s)) = dst.storage.get_mut() {
+        if let Some(block) = s.host_block() {
+            block.set_fence(fence.clone());
+        }
+    }
+    Ok(fence)
 }
