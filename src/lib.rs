@@ -145,11 +145,11 @@ pub use autograd::{no_grad, DynVar, Var};
 pub use device::{Cpu, Cuda, Device, DynDevice};
 pub use dyn_tensor::DynTensor;
 pub use random::manual_seed;
-pub use tensor::{AsyncSource, Download, PinnedTensor, Upload};
 pub use tensor::{
     ArgumentOn, DType, Element, Float, HasDevice, IntoShape, ModuleInput, Numeric, OperandOn,
     Scalar, Tensor, MAX_DIMS,
 };
+pub use tensor::{AsyncSource, Download, PinnedTensor, Upload};
 
 /// Everything the seed's code needs: `use devtype::prelude::*;`.
 pub mod prelude {

@@ -386,7 +386,11 @@ fn both_fronts_give_the_same_values() {
         for (k, (x, y)) in tv.iter().zip(&dv).enumerate() {
             // Exactly equal: both fronts run the same kernel. Miri adds a few ulps of random
             // error to transcendental functions, separately on each call.
-            let tolerance = if cfg!(miri) { 1e-12 * x.abs().max(1.0) } else { 0.0 };
+            let tolerance = if cfg!(miri) {
+                1e-12 * x.abs().max(1.0)
+            } else {
+                0.0
+            };
             assert!(
                 (x - y).abs() <= tolerance || (x.is_nan() && y.is_nan()),
                 "{name}[{k}]: typed {x} vs dynamic {y}"

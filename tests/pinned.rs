@@ -116,6 +116,7 @@ fn an_upload_guard_hands_over_its_tensor_and_releases_the_source() {
 #[cfg(not(miri))]
 #[test]
 fn without_a_gpu_to_async_to_cuda_cannot_even_start() {
+    let _l = lock();
     // There is no `Cuda<0>` value without an opened GPU, so an upload cannot be attempted.
     if gpu_present() {
         eprintln!("skipping: a GPU is present");
@@ -127,6 +128,8 @@ fn without_a_gpu_to_async_to_cuda_cannot_even_start() {
 #[cfg(not(miri))]
 #[test]
 fn a_loader_with_pin_memory_gives_the_same_batches() {
+    // Pins blocks from the shared pool: not while another test counts them.
+    let _l = lock();
     use devtype::data::{DataLoader, Dataset, ToDevice};
     let n = 50;
     let data = Dataset {
