@@ -147,6 +147,16 @@ fn main() {
 
     results.push(("train_step_ms", train_step_ms(gpu, reps.max(20))));
 
+    // An MNIST-shaped epoch (60 batches of 256 x 784): batches from a DataLoader with pinned
+    // buffers and prefetching (uploads overlap compute), against the same steps on batches
+    // already on the GPU. The issue asks for the first within 10% of the second, and no host
+    // sync per step.
+    let (resident_ms, loader_ms, syncs_per_step) = epoch_overlap_ms(gpu);
+    results.push(("epoch_resident_ms", resident_ms));
+    results.push(("epoch_loader_ms", loader_ms));
+    results.push(("epoch_loader_over_resident", loader_ms / resident_ms));
+    results.push(("epoch_loader_syncs_per_step", syncs_per_step));
+
     let get = |k: &str| {
         results
             .values
@@ -181,7 +191,19 @@ fn main() {
         get("chain_us_per_op")
     );
     println!("  host -> device 256 MiB  {:8.1} GB/s", get("h2d_gbs"));
+    println!(
+        "  ... from pinned memory  {:8.1} GB/s ({:.1}x pageable)",
+        get("h2d_pinned_gbs"),
+        get("h2d_pinned_gbs") / get("h2d_gbs")
+    );
     println!("  MLP train step (D)      {:8.3} ms", get("train_step_ms"));
+    println!(
+        "  MNIST-shaped epoch      {:8.1} ms from a pinned, prefetching loader, {:.1} ms resident ({:.2}x); {:.2} host syncs per step",
+        get("epoch_loader_ms"),
+        get("epoch_resident_ms"),
+        get("epoch_loader_over_resident"),
+        get("epoch_loader_syncs_per_step")
+    );
     results.finish();
 }
 
@@ -266,6 +288,62 @@ fn train_step_ms(gpu: Cuda<0>, reps: usize) -> f64 {
         loss.backward();
         opt.step(&mut model);
     })
+}
+
+/// One epoch of MNIST-shaped training on the GPU, timed twice: on batches uploaded beforehand,
+/// and on batches from a pinned, prefetching `DataLoader`. Returns both times in ms and the
+/// host syncs per step of the loader's epoch.
+fn epoch_overlap_ms(gpu: Cuda<0>) -> (f64, f64, f64) {
+    use devtype::data::{DataLoader, Dataset};
+    const N: usize = 60 * 256;
+    const I: usize = 784;
+    const O: usize = 10;
+    devtype::manual_seed(1);
+    let data = Dataset {
+        inputs: Tensor::rand([N, I], Cpu),
+        labels: Tensor::<Cpu, i64>::from_vec((0..N).map(|k| (k % O) as i64).collect(), [N], Cpu),
+        classes: O,
+    };
+    let loader = DataLoader::new(data, gpu)
+        .batch_size(256)
+        .num_workers(2)
+        .prefetch(4)
+        .pin_memory(true);
+    let mut model = Sequential::new((Linear::cpu(I, 512), ReLU, Linear::cpu(512, O))).to(gpu);
+    let criterion = CrossEntropyLoss::new();
+    let mut opt = Sgd::new(0.01);
+    let mut step = |x: &Tensor<Cuda<0>>, y: &Tensor<Cuda<0>, i64>| {
+        model.zero_grad();
+        criterion.forward(&model.forward(x), y).backward();
+        opt.step(&mut model);
+    };
+    // The same batches, already resident.
+    let resident: Vec<_> = loader.iter().map(|b| b.unwrap()).collect();
+    gpu.synchronize().unwrap();
+    let mut resident_ms = Vec::new();
+    let mut loader_ms = Vec::new();
+    let mut syncs = 0.0;
+    for _ in 0..3 {
+        let start = Instant::now();
+        for (x, y) in &resident {
+            step(x, y);
+        }
+        gpu.synchronize().unwrap();
+        resident_ms.push(start.elapsed().as_secs_f64() * 1e3);
+        let before = devtype::cuda::sync_count();
+        let start = Instant::now();
+        let mut steps = 0;
+        for batch in loader.iter() {
+            let (x, y) = batch.unwrap();
+            step(&x, &y);
+            steps += 1;
+        }
+        let after = devtype::cuda::sync_count();
+        gpu.synchronize().unwrap();
+        loader_ms.push(start.elapsed().as_secs_f64() * 1e3);
+        syncs = (after - before) as f64 / steps.max(1) as f64;
+    }
+    (median(&mut resident_ms), median(&mut loader_ms), syncs)
 }
 
 fn gpu_ms(reps: usize, mut f: impl FnMut()) -> f64 {

@@ -82,7 +82,10 @@ impl DeviceJob for Job {
             .batch_size(self.batch)
             .shuffle(true)
             .seed(7)
-            .num_workers(2);
+            .num_workers(2)
+            // Batches go host -> pinned buffer -> GPU while the previous one computes (on the
+            // CPU the loader hands them over as they are).
+            .pin_memory(true);
         let steps = loader.len();
         let bar = ProgressBar::new((steps * self.epochs) as u64);
         bar.set_style(
