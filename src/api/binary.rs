@@ -28,10 +28,12 @@ fn name(op: BinaryOp) -> &'static str {
 /// `a op b` with broadcasting, recorded.
 #[inline(always)]
 pub(crate) fn binary(a: In<'_>, b: In<'_>, op: BinaryOp) -> Result<Out> {
-    let value = ops::binary::binary(Operand::Borrowed(a.value), Operand::Borrowed(b.value), op)?;
     if a.node.is_none() && b.node.is_none() {
-        return Ok(Out::untracked(value));
+        // Nothing to record: the kernel's result is the output, with no intermediate move.
+        return ops::binary::binary(Operand::Borrowed(a.value), Operand::Borrowed(b.value), op)
+            .map(Out::untracked);
     }
+    let value = ops::binary::binary(Operand::Borrowed(a.value), Operand::Borrowed(b.value), op)?;
     let node = record(name(op), &[a.node, b.node], |needs| {
         let (need_a, need_b) = (needs[0], needs[1]);
         let out = value.clone();
