@@ -90,7 +90,7 @@ fn display_shows_requires_grad_and_grad_fn() {
     assert_eq!(w.to_string(), "tensor([1., 2.], requires_grad=True)");
     assert_eq!(
         w.sum_all().to_string(),
-        "tensor(3., grad_fn=<SumBackward1>)"
+        "tensor(3., grad_fn=<SumBackward0>)"
     );
 }
 
@@ -131,4 +131,28 @@ fn a_big_graph_frees_saved_tensors_after_backward() {
     let g = w.grad().unwrap();
     assert_eq!(g.shape(), &[64, 64]);
     assert!(g.to_vec().iter().all(|v| v.is_finite()) && g.to_vec().iter().any(|&v| v != 0.0));
+}
+
+#[test]
+fn gradients_flow_through_a_dtype_conversion_and_back_to_the_source_dtype() {
+    let x = Tensor::parameter(Tensor::from_vec(vec![1.5f32, -2.0, 0.25], [3], Cpu));
+    let y = x.to_dtype::<f64>();
+    assert!(y.requires_grad());
+    let loss = (&y * &y).sum_all(); // d/dx = 2x, computed in f64
+    loss.backward();
+    let g: Tensor<Cpu, f32> = x.grad().unwrap();
+    assert_eq!(g.to_vec(), vec![3.0, -4.0, 0.5]);
+    // Integer results are not tracked (no gradient can flow through them).
+    assert!(!x.to_dtype::<i64>().requires_grad());
+}
+
+#[test]
+fn a_tracked_tensor_prints_as_pytorch_does() {
+    let w = Tensor::parameter(Tensor::from_vec(vec![1.0f32, 2.0], [2], Cpu));
+    assert_eq!(w.to_string(), "tensor([1., 2.], requires_grad=True)");
+    let s = w.sum_all();
+    assert_eq!(s.to_string(), "tensor(3., grad_fn=<SumBackward0>)");
+    assert_eq!(s.detach().to_string(), "tensor(3.)");
+    let d = w.to_dyn().mul_scalar(2.0).unwrap();
+    assert_eq!(d.to_string(), "tensor([2., 4.], grad_fn=<MulBackward0>)");
 }

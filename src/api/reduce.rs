@@ -13,11 +13,13 @@ pub(crate) fn sum_mean(a: In<'_>, dims: &[isize], keepdim: bool, mean: bool) -> 
     let op = if mean { ReduceOp::Mean } else { ReduceOp::Sum };
     let value = ops::reduce::reduce(a.value, dims, keepdim, op)?;
     let reduced = kit::reduced_dims(dims, a.value.rank())?;
+    // PyTorch's names: `x.sum()` is SumBackward0, `x.sum(dim)` SumBackward1 (mean alike).
     let node = record(
-        if mean {
-            "MeanBackward1"
-        } else {
-            "SumBackward1"
+        match (mean, dims.is_empty()) {
+            (false, true) => "SumBackward0",
+            (false, false) => "SumBackward1",
+            (true, true) => "MeanBackward0",
+            (true, false) => "MeanBackward1",
         },
         &[a.node],
         |_| {

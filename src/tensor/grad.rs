@@ -1,11 +1,29 @@
 //! Gradients on the typed front: parameters, `backward`, `grad` (PyTorch's `requires_grad`
 //! tensors, merged into `Tensor` as PyTorch merged `Variable` in 0.4).
 
-use super::{Float, Tensor};
+use super::{Element, Float, Tensor};
 use crate::core::error::{Error, Result};
 use crate::core::raw::RawTensor;
 use crate::device::Device;
 use crate::graph::{self, Node};
+
+impl<D: Device, E: Element> Tensor<D, E> {
+    /// True when gradients flow into this tensor: a parameter, or an op's result with a
+    /// tracked input (PyTorch's `requires_grad`).
+    pub fn requires_grad(&self) -> bool {
+        self.node.is_some()
+    }
+
+    /// True for parameters and untracked tensors; false for the results of tracked ops.
+    pub fn is_leaf(&self) -> bool {
+        self.node.as_ref().is_none_or(|n| n.is_leaf())
+    }
+
+    /// The value, cut from the graph (PyTorch's `detach()`); shares storage.
+    pub fn detach(&self) -> Tensor<D, E> {
+        Tensor::from_raw(self.raw.clone(), self.device())
+    }
+}
 
 impl<D: Device, E: Float> Tensor<D, E> {
     /// This tensor as a parameter: a leaf that requires grad and accumulates it (PyTorch's
@@ -31,22 +49,6 @@ impl<D: Device, E: Float> Tensor<D, E> {
     /// This tensor as a parameter (PyTorch's `t.requires_grad_()`).
     pub fn requires_grad_(self) -> Self {
         Tensor::parameter(self)
-    }
-
-    /// True when gradients flow into this tensor: a parameter, or an op's result with a
-    /// tracked input (PyTorch's `requires_grad`).
-    pub fn requires_grad(&self) -> bool {
-        self.node.is_some()
-    }
-
-    /// True for parameters and untracked tensors; false for the results of tracked ops.
-    pub fn is_leaf(&self) -> bool {
-        self.node.as_ref().is_none_or(|n| n.is_leaf())
-    }
-
-    /// The value, cut from the graph (PyTorch's `detach()`); shares storage.
-    pub fn detach(&self) -> Tensor<D, E> {
-        Tensor::from_raw(self.raw.clone(), self.device())
     }
 
     /// The accumulated gradient of a parameter, on its device (PyTorch's `.grad`); `None`
