@@ -40,8 +40,9 @@ macro_rules! typed_param {
     (Index) => { impl $crate::tensor::ArgumentOn<D> + $crate::tensor::HasDevice<Element = i64> };
     (Scalar) => { E };
     (Dims) => { &[isize] };
-    // `OperandOn<D>`: the bound is made of the declaration's own tokens, so that a compile
-    // error's "required by a bound" snippet shows the op's declaration, not this macro.
+    // `OperandOn<D>` (or `ArgumentOn<D>`), spelled in the declaration. rustc's "required by a
+    // bound" snippet still shows this macro, not the declaration: it points at the macro for
+    // any bound a `macro_rules!` macro assembles (issue 10, item 9).
     ($on:ident $lt:tt $d:ident $gt:tt) => { $crate::api::declare::typed_param!(@bound $on $lt $d $gt) };
     (@bound $b:path) => { impl $b + $crate::tensor::HasDevice<Element = E> };
     ($t:ty) => { $t };
