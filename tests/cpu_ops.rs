@@ -88,6 +88,14 @@ fn binary_cases() -> Vec<(Vec<usize>, View, Vec<usize>, View)> {
             Transpose(0, 1),
         ),
         (vec![400, 330], Narrow(1, 3, 200), vec![400, 1], Plain),
+        // A few elements (the inline fast path) and the views it must leave alone.
+        (vec![1], Plain, vec![1], Plain),
+        (vec![8], Plain, vec![8], Plain),
+        (vec![9], Plain, vec![9], Plain),
+        (vec![8], Narrow(0, 1, 6), vec![6], Plain),
+        (vec![10], Narrow(0, 2, 6), vec![6], Narrow(0, 0, 6)),
+        (vec![1], Expand(vec![5]), vec![5], Plain),
+        (vec![2, 3], Transpose(0, 1), vec![3, 2], Plain),
     ]
 }
 
@@ -373,6 +381,14 @@ fn integer_unary_and_arithmetic() {
     );
     // Division is for floating point only, as PyTorch's true division would promote.
     assert!(ta.try_div(&tb).is_err());
+    // Also for a few elements, which take the inline fast path when the op is defined.
+    let (one, two) = (
+        Tensor::<Cpu, i64>::from_vec(vec![7], [1], Cpu),
+        Tensor::<Cpu, i64>::from_vec(vec![-3], [1], Cpu),
+    );
+    assert_eq!((&one + &two).to_vec(), vec![4]);
+    assert!(one.try_div(&two).is_err());
+    assert!(one.try_pow(&two).is_err());
 }
 
 /// Comparisons with tensors and scalars, on values with many ties.

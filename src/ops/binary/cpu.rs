@@ -179,6 +179,53 @@ macro_rules! with_op {
     };
 }
 
+/// `a op b` when both are a few host values (at most `INLINE`) of one element type and one
+/// shape, each the whole of its storage in order (a loss, a step size, a running count): no broadcasting, no
+/// layout arithmetic and no device to find, so the answer is written straight into a new
+/// inline buffer. `None` sends every other case, and every error, down the general path.
+#[inline(always)]
+pub(crate) fn tiny(a: &RawTensor, b: &RawTensor, op: BinaryOp) -> Option<RawTensor> {
+    use crate::core::cpu_storage::CpuStorage as C;
+    use crate::core::storage::Storage::Cpu;
+    match (&*a.storage, &*b.storage) {
+        (Cpu(C::F32(x)), Cpu(C::F32(y))) => tiny_typed(x, y, a, b, op),
+        (Cpu(C::F64(x)), Cpu(C::F64(y))) => tiny_typed(x, y, a, b, op),
+        (Cpu(C::I64(x)), Cpu(C::I64(y))) if !op.float_only() => tiny_typed(x, y, a, b, op),
+        _ => None,
+    }
+}
+
+#[inline(always)]
+fn tiny_typed<T: Arith>(
+    x: &PooledVec<T>,
+    y: &PooledVec<T>,
+    a: &RawTensor,
+    b: &RawTensor,
+    op: BinaryOp,
+) -> Option<RawTensor> {
+    let (x, y) = (x.as_slice(), y.as_slice());
+    if x.len() > INLINE {
+        return None;
+    }
+    // Rank 0 or 1 starting at the storage's first element and covering all of it: the
+    // values are the storage, in order (a rank-1 view of more than one element has stride 1).
+    let whole = |t: &RawTensor, len: usize| {
+        let l = &t.layout;
+        l.offset == 0
+            && match (l.shape.len(), l.shape.first()) {
+                (0, _) => len == 1,
+                (1, Some(&n)) => n == len && (n == 1 || l.strides[0] == 1),
+                _ => false,
+            }
+    };
+    if a.layout.shape != b.layout.shape || !whole(a, x.len()) || !whole(b, y.len()) {
+        return None;
+    }
+    let mut out = PooledVec::<T>::inline(x.len());
+    with_op!(op, |f| zip_contiguous(x, y, out.as_mut_slice(), f));
+    Some(RawTensor::from_cpu_buffer(out, a.layout.shape))
+}
+
 fn binary_typed<T: Arith>(
     mut a: Operand<'_>,
     mut b: Operand<'_>,
