@@ -12,7 +12,9 @@ use crate::tensor::ArgumentOn;
 
 /// `x @ weight.T + bias`, recorded.
 pub(crate) fn linear(x: In<'_>, weight: In<'_>, bias: Option<In<'_>>) -> Result<Out> {
-    let value = ops::linear::linear(x.value, weight.value, bias.map(|b| b.value))?;
+    // The node first, so the kernel's result goes straight into `Out` (no move of the tensor
+    // through a local: this runs once per layer per step). A node made for a product that
+    // then fails is only dropped.
     let node = record(
         "AddmmBackward0",
         &[x.node, weight.node, bias.and_then(|b| b.node)],
@@ -48,7 +50,8 @@ pub(crate) fn linear(x: In<'_>, weight: In<'_>, bias: Option<In<'_>>) -> Result<
             }
         },
     );
-    Ok(Out { value, node })
+    ops::linear::linear(x.value, weight.value, bias.map(|b| b.value))
+        .map(|value| Out { value, node })
 }
 
 /// PyTorch's device check of `linear`: `addmm(bias, x, weight^T)`, or `mm` without a bias.

@@ -128,12 +128,13 @@ impl<D: Device, E: Float> Linear<D, E> {
         &self,
         input: I,
     ) -> Result<Tensor<D, E>> {
-        let out = rules::linear(
+        let device = self.weight.device();
+        rules::linear(
             input.input(),
             self.weight.input(),
             self.bias.as_ref().map(|b| b.input()),
-        )?;
-        Ok(Tensor::from_out(out, self.weight.device()))
+        )
+        .map(|out| Tensor::from_out(out, device))
     }
 
     /// `input @ weight.T + bias`; the input must be on the layer's device.
