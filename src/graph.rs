@@ -205,6 +205,7 @@ pub fn no_grad<R>(f: impl FnOnce() -> R) -> R {
 /// Returns `None`, without calling `make`, when recording is off or no input is tracked, so an
 /// untracked op saves no tensor. Otherwise `make` gets which inputs need a gradient and returns
 /// the backward rule, which must return one entry per input.
+#[inline(always)]
 pub(crate) fn record<F>(
     name: &'static str,
     inputs: &[Option<&Arc<Node>>],
@@ -213,9 +214,22 @@ pub(crate) fn record<F>(
 where
     F: FnOnce(RawTensor) -> Result<Grads> + Send + 'static,
 {
+    // The test every op makes, inlined into it; the recording itself is out of line.
     if inputs.iter().all(Option::is_none) || !is_grad_enabled() {
         return None;
     }
+    record_node(name, inputs, make)
+}
+
+#[inline(never)]
+fn record_node<F>(
+    name: &'static str,
+    inputs: &[Option<&Arc<Node>>],
+    make: impl FnOnce(&[bool]) -> F,
+) -> Option<Arc<Node>>
+where
+    F: FnOnce(RawTensor) -> Result<Grads> + Send + 'static,
+{
     // Which inputs want a gradient; on the stack for the usual few inputs.
     let mut few = [false; 8];
     let many: Vec<bool>;
