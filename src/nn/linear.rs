@@ -155,6 +155,10 @@ impl<D: Device, E: Float> Forward<D, E> for Linear<D, E> {
     }
 }
 
+impl<D: Device, E: Float> super::Placement for Linear<D, E> {
+    type Device = D;
+}
+
 impl<D: Device, E: Float> Module<D, E> for Linear<D, E> {
     type On<D2: Device> = Linear<D2, E>;
 

@@ -126,6 +126,10 @@ impl<D: Device, E: Float> CrossEntropyLoss<D, E> {
     }
 }
 
+impl<D: Device, E: Float> super::Placement for CrossEntropyLoss<D, E> {
+    type Device = D;
+}
+
 impl<D: Device, E: Float> Module<D, E> for CrossEntropyLoss<D, E> {
     type On<D2: Device> = CrossEntropyLoss<D2, E>;
     fn try_to<D2: Device>(&self, dev: D2) -> Result<CrossEntropyLoss<D2, E>> {
@@ -210,6 +214,10 @@ impl MSELoss {
             Err(e) => panic!("{e}"),
         }
     }
+}
+
+impl super::Placement for MSELoss {
+    type Device = super::Anywhere;
 }
 
 impl<D: Device, E: Float> Module<D, E> for MSELoss {

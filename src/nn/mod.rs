@@ -44,6 +44,7 @@ mod checkpoint;
 mod dynamic;
 mod linear;
 mod loss;
+mod place;
 mod sequential;
 
 pub use crate::ops::loss::Reduction;
@@ -53,11 +54,14 @@ pub(crate) use checkpoint::{read as checkpoint_read, write as checkpoint_write};
 pub use dynamic::{DynCrossEntropyLoss, DynLinear, DynModule, DynSequential};
 pub use linear::Linear;
 pub use loss::{CrossEntropyLoss, MSELoss};
+#[doc(hidden)]
+pub use place::{Agree, Keep, LayerTuple, LayerTupleN, Layers};
+pub use place::{Anywhere, LayerAt, Placed, Placement};
 pub use sequential::Sequential;
 
 use crate::core::error::Result;
 use crate::device::Device;
-use crate::tensor::{Float, HasDevice, ModuleInput, Tensor};
+use crate::tensor::{Element, Float, HasDevice, ModuleInput, Tensor};
 
 /// Something with a `forward` from tensors on `D` to a tracked tensor on `D`.
 ///
@@ -212,6 +216,14 @@ impl<D: Device, E: Float> Module<D, E> for Tensor<D, E> {
     }
 }
 
+impl<D: Device, E: Element> Placement for Tensor<D, E> {
+    type Device = D;
+}
+
+impl<M: Placement> Placement for Vec<M> {
+    type Device = M::Device;
+}
+
 impl<D: Device, E: Float, M: Module<D, E>> Module<D, E> for Vec<M> {
     type On<D2: Device> = Vec<M::On<D2>>;
 
@@ -254,6 +266,10 @@ macro_rules! module {
         $crate::module!(@impl $name [$d: $crate::Device, $e: $crate::Float] [$d] [$name < $d, $e >] [$e] [D2] [$name<D2, $e>] { $($field),* } { $($($plain),*)? });
     };
     (@impl $sname:ident [$($gen:tt)*] [$d:ident] [$ty:ty] [$e:ty] [$d2:ident] [$on:ty] { $($field:ident),* } { $($plain:ident),* }) => {
+        impl<$($gen)*> $crate::nn::Placement for $ty {
+            type Device = $d;
+        }
+
         impl<$($gen)*> $crate::nn::Module<$d, $e> for $ty {
             type On<$d2: $crate::Device> = $on;
 
