@@ -29,6 +29,7 @@
 //! | [`add_assign_across_devices`] | `running += stat` with the accumulator on another device | [`OperandOn`](crate::OperandOn) via `AddAssign` |
 //! | [`sequential_layer_not_moved`] | a `Sequential` with one layer left on the CPU | [`LayerAt`](crate::nn::LayerAt) at `Sequential::new` |
 //! | [`train_optimizer_built_before_move`] | an optimizer that stepped before the model moved: its state stayed behind | [`ModelOn`](crate::optim::ModelOn) |
+//! | [`train_model_not_moved`] | in the training loop: the batch moved, the model never did | [`ModuleInput`](crate::ModuleInput), then [`TargetOn`](crate::nn::TargetOn) |
 //!
 //! The fixed programs, which compile and run on any machine (on the CPU, and on GPU 0 too where
 //! one opens), are in [`done_right`].
@@ -138,6 +139,11 @@ lesson!(
     /// An optimizer that took a step on the CPU model, then was stepped with the moved model:
     /// both devices named, and the fix that applies (build it after the move, or move it).
     train_optimizer_built_before_move
+);
+lesson!(
+    /// In the training loop, the batch moved but the model never did: the model is blamed, and
+    /// the loss, which has no buffers, says its device comes from the logits.
+    train_model_not_moved
 );
 
 /// The same programs done right: each compiles and runs (trybuild runs them), on the CPU

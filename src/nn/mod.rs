@@ -53,7 +53,7 @@ pub use checkpoint::{load, load_tensors, save};
 pub(crate) use checkpoint::{read as checkpoint_read, write as checkpoint_write};
 pub use dynamic::{DynCrossEntropyLoss, DynLinear, DynModule, DynSequential};
 pub use linear::Linear;
-pub use loss::{CrossEntropyLoss, MSELoss};
+pub use loss::{CrossEntropyLoss, MSELoss, TargetOn};
 #[doc(hidden)]
 pub use place::{Agree, Keep, LayerTuple, LayerTupleN, Layers};
 pub use place::{Anywhere, LayerAt, Placed, Placement};
