@@ -30,6 +30,7 @@
 //! | [`sequential_layer_not_moved`] | a `Sequential` with one layer left on the CPU | [`LayerAt`](crate::nn::LayerAt) at `Sequential::new` |
 //! | [`train_optimizer_built_before_move`] | an optimizer that stepped before the model moved: its state stayed behind | [`ModelOn`](crate::optim::ModelOn) |
 //! | [`train_model_not_moved`] | in the training loop: the batch moved, the model never did | [`ModuleInput`](crate::ModuleInput), then [`TargetOn`](crate::nn::TargetOn) |
+//! | [`parameter_replaced_on_cpu`] | `model.weight = nn.Parameter(cpu_tensor)` after `model.to(gpu)` | [`ParameterOn`](crate::nn::ParameterOn) via `Linear::set_weight` |
 //!
 //! The fixed programs, which compile and run on any machine (on the CPU, and on GPU 0 too where
 //! one opens), are in [`done_right`].
@@ -144,6 +145,11 @@ lesson!(
     /// In the training loop, the batch moved but the model never did: the model is blamed, and
     /// the loss, which has no buffers, says its device comes from the logits.
     train_model_not_moved
+);
+lesson!(
+    /// `layer.set_weight(cpu_parameter)` on a layer on the GPU: parameters are private, and the
+    /// setter takes only a tensor on the layer's device.
+    parameter_replaced_on_cpu
 );
 
 /// The same programs done right: each compiles and runs (trybuild runs them), on the CPU

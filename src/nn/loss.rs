@@ -50,7 +50,8 @@ impl<D: Device, E: Element> TargetOn<D> for &Tensor<D, E> {}
 #[derive(Clone, Debug)]
 pub struct CrossEntropyLoss<D: Device, E: Float = f32> {
     /// Per-class weights, `[classes]` (a buffer: it moves with the module, gets no gradient).
-    pub weight: Option<Tensor<D, E>>,
+    /// Private, so that it is set only through [`with_weight`](Self::with_weight), typed on `D`.
+    weight: Option<Tensor<D, E>>,
     /// How per-sample losses are combined.
     pub reduction: Reduction,
     /// Targets equal to this are skipped (PyTorch's default is -100).
@@ -77,6 +78,11 @@ impl<D: Device, E: Float> CrossEntropyLoss<D, E> {
     pub fn with_weight(mut self, weight: Tensor<D, E>) -> Self {
         self.weight = Some(weight);
         self
+    }
+
+    /// The per-class weights, if any (a buffer on `D`).
+    pub fn weight(&self) -> Option<&Tensor<D, E>> {
+        self.weight.as_ref()
     }
 
     /// With another reduction.

@@ -72,6 +72,42 @@ pub trait Forward<D: Device, E: Float = f32> {
     fn forward<I: ModuleInput<D> + HasDevice<Element = E>>(&self, input: I) -> Tensor<D, E>;
 }
 
+/// A tensor that can become a parameter of a module on device `D` with elements `E`:
+/// `Tensor<D, E>` or `&Tensor<D, E>` (a new handle to the same parameter).
+///
+/// What [`Linear::set_weight`] takes: a tensor on another device is a compile error in
+/// PyTorch's words (PyTorch meets it at the next forward, as `addmm`'s `mat2`).
+#[diagnostic::on_unimplemented(
+    message = "Expected all tensors to be on the same device, but found at least two devices, `{D}` and `{Found}`",
+    label = "this tensor is on `{Found}`, but the module's parameters are on `{D}`",
+    note = "move the tensor to the module's device first (`.to(dev)` returns a new tensor): `layer.set_weight(w.to(dev));`"
+)]
+pub trait ParameterOn<D: Device, E: Float, Found: Device = <Self as HasDevice>::Device>:
+    HasDevice
+{
+    /// The tensor as a parameter on `D`: itself when it is a parameter already.
+    #[doc(hidden)]
+    fn into_parameter(self) -> Tensor<D, E>;
+}
+
+#[diagnostic::do_not_recommend]
+impl<D: Device, E: Float> ParameterOn<D, E> for Tensor<D, E> {
+    fn into_parameter(self) -> Tensor<D, E> {
+        if self.requires_grad() && self.is_leaf() {
+            self
+        } else {
+            Tensor::parameter(self)
+        }
+    }
+}
+
+#[diagnostic::do_not_recommend]
+impl<D: Device, E: Float> ParameterOn<D, E> for &Tensor<D, E> {
+    fn into_parameter(self) -> Tensor<D, E> {
+        self.clone().into_parameter()
+    }
+}
+
 /// `prefix.name`, or `name` when `prefix` is empty: the names of `named_parameters()`.
 #[doc(hidden)]
 pub fn join_name(prefix: &str, name: &str) -> String {
