@@ -31,6 +31,8 @@
 //! | [`train_optimizer_built_before_move`] | an optimizer that stepped before the model moved: its state stayed behind | [`ModelOn`](crate::optim::ModelOn) |
 //! | [`train_model_not_moved`] | in the training loop: the batch moved, the model never did | [`ModuleInput`](crate::ModuleInput), then [`TargetOn`](crate::nn::TargetOn) |
 //! | [`parameter_replaced_on_cpu`] | `model.weight = nn.Parameter(cpu_tensor)` after `model.to(gpu)` | [`ParameterOn`](crate::nn::ParameterOn) via `Linear::set_weight` |
+//! | [`matmul_f32_with_i64`] | `float @ long`: `expected m1 and m2 to have the same dtype` | [`MatrixElementIs`](crate::MatrixElementIs) |
+//! | [`add_f32_with_i64`] | `float + long`, which PyTorch promotes silently | [`ElementIs`](crate::ElementIs) |
 //!
 //! The fixed programs, which compile and run on any machine (on the CPU, and on GPU 0 too where
 //! one opens), are in [`done_right`].
@@ -150,6 +152,16 @@ lesson!(
     /// `layer.set_weight(cpu_parameter)` on a layer on the GPU: parameters are private, and the
     /// setter takes only a tensor on the layer's device.
     parameter_replaced_on_cpu
+);
+lesson!(
+    /// `features.matmul(&counts)` with `f32` features and `i64` counts: PyTorch's `mm` dtype
+    /// sentence, and the `to_dtype` fix.
+    matmul_f32_with_i64
+);
+lesson!(
+    /// `&scores + &labels` with `f32` scores and `i64` labels: no silent promotion, TensorIterator's
+    /// dtype sentence, and the `to_dtype` fix.
+    add_f32_with_i64
 );
 
 /// The same programs done right: each compiles and runs (trybuild runs them), on the CPU
