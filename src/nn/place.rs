@@ -88,7 +88,8 @@ where
 /// A tuple of layers that are all on one device (or on none): what `Sequential::new` takes.
 /// `Device` is that device.
 ///
-/// One blanket impl over [`LayerTuple`], so that a failed check lists no tuple impls.
+/// One blanket impl over [`LayerTuple`]: a failed check is then reported from the return
+/// type's projection, at the call, without a second note for `new`'s own bound.
 #[doc(hidden)]
 pub trait Layers {
     /// The device of every layer that has one ([`Anywhere`] when none has).
@@ -132,8 +133,9 @@ impl<T> Keep<T> for Anywhere {
     }
 }
 
-/// [`Layers`] for any tuple of [`LayerTupleN`] (one blanket impl, so that a failed check
-/// lists no tuple impls).
+/// [`Layers`] for any [`LayerTupleN`]. (rustc still lists the `LayerTupleN` tuple impls under
+/// a failed check: the root of a failed projection is the trait whose impl holds the
+/// `LayerAt` bounds.)
 #[doc(hidden)]
 pub trait LayerTuple {
     /// As [`Layers::Device`].
