@@ -23,10 +23,16 @@
 //! | [`train_batch_not_moved`] | in the training loop: a batch not moved inside the loop | [`ModuleInput`](crate::ModuleInput) |
 //! | [`train_tensor_in_forward`] | in the training loop: a tensor created in `forward` on a fixed device | the operand check of `+` |
 //! | [`train_loss_weight_on_cpu`] | in the training loop: the loss weight left on the CPU | [`ModuleInput`](crate::ModuleInput) |
-//! | [`train_optimizer_state_on_cpu`] | after resuming a checkpoint: optimizer state on another device than the model | the optimizer's module bound |
+//! | [`train_optimizer_state_on_cpu`] | after resuming a checkpoint: optimizer state on another device than the model | [`ModelOn`](crate::optim::ModelOn) |
 //! | [`eq_cpu_labels_gpu_preds`] | `labels.eq(preds)` with the labels on the CPU: the GPU is named first, as PyTorch does | [`OperandOn`](crate::OperandOn) |
 //! | [`where_mask_on_cpu`] | `torch.where(mask, a, b)` with the mask left on the CPU | [`MaskFor`](crate::MaskFor) |
 //! | [`add_assign_across_devices`] | `running += stat` with the accumulator on another device | [`OperandOn`](crate::OperandOn) via `AddAssign` |
+//! | [`sequential_layer_not_moved`] | a `Sequential` with one layer left on the CPU | [`LayerAt`](crate::nn::LayerAt) at `Sequential::new` |
+//! | [`train_optimizer_built_before_move`] | an optimizer that stepped before the model moved: its state stayed behind | [`ModelOn`](crate::optim::ModelOn) |
+//! | [`train_model_not_moved`] | in the training loop: the batch moved, the model never did | [`ModuleInput`](crate::ModuleInput), then [`TargetOn`](crate::nn::TargetOn) |
+//! | [`parameter_replaced_on_cpu`] | `model.weight = nn.Parameter(cpu_tensor)` after `model.to(gpu)` | [`ParameterOn`](crate::nn::ParameterOn) via `Linear::set_weight` |
+//! | [`matmul_f32_with_i64`] | `float @ long`: `expected m1 and m2 to have the same dtype` | [`MatrixElementIs`](crate::MatrixElementIs) |
+//! | [`add_f32_with_i64`] | `float + long`, which PyTorch promotes silently | [`ElementIs`](crate::ElementIs) |
 //!
 //! The fixed programs, which compile and run on any machine (on the CPU, and on GPU 0 too where
 //! one opens), are in [`done_right`].
@@ -126,6 +132,36 @@ lesson!(
 lesson!(
     /// `running += &stat` across devices: `+=` has the device bound of `+`.
     add_assign_across_devices
+);
+lesson!(
+    /// `Sequential::new((gpu_body, ReLU, cpu_head))`: rejected where the model is built, naming
+    /// the layer's position and both devices.
+    sequential_layer_not_moved
+);
+lesson!(
+    /// An optimizer that took a step on the CPU model, then was stepped with the moved model:
+    /// both devices named, and the fix that applies (build it after the move, or move it).
+    train_optimizer_built_before_move
+);
+lesson!(
+    /// In the training loop, the batch moved but the model never did: the model is blamed, and
+    /// the loss, which has no buffers, says its device comes from the logits.
+    train_model_not_moved
+);
+lesson!(
+    /// `layer.set_weight(cpu_parameter)` on a layer on the GPU: parameters are private, and the
+    /// setter takes only a tensor on the layer's device.
+    parameter_replaced_on_cpu
+);
+lesson!(
+    /// `features.matmul(&counts)` with `f32` features and `i64` counts: PyTorch's `mm` dtype
+    /// sentence, and the `to_dtype` fix.
+    matmul_f32_with_i64
+);
+lesson!(
+    /// `&scores + &labels` with `f32` scores and `i64` labels: no silent promotion, TensorIterator's
+    /// dtype sentence, and the `to_dtype` fix.
+    add_f32_with_i64
 );
 
 /// The same programs done right: each compiles and runs (trybuild runs them), on the CPU

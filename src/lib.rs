@@ -146,8 +146,8 @@ pub use device::{Cpu, Cuda, Device, DynDevice};
 pub use dyn_tensor::DynTensor;
 pub use random::manual_seed;
 pub use tensor::{
-    ArgumentOn, DType, Element, Float, HasDevice, IntoShape, ModuleInput, Numeric, OperandOn,
-    Scalar, Tensor, MAX_DIMS,
+    ArgumentOn, DType, Element, ElementIs, Float, HasDevice, IntoShape, MatrixElementIs,
+    ModuleInput, Numeric, OperandOn, Scalar, Tensor, MAX_DIMS,
 };
 pub use tensor::{AsyncSource, Download, PinnedTensor, Upload};
 

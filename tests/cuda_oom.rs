@@ -41,7 +41,7 @@ fn out_of_memory_is_an_error_and_the_device_keeps_working() {
 
     // An op whose output does not fit: 2^20 x 2^20 f32 = 4 TiB.
     let a = Tensor::<Cuda<0>>::ones([1 << 20, 1], gpu);
-    let e = a.try_matmul(&a.t()).unwrap_err();
+    let e = a.try_matmul(a.t()).unwrap_err();
     assert!(matches!(e, Error::OutOfMemory { .. }), "{e:?}");
     assert_eq!(memory_allocated(0), base + (4 << 20));
 
@@ -84,7 +84,7 @@ fn out_of_memory_is_an_error_and_the_device_keeps_working() {
     // No `empty_cache` before them, or the test would not test that.
     let x = Tensor::<Cuda<0>, f64>::arange(1000, gpu);
     assert_eq!(x.sum_all().item(), 499_500.0);
-    let m = Tensor::<Cuda<0>>::ones([64, 32], gpu).matmul(&Tensor::ones([32, 16], gpu));
+    let m = Tensor::<Cuda<0>>::ones([64, 32], gpu).matmul(Tensor::ones([32, 16], gpu));
     assert_eq!(m.to_vec(), vec![32.0; 64 * 16]);
     // And the big allocation that failed before fits now.
     let again = Tensor::<Cuda<0>>::try_zeros([1usize << 30], gpu).unwrap();

@@ -75,7 +75,7 @@ fn pinned_round_trips_overlap_and_never_wait_per_batch() {
         before,
         "uploads from pinned memory made the host wait"
     );
-    let expected = batch.matmul(&w.to(Cpu)).sum_all().item() * 50.0;
+    let expected = batch.matmul(w.to(Cpu)).sum_all().item() * 50.0;
     let got = acc.item();
     assert!(
         (got - expected).abs() <= 1e-2 * expected.abs().max(1.0),

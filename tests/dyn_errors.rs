@@ -110,7 +110,7 @@ fn linear_shape_errors_say_addmm_with_a_bias_and_mm_without() {
         "addmm: mat1 and mat2 shapes cannot be multiplied (12x10 and 20x2)"
     );
     // F.linear without a bias runs matmul, so mm.
-    let no_bias = Linear::from_parameters(model.weight.detach(), None);
+    let no_bias = Linear::from_parameters(model.weight().detach(), None);
     assert_eq!(
         err(no_bias.try_forward(&x)),
         "mm: mat1 and mat2 shapes cannot be multiplied (4x10 and 20x2)"

@@ -280,7 +280,7 @@ fn every_op_family_at_the_limits_ends_in_ok_or_a_clear_err() {
                 if w.shape()[0] > 0 {
                     both(
                         "linear",
-                        || a.try_linear(&w.t(), None),
+                        || a.try_linear(w.t(), None),
                         || da.linear(&w.t().to_dyn(), None),
                         None,
                     );

@@ -136,16 +136,15 @@ fn linear_moves_and_dynamic_twin() {
     let model = Linear::from_parameters(tensor::<f32>(&rw), Some(tensor::<f32>(&rb)));
     let moved = model.to(Cpu);
     assert!(
-        moved.weight.shares_storage_with(&model.weight),
+        moved.weight().shares_storage_with(model.weight()),
         "to the same device shares parameters"
     );
     let x = tensor::<f32>(&Ref::random(&mut rng, &[4, 5], -1.0, 1.0));
     let typed = model.forward(&x).to_vec();
     let dyn_model = DynLinear {
-        weight: DynTensor::parameter(model.weight.to_dyn()).unwrap(),
+        weight: DynTensor::parameter(model.weight().to_dyn()).unwrap(),
         bias: model
-            .bias
-            .as_ref()
+            .bias()
             .map(|b| DynTensor::parameter(b.to_dyn()).unwrap()),
     };
     assert_eq!(
@@ -376,7 +375,7 @@ fn cross_entropy_moves_its_weight_buffer() {
     let w = Tensor::<Cpu>::from_vec(vec![1.0, 2.0], [2], Cpu);
     let loss = CrossEntropyLoss::new().with_weight(w.clone());
     let moved = loss.to(Cpu);
-    assert!(moved.weight.as_ref().unwrap().shares_storage_with(&w));
+    assert!(moved.weight().unwrap().shares_storage_with(&w));
     let mut dyn_loss = DynCrossEntropyLoss::with_weight(w.to_dyn());
     let same: *const DynCrossEntropyLoss = dyn_loss.to(DynDevice::cpu()).unwrap();
     assert!(std::ptr::eq(same, &dyn_loss));
@@ -392,9 +391,9 @@ fn linear_initialisation() {
         let m = Linear::<Cpu>::new(inf, outf, Cpu);
         // The bound in f64, with one f32 rounding of slack.
         let bound = (1.0 / (inf as f64).sqrt() * (1.0 + 1e-6)) as f32;
-        assert_eq!(m.weight.shape(), &[outf, inf]);
-        assert_eq!(m.bias.as_ref().unwrap().shape(), &[outf]);
-        let w = m.weight.to_vec();
+        assert_eq!(m.weight().shape(), &[outf, inf]);
+        assert_eq!(m.bias().unwrap().shape(), &[outf]);
+        let w = m.weight().to_vec();
         assert!(
             w.iter().all(|v| v.abs() <= bound),
             "weights within the bound"
@@ -413,21 +412,15 @@ fn linear_initialisation() {
                 "var {var}"
             );
         }
-        assert!(m
-            .bias
-            .as_ref()
-            .unwrap()
-            .to_vec()
-            .iter()
-            .all(|v| v.abs() <= bound));
+        assert!(m.bias().unwrap().to_vec().iter().all(|v| v.abs() <= bound));
     }
     devtype::manual_seed(3);
     let a = Linear::<Cpu>::new(4, 3, Cpu);
     devtype::manual_seed(3);
     let b = Linear::<Cpu>::new(4, 3, Cpu);
     assert_eq!(
-        a.weight.to_vec(),
-        b.weight.to_vec(),
+        a.weight().to_vec(),
+        b.weight().to_vec(),
         "seeded initialisation is reproducible"
     );
     let d = DynLinear::new(4, 3, DynDevice::cpu()).unwrap();
@@ -441,6 +434,6 @@ fn linear_initialisation() {
     let z = Linear::<Cpu>::new(0, 2, Cpu);
     assert_eq!(
         z.forward(&Tensor::<Cpu>::zeros([3, 0], Cpu)).to_vec(),
-        z.bias.as_ref().unwrap().to_vec().repeat(3)
+        z.bias().unwrap().to_vec().repeat(3)
     );
 }

@@ -89,11 +89,11 @@ fn linear_matches_its_formula() {
     );
     y.sum_all().backward();
     assert_eq!(
-        layer.weight.grad().unwrap().to_vec(),
+        layer.weight().grad().unwrap().to_vec(),
         vec![1.0, 2.0, 3.0, 1.0, 2.0, 3.0]
     );
     assert_eq!(
-        layer.bias.as_ref().unwrap().grad().unwrap().to_vec(),
+        layer.bias().unwrap().grad().unwrap().to_vec(),
         vec![1.0, 1.0]
     );
 }
@@ -175,7 +175,7 @@ fn the_loss_weight_moves_with_the_loss() {
     let criterion =
         CrossEntropyLoss::new().with_weight(Tensor::from_vec(vec![1.0f32, 2.0], [2], Cpu));
     let moved: CrossEntropyLoss<Cpu> = Module::<Cpu>::to(&criterion, Cpu);
-    assert_eq!(moved.weight.unwrap().to_vec(), vec![1.0, 2.0]);
+    assert_eq!(moved.weight().unwrap().to_vec(), vec![1.0, 2.0]);
 }
 
 #[test]
@@ -246,7 +246,7 @@ fn checkpoints_round_trip_bit_exactly() {
     let model = net();
     model.save(&path).unwrap();
     let mut other = net();
-    assert_ne!(other.head.weight.to_vec(), model.head.weight.to_vec());
+    assert_ne!(other.head.weight().to_vec(), model.head.weight().to_vec());
     other.load(&path).unwrap();
     for ((na, a), (nb, b)) in model
         .named_parameters()

@@ -161,12 +161,12 @@ fn cases() -> Vec<(&'static str, Case)> {
     // Comparisons.
     case!(
         "eq",
-        |i| i.a.eq(&i.a.relu()),
+        |i| i.a.eq(i.a.relu()),
         i.a.to_dyn().eq(&i.a.to_dyn().relu()?)
     );
     case!(
         "ne",
-        |i| i.a.ne(&i.a.relu()),
+        |i| i.a.ne(i.a.relu()),
         i.a.to_dyn().ne(&i.a.to_dyn().relu()?)
     );
     case!("lt", |i| i.a.lt(&i.b), i.a.to_dyn().lt(&i.b.to_dyn()));

@@ -134,10 +134,10 @@ fn a_linear_regression_converges() {
         opt.step(&mut model);
     }
     assert!(last < 1e-6, "loss {last}");
-    let w = model.weight.to_vec();
+    let w = model.weight().to_vec();
     assert!(
         (w[0] - 2.0).abs() < 1e-3 && (w[1] + 1.0).abs() < 1e-3 && (w[2] - 0.5).abs() < 1e-3,
         "{w:?}"
     );
-    assert!((model.bias.as_ref().unwrap().to_vec()[0] - 0.25).abs() < 1e-3);
+    assert!((model.bias().unwrap().to_vec()[0] - 0.25).abs() < 1e-3);
 }

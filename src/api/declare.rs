@@ -43,8 +43,10 @@ macro_rules! typed_param {
     // `OperandOn<D>` (or `ArgumentOn<D>`), spelled in the declaration. rustc's "required by a
     // bound" snippet still shows this macro, not the declaration: it points at the macro for
     // any bound a `macro_rules!` macro assembles (issue 10, item 9).
-    ($on:ident $lt:tt $d:ident $gt:tt) => { $crate::api::declare::typed_param!(@bound $on $lt $d $gt) };
-    (@bound $b:path) => { impl $b + $crate::tensor::HasDevice<Element = E> };
+    // The element type is asked for through a trait whose message is PyTorch's dtype sentence
+    // (element-wise: TensorIterator's; `ArgumentOn` ops are matrix products: `mm`'s).
+    (OperandOn $lt:tt $d:ident $gt:tt) => { impl OperandOn<D> + $crate::tensor::ElementIs<E> };
+    (ArgumentOn $lt:tt $d:ident $gt:tt) => { impl ArgumentOn<D> + $crate::tensor::MatrixElementIs<E> };
     ($t:ty) => { $t };
 }
 

@@ -64,6 +64,10 @@ impl<D: Device, E: Float> Forward<D, E> for ReLU {
     }
 }
 
+impl super::Placement for ReLU {
+    type Device = super::Anywhere;
+}
+
 impl<D: Device, E: Float> Module<D, E> for ReLU {
     type On<D2: Device> = ReLU;
     fn try_to<D2: Device>(&self, _dev: D2) -> Result<ReLU> {
@@ -170,6 +174,10 @@ impl<D: Device, E: Float> Forward<D, E> for Dropout {
             Err(e) => panic!("{e}"),
         }
     }
+}
+
+impl super::Placement for Dropout {
+    type Device = super::Anywhere;
 }
 
 impl<D: Device, E: Float> Module<D, E> for Dropout {

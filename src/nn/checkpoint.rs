@@ -412,7 +412,7 @@ pub(crate) fn read<E: Float>(path: &Path) -> Result<Vec<Loaded<E>>> {
 /// model.save(&path).unwrap();
 /// let mut copy = Linear::<Cpu>::new(3, 2, Cpu);
 /// copy.load(&path).unwrap();
-/// assert_eq!(copy.weight.to_vec(), model.weight.to_vec());   // bit for bit
+/// assert_eq!(copy.weight().to_vec(), model.weight().to_vec());   // bit for bit
 /// # std::fs::remove_file(&path).ok();
 /// ```
 pub fn save<D: Device, E: Float, M: Module<D, E>>(model: &M, path: impl AsRef<Path>) -> Result<()> {

@@ -1,6 +1,6 @@
 //! `Linear`: `y = x @ weight.T + bias`, with PyTorch's default initialisation.
 
-use super::{Forward, Module};
+use super::{Forward, Module, ParameterOn};
 use crate::api::rules;
 use crate::core::error::Result;
 use crate::device::{Cpu, Device};
@@ -21,11 +21,16 @@ use crate::tensor::{Float, HasDevice, ModuleInput, Tensor};
 /// assert_eq!(out.shape(), &[4, 2]);
 /// ```
 #[derive(Clone, Debug)]
+///
+/// The parameters are private: [`weight`](Linear::weight) and [`bias`](Linear::bias) read
+/// them, and [`set_weight`](Linear::set_weight) replaces one (PyTorch's
+/// `layer.weight = nn.Parameter(w)`) only with a tensor on the layer's device, so a parameter
+/// cannot be swapped for one on another device behind the type's back.
 pub struct Linear<D: Device, E: Float = f32> {
     /// `[out_features, in_features]`, a parameter.
-    pub weight: Tensor<D, E>,
+    weight: Tensor<D, E>,
     /// `[out_features]`, a parameter, if any.
-    pub bias: Option<Tensor<D, E>>,
+    bias: Option<Tensor<D, E>>,
 }
 
 impl<D: Device> Linear<D, f32> {
@@ -87,6 +92,53 @@ impl<D: Device, E: Float> Linear<D, E> {
             weight: Tensor::parameter(weight),
             bias: bias.map(Tensor::parameter),
         }
+    }
+
+    /// The weight, `[out_features, in_features]`, a parameter (PyTorch's `layer.weight`).
+    pub fn weight(&self) -> &Tensor<D, E> {
+        &self.weight
+    }
+
+    /// The bias, `[out_features]`, a parameter, if the layer has one (`layer.bias`).
+    pub fn bias(&self) -> Option<&Tensor<D, E>> {
+        self.bias.as_ref()
+    }
+
+    /// The weight, mutably (it stays on `D`: its type says so).
+    pub fn weight_mut(&mut self) -> &mut Tensor<D, E> {
+        &mut self.weight
+    }
+
+    /// The bias, mutably, if the layer has one.
+    pub fn bias_mut(&mut self) -> Option<&mut Tensor<D, E>> {
+        self.bias.as_mut()
+    }
+
+    /// Replaces the weight with `weight`, which must be on the layer's device `D` (PyTorch's
+    /// `layer.weight = nn.Parameter(w)`). It becomes a parameter unless it already is one (a
+    /// parameter given here stays the same parameter, its gradient shared).
+    ///
+    /// ```
+    /// use devtype::prelude::*;
+    /// use devtype::nn::Linear;
+    ///
+    /// let dev = Cpu;                                   // or Cuda::<0>::open()?
+    /// let mut layer = Linear::new(2, 1, Cpu).to(dev);
+    /// layer.set_weight(Tensor::from_vec(vec![1.0, 2.0], [1, 2], Cpu).to(dev));
+    /// assert!(layer.weight().requires_grad());
+    /// ```
+    pub fn set_weight<W: ParameterOn<D, E>>(&mut self, weight: W) {
+        self.weight = weight.into_parameter();
+    }
+
+    /// Replaces the bias (or gives the layer one) with `bias`, on the layer's device `D`.
+    pub fn set_bias<B: ParameterOn<D, E>>(&mut self, bias: B) {
+        self.bias = Some(bias.into_parameter());
+    }
+
+    /// Removes the bias (PyTorch's `layer.bias = None`).
+    pub fn clear_bias(&mut self) {
+        self.bias = None;
     }
 
     /// Input features.
@@ -154,6 +206,10 @@ impl<D: Device, E: Float> Forward<D, E> for Linear<D, E> {
     fn forward<I: ModuleInput<D> + HasDevice<Element = E>>(&self, input: I) -> Tensor<D, E> {
         Linear::forward(self, input)
     }
+}
+
+impl<D: Device, E: Float> super::Placement for Linear<D, E> {
+    type Device = D;
 }
 
 impl<D: Device, E: Float> Module<D, E> for Linear<D, E> {

@@ -8,7 +8,28 @@ use crate::device::Device;
 use crate::graph::In;
 use crate::ops::loss::{CrossEntropyOptions, Reduction};
 use crate::ops::{BinaryOp, UnaryOp};
-use crate::tensor::{Float, HasDevice, ModuleInput, Tensor};
+use crate::tensor::{Element, Float, HasDevice, ModuleInput, Tensor};
+
+/// The targets of a loss whose input (the logits) is on device `D`: `Tensor<D, E>` or
+/// `&Tensor<D, E>`.
+///
+/// A loss runs where its input is (and a loss with class weights, as
+/// [`CrossEntropyLoss`], takes its input on the weights' device), so targets on another device
+/// are blamed against the input, never against buffers a loss may not have. PyTorch checks
+/// `nll_loss(input, target, weight)` in argument order, the input's device first; so does this
+/// message.
+#[diagnostic::on_unimplemented(
+    message = "Expected all tensors to be on the same device, but found at least two devices, `{D}` and `{Found}`",
+    label = "these targets are on `{Found}`, but the loss's input is on `{D}`",
+    note = "a loss runs on the device of its input, and the logits are on the model's device: if the model was never moved, move it once (`let model = model.to(dev);`); else move the targets with the batch (`let y = y.to(dev);`)"
+)]
+pub trait TargetOn<D: Device, Found: Device = <Self as HasDevice>::Device>: HasDevice {}
+
+#[diagnostic::do_not_recommend]
+impl<D: Device, E: Element> TargetOn<D> for Tensor<D, E> {}
+
+#[diagnostic::do_not_recommend]
+impl<D: Device, E: Element> TargetOn<D> for &Tensor<D, E> {}
 
 /// Cross-entropy over class indices (`nn.CrossEntropyLoss`), with optional per-class weights
 /// held on `D`. Because the weight's device is in the type, the PyTorch bug of a loss weight
@@ -29,7 +50,8 @@ use crate::tensor::{Float, HasDevice, ModuleInput, Tensor};
 #[derive(Clone, Debug)]
 pub struct CrossEntropyLoss<D: Device, E: Float = f32> {
     /// Per-class weights, `[classes]` (a buffer: it moves with the module, gets no gradient).
-    pub weight: Option<Tensor<D, E>>,
+    /// Private, so that it is set only through [`with_weight`](Self::with_weight), typed on `D`.
+    weight: Option<Tensor<D, E>>,
     /// How per-sample losses are combined.
     pub reduction: Reduction,
     /// Targets equal to this are skipped (PyTorch's default is -100).
@@ -56,6 +78,11 @@ impl<D: Device, E: Float> CrossEntropyLoss<D, E> {
     pub fn with_weight(mut self, weight: Tensor<D, E>) -> Self {
         self.weight = Some(weight);
         self
+    }
+
+    /// The per-class weights, if any (a buffer on `D`).
+    pub fn weight(&self) -> Option<&Tensor<D, E>> {
+        self.weight.as_ref()
     }
 
     /// With another reduction.
@@ -94,7 +121,7 @@ impl<D: Device, E: Float> CrossEntropyLoss<D, E> {
     pub fn try_forward<L, T>(&self, logits: L, targets: T) -> Result<Tensor<D, E>>
     where
         L: ModuleInput<D> + HasDevice<Element = E>,
-        T: ModuleInput<D> + HasDevice<Element = i64>,
+        T: TargetOn<<L as HasDevice>::Device> + HasDevice<Element = i64>,
     {
         let device = D::from_dyn(logits.raw().device).expect("typed tensors are on their device");
         let options = CrossEntropyOptions {
@@ -110,20 +137,25 @@ impl<D: Device, E: Float> CrossEntropyLoss<D, E> {
         Ok(Tensor::from_out(out, device))
     }
 
-    /// The loss of `logits` against `targets`; both must be on the loss's device.
+    /// The loss of `logits` against `targets`: the logits on the loss's device, the targets on
+    /// the logits'.
     ///
     /// Panics with the error's text where [`try_forward`](Self::try_forward) returns it.
     #[track_caller]
     pub fn forward<L, T>(&self, logits: L, targets: T) -> Tensor<D, E>
     where
         L: ModuleInput<D> + HasDevice<Element = E>,
-        T: ModuleInput<D> + HasDevice<Element = i64>,
+        T: TargetOn<<L as HasDevice>::Device> + HasDevice<Element = i64>,
     {
         match self.try_forward(logits, targets) {
             Ok(t) => t,
             Err(e) => panic!("{e}"),
         }
     }
+}
+
+impl<D: Device, E: Float> super::Placement for CrossEntropyLoss<D, E> {
+    type Device = D;
 }
 
 impl<D: Device, E: Float> Module<D, E> for CrossEntropyLoss<D, E> {
@@ -185,7 +217,7 @@ impl MSELoss {
         D: Device,
         E: Float,
         L: ModuleInput<D> + HasDevice<Element = E, Device = D>,
-        T: ModuleInput<D> + HasDevice<Element = E>,
+        T: TargetOn<D> + HasDevice<Element = E>,
     {
         let device = D::from_dyn(input.raw().device).expect("typed tensors are on their device");
         Ok(Tensor::from_out(
@@ -203,13 +235,17 @@ impl MSELoss {
         D: Device,
         E: Float,
         L: ModuleInput<D> + HasDevice<Element = E, Device = D>,
-        T: ModuleInput<D> + HasDevice<Element = E>,
+        T: TargetOn<D> + HasDevice<Element = E>,
     {
         match self.try_forward(input, target) {
             Ok(v) => v,
             Err(e) => panic!("{e}"),
         }
     }
+}
+
+impl super::Placement for MSELoss {
+    type Device = super::Anywhere;
 }
 
 impl<D: Device, E: Float> Module<D, E> for MSELoss {

@@ -44,6 +44,7 @@ mod checkpoint;
 mod dynamic;
 mod linear;
 mod loss;
+mod place;
 mod sequential;
 
 pub use crate::ops::loss::Reduction;
@@ -52,12 +53,15 @@ pub use checkpoint::{load, load_tensors, save};
 pub(crate) use checkpoint::{read as checkpoint_read, write as checkpoint_write};
 pub use dynamic::{DynCrossEntropyLoss, DynLinear, DynModule, DynSequential};
 pub use linear::Linear;
-pub use loss::{CrossEntropyLoss, MSELoss};
+pub use loss::{CrossEntropyLoss, MSELoss, TargetOn};
+#[doc(hidden)]
+pub use place::{Agree, Keep, LayerTuple, LayerTupleN, Layers};
+pub use place::{Anywhere, LayerAt, Placed, Placement};
 pub use sequential::Sequential;
 
 use crate::core::error::Result;
 use crate::device::Device;
-use crate::tensor::{Float, HasDevice, ModuleInput, Tensor};
+use crate::tensor::{Element, Float, HasDevice, ModuleInput, Tensor};
 
 /// Something with a `forward` from tensors on `D` to a tracked tensor on `D`.
 ///
@@ -66,6 +70,42 @@ use crate::tensor::{Float, HasDevice, ModuleInput, Tensor};
 pub trait Forward<D: Device, E: Float = f32> {
     /// Runs the module on `input`, which must be on the module's device.
     fn forward<I: ModuleInput<D> + HasDevice<Element = E>>(&self, input: I) -> Tensor<D, E>;
+}
+
+/// A tensor that can become a parameter of a module on device `D` with elements `E`:
+/// `Tensor<D, E>` or `&Tensor<D, E>` (a new handle to the same parameter).
+///
+/// What [`Linear::set_weight`] takes: a tensor on another device is a compile error in
+/// PyTorch's words (PyTorch meets it at the next forward, as `addmm`'s `mat2`).
+#[diagnostic::on_unimplemented(
+    message = "Expected all tensors to be on the same device, but found at least two devices, `{D}` and `{Found}`",
+    label = "this tensor is on `{Found}`, but the module's parameters are on `{D}`",
+    note = "move the tensor to the module's device first (`.to(dev)` returns a new tensor): `layer.set_weight(w.to(dev));`"
+)]
+pub trait ParameterOn<D: Device, E: Float, Found: Device = <Self as HasDevice>::Device>:
+    HasDevice
+{
+    /// The tensor as a parameter on `D`: itself when it is a parameter already.
+    #[doc(hidden)]
+    fn into_parameter(self) -> Tensor<D, E>;
+}
+
+#[diagnostic::do_not_recommend]
+impl<D: Device, E: Float> ParameterOn<D, E> for Tensor<D, E> {
+    fn into_parameter(self) -> Tensor<D, E> {
+        if self.requires_grad() && self.is_leaf() {
+            self
+        } else {
+            Tensor::parameter(self)
+        }
+    }
+}
+
+#[diagnostic::do_not_recommend]
+impl<D: Device, E: Float> ParameterOn<D, E> for &Tensor<D, E> {
+    fn into_parameter(self) -> Tensor<D, E> {
+        self.clone().into_parameter()
+    }
 }
 
 /// `prefix.name`, or `name` when `prefix` is empty: the names of `named_parameters()`.
@@ -212,6 +252,14 @@ impl<D: Device, E: Float> Module<D, E> for Tensor<D, E> {
     }
 }
 
+impl<D: Device, E: Element> Placement for Tensor<D, E> {
+    type Device = D;
+}
+
+impl<M: Placement> Placement for Vec<M> {
+    type Device = M::Device;
+}
+
 impl<D: Device, E: Float, M: Module<D, E>> Module<D, E> for Vec<M> {
     type On<D2: Device> = Vec<M::On<D2>>;
 
@@ -254,6 +302,10 @@ macro_rules! module {
         $crate::module!(@impl $name [$d: $crate::Device, $e: $crate::Float] [$d] [$name < $d, $e >] [$e] [D2] [$name<D2, $e>] { $($field),* } { $($($plain),*)? });
     };
     (@impl $sname:ident [$($gen:tt)*] [$d:ident] [$ty:ty] [$e:ty] [$d2:ident] [$on:ty] { $($field:ident),* } { $($plain:ident),* }) => {
+        impl<$($gen)*> $crate::nn::Placement for $ty {
+            type Device = $d;
+        }
+
         impl<$($gen)*> $crate::nn::Module<$d, $e> for $ty {
             type On<$d2: $crate::Device> = $on;
 

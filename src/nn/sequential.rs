@@ -1,7 +1,7 @@
 //! `Sequential`: layers applied in order, held in a tuple so that every layer keeps its type
 //! (and its device in it).
 
-use super::{join_name, Forward, Module};
+use super::{join_name, Forward, Layers, Module, Placement};
 use crate::core::error::Result;
 use crate::device::Device;
 use crate::tensor::Tensor;
@@ -21,14 +21,40 @@ use crate::tensor::{Float, HasDevice, ModuleInput};
 /// assert_eq!(logits.shape(), &[2, 10]);
 /// assert_eq!(model.named_parameters()[2].0, "2.weight");
 /// ```
-#[derive(Clone, Debug, Default)]
-pub struct Sequential<T>(pub T);
+///
+/// Every layer must be on one device (layers without parameters, as `ReLU`, go with any):
+/// a layer left on the CPU among layers on the GPU is a compile error at `Sequential::new`
+/// that names both devices and the layer's position.
+#[derive(Clone, Debug)]
+pub struct Sequential<T>(T);
+
+impl<T: Layers> Sequential<T> {
+    /// The layers of the tuple `layers`, applied first to last; they must all be on one
+    /// device.
+    pub fn new(layers: T) -> Sequential<T::Checked> {
+        Sequential(layers.into_checked())
+    }
+}
 
 impl<T> Sequential<T> {
-    /// The layers of the tuple `layers`, applied first to last.
-    pub fn new(layers: T) -> Self {
-        Sequential(layers)
+    /// The layers, as the tuple they were given in (`model.layers().0` is the first).
+    pub fn layers(&self) -> &T {
+        &self.0
     }
+
+    /// The layers, mutably (their types, and so their devices, stay as they are).
+    pub fn layers_mut(&mut self) -> &mut T {
+        &mut self.0
+    }
+
+    /// The tuple of layers.
+    pub fn into_layers(self) -> T {
+        self.0
+    }
+}
+
+impl<T: Layers> Placement for Sequential<T> {
+    type Device = T::Device;
 }
 
 macro_rules! sequential {

@@ -1,10 +1,10 @@
 //! Adam (`torch.optim.Adam`) and AdamW (decoupled weight decay).
 
+use super::ModelOn;
 use super::{check_each_with_grad, check_state_names, for_each_with_grad, Optimizer};
 use crate::core::error::Result;
 use crate::core::raw::RawTensor;
 use crate::device::Device;
-use crate::nn::Module;
 use crate::ops::optim::AdamUpdate;
 use crate::tensor::{Float, Tensor};
 use std::collections::HashMap;
@@ -172,7 +172,7 @@ impl<D: Device, E: Float> Adam<D, E> {
 }
 
 impl<D: Device, E: Float> Optimizer<D, E> for Adam<D, E> {
-    fn try_step<M: Module<D, E>>(&mut self, model: &mut M) -> Result<()> {
+    fn try_step<M: ModelOn<D, E>>(&mut self, model: &mut M) -> Result<()> {
         let update = self.update;
         update.validate()?;
         let state = &mut self.state;

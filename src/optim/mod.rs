@@ -32,10 +32,34 @@ pub use sgd::Sgd;
 use crate::core::error::Result;
 use crate::core::raw::RawTensor;
 use crate::device::Device;
-use crate::nn::Module;
+use crate::nn::{Module, Placed, Placement};
 use crate::tensor::operand::sealed::AsRaw;
 use crate::tensor::Float;
 use std::collections::HashSet;
+
+/// A model whose parameters are on `D`, as an optimizer with its state on `D` asks for.
+///
+/// A model on another device is a compile error naming both devices in PyTorch's order (the
+/// fused update reads parameter, gradient and state: `cuda:0 and cpu`), the model as the
+/// culprit, and the fix. The defaulted parameters compute the model's device and that order:
+/// leave them out.
+#[diagnostic::on_unimplemented(
+    message = "Expected all tensors to be on the same device, but found at least two devices, `{First}` and `{Second}`",
+    label = "this model's parameters are on `{Found}`, but the optimizer's state is on `{D}`",
+    note = "an optimizer's state stays on the device it was built or loaded on: build the optimizer after `let model = model.to(dev);` (or load it with `dev`), or move its state: `let mut opt = opt.to(dev);`"
+)]
+pub trait ModelOn<
+    D: Device,
+    E: Float = f32,
+    Found: Placed = <Self as Placement>::Device,
+    First = <Found as Placed>::First<D>,
+    Second = <Found as Placed>::Second<D>,
+>: Module<D, E> + Placement
+{
+}
+
+#[diagnostic::do_not_recommend]
+impl<D: Device, E: Float, M: Module<D, E> + Placement> ModelOn<D, E> for M {}
 
 /// An optimizer whose state lives on `D`: it updates models whose parameters are on `D`.
 pub trait Optimizer<D: Device, E: Float = f32> {
@@ -45,20 +69,20 @@ pub trait Optimizer<D: Device, E: Float = f32> {
     /// and the like, NaN too), and every gradient and state buffer against its parameter
     /// (shape, dtype, and that the state is of a parameter of this model). On an error,
     /// no parameter and no state has changed.
-    fn try_step<M: Module<D, E>>(&mut self, model: &mut M) -> Result<()>;
+    fn try_step<M: ModelOn<D, E>>(&mut self, model: &mut M) -> Result<()>;
 
     /// Updates every parameter of `model` that has a gradient, once (PyTorch's `opt.step()`).
     ///
     /// Panics with the error's text where [`try_step`](Self::try_step) returns it.
     #[track_caller]
-    fn step<M: Module<D, E>>(&mut self, model: &mut M) {
+    fn step<M: ModelOn<D, E>>(&mut self, model: &mut M) {
         if let Err(e) = self.try_step(model) {
             panic!("{e}");
         }
     }
 
     /// Clears the gradients of `model` (PyTorch's `opt.zero_grad()`).
-    fn zero_grad<M: Module<D, E>>(&self, model: &M) {
+    fn zero_grad<M: ModelOn<D, E>>(&self, model: &M) {
         model.zero_grad();
     }
 

@@ -1,11 +1,11 @@
 //! Stochastic gradient descent with momentum, dampening, weight decay and Nesterov momentum,
 //! as `torch.optim.SGD`.
 
+use super::ModelOn;
 use super::{check_each_with_grad, check_state_names, for_each_with_grad, Optimizer};
 use crate::core::error::Result;
 use crate::core::raw::RawTensor;
 use crate::device::Device;
-use crate::nn::Module;
 use crate::ops::optim::SgdUpdate;
 use crate::tensor::{Float, Tensor};
 use std::collections::HashMap;
@@ -176,7 +176,7 @@ impl<D: Device, E: Float> Sgd<D, E> {
 }
 
 impl<D: Device, E: Float> Optimizer<D, E> for Sgd<D, E> {
-    fn try_step<M: Module<D, E>>(&mut self, model: &mut M) -> Result<()> {
+    fn try_step<M: ModelOn<D, E>>(&mut self, model: &mut M) -> Result<()> {
         let update = self.update;
         update.validate()?;
         let buffers = &mut self.momentum_buffers;

@@ -154,6 +154,34 @@ pub trait ArgumentOn<D: Device, Found: Device = <Self as HasDevice>::Device>: Ha
 #[diagnostic::do_not_recommend]
 impl<D: Device, T: OperandOn<D>> ArgumentOn<D> for T {}
 
+/// A tensor operand of an element-wise op or comparison whose receiver has elements `E`.
+///
+/// devtype does not promote element types (PyTorch computes `float + long` as float): an
+/// operand with other elements does not compile, and the message is the one PyTorch's
+/// same-dtype check gives. Implemented for every tensor of `E` (and so in generic code for any
+/// `HasDevice<Element = E>`); the defaulted `Found` is the operand's own: leave it out.
+#[diagnostic::on_unimplemented(
+    message = "Found dtype `{Found}` but expected `{E}`",
+    label = "this operand's elements are `{Found}`, the receiver's are `{E}`",
+    note = "devtype does not promote element types as PyTorch does: convert one side explicitly, `x.to_dtype::<{E}>()`"
+)]
+pub trait ElementIs<E: Element, Found = <Self as HasDevice>::Element>: HasDevice {}
+
+#[diagnostic::do_not_recommend]
+impl<E: Element, T: HasDevice<Element = E>> ElementIs<E> for T {}
+
+/// The second matrix of a matrix product (`matmul`, `bmm`, `linear`) whose first has
+/// elements `E`; a matrix of other elements gives PyTorch's `mm` message.
+#[diagnostic::on_unimplemented(
+    message = "expected m1 and m2 to have the same dtype, but got: `{E}` != `{Found}`",
+    label = "this matrix's elements are `{Found}`, the receiver's are `{E}`",
+    note = "convert one side explicitly: `m2.to_dtype::<{E}>()` (PyTorch names these types `float`, `double`, `long int`)"
+)]
+pub trait MatrixElementIs<E: Element, Found = <Self as HasDevice>::Element>: HasDevice {}
+
+#[diagnostic::do_not_recommend]
+impl<E: Element, T: HasDevice<Element = E>> MatrixElementIs<E> for T {}
+
 /// An input of a module or loss whose parameters and buffers live on device `D`.
 ///
 /// `model.forward(&x)` with `x` on the CPU and the model on `Cuda<0>` does not compile; the

@@ -6,8 +6,8 @@
 // `... found at least two devices, cuda:0 and cpu! (when checking argument for argument weight ...)`):
 //     RuntimeError: Expected all tensors to be on the same device, but got weight is on cpu, different from other tensors on cuda:0 (when checking argument in method wrapper_CUDA_nll_loss_forward)
 //
-// devtype, at compile time: the weight is a buffer typed on the loss's device, so this loss is a
-// `CrossEntropyLoss<Cpu>`, and GPU logits and targets are not `ModuleInput<Cpu>`:
+// devtype, at compile time, once: the weight is a buffer typed on the loss's device, so this loss
+// is a `CrossEntropyLoss<Cpu>`, and the GPU logits are not `ModuleInput<Cpu>` (targets follow them):
 //     error[E0277]: Expected all tensors to be on the same device, but found at least two devices, `devtype::Cpu` and `devtype::Cuda<0>`
 // (the loss's device first: it is the one the inputs are checked against).
 //

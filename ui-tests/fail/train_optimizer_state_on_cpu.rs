@@ -7,7 +7,7 @@
 //
 // devtype, at compile time: the optimizer's state is typed on the device it was loaded onto, an
 // `Sgd<Cpu>`, and `step` takes only a model on that same device:
-//     error[E0277]: Expected all tensors to be on the same device, but `Linear<devtype::Cuda<0>>` is not a module on `devtype::Cpu`
+//     error[E0277]: Expected all tensors to be on the same device, but found at least two devices, `devtype::Cuda<0>` and `devtype::Cpu`
 //
 // Fix: load the state onto the model's device, `Sgd::load(path, 0.01, 0.9, gpu)?`, or move it:
 // `let mut opt = opt.to(gpu);`.
