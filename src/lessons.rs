@@ -33,6 +33,7 @@
 //! | [`parameter_replaced_on_cpu`] | `model.weight = nn.Parameter(cpu_tensor)` after `model.to(gpu)` | [`ParameterOn`](crate::nn::ParameterOn) via `Linear::set_weight` |
 //! | [`matmul_f32_with_i64`] | `float @ long`: `expected m1 and m2 to have the same dtype` | [`MatrixElementIs`](crate::MatrixElementIs) |
 //! | [`add_f32_with_i64`] | `float + long`, which PyTorch promotes silently | [`ElementIs`](crate::ElementIs) |
+//! | [`index_select_ids_on_cpu`] | an embedding lookup with the token ids left on the CPU | [`ArgumentOn`](crate::ArgumentOn) |
 //!
 //! The fixed programs, which compile and run on any machine (on the CPU, and on GPU 0 too where
 //! one opens), are in [`done_right`].
@@ -163,6 +164,11 @@ lesson!(
     /// dtype sentence, and the `to_dtype` fix.
     add_f32_with_i64
 );
+lesson!(
+    /// `table.index_select(0, &ids)` with the embedding table on the GPU and the token ids on
+    /// the CPU: PyTorch names `index`, devtype points at the ids.
+    index_select_ids_on_cpu
+);
 
 /// The same programs done right: each compiles and runs (trybuild runs them), on the CPU
 /// everywhere and on GPU 0 too where one opens.
@@ -194,5 +200,14 @@ pub mod done_right {
     fixed!(
         /// `Tensor::cat((&a, &b), 0)` and `Tensor::stack` with every tensor on one device.
         cat_on_one_device
+    );
+    fixed!(
+        /// Token ids moved with their batch before an embedding lookup.
+        ids_moved_with_batch
+    );
+    fixed!(
+        /// The training set-up in order: the model moved once, the optimizer built after the
+        /// move, every batch moved inside the loop.
+        optimizer_after_move
     );
 }
