@@ -151,6 +151,11 @@ pub use tensor::{
 };
 pub use tensor::{AsyncSource, Download, PinnedTensor, Upload};
 
+/// The `half` crate, whose [`f16`](half::f16) and [`bf16`](half::bf16) are devtype's 16-bit
+/// element types (`Tensor<Cpu, f16>`, `DType::F16`, `DType::BF16`); also in the prelude.
+pub use half;
+pub use half::{bf16, f16};
+
 /// Everything the seed's code needs: `use devtype::prelude::*;`.
 pub mod prelude {
     pub use crate::autograd::no_grad;
@@ -159,4 +164,5 @@ pub mod prelude {
     pub use crate::optim::Optimizer;
     pub use crate::tensor::{ArgumentOn, DType, HasDevice, ModuleInput, OperandOn, Tensor};
     pub use crate::DynTensor;
+    pub use half::{bf16, f16};
 }

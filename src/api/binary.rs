@@ -164,6 +164,8 @@ fn host_scalar(t: &RawTensor) -> Result<Scalar> {
         DType::F64 => t.item::<f64>()?.to_scalar(),
         DType::I64 => t.item::<i64>()?.to_scalar(),
         DType::Bool => t.item::<bool>()?.to_scalar(),
+        DType::F16 => t.item::<half::f16>()?.to_scalar(),
+        DType::BF16 => t.item::<half::bf16>()?.to_scalar(),
     })
 }
 

@@ -1,6 +1,7 @@
 //! Element types: the `E` in `Tensor<D, E>`.
 
 use crate::core::cpu_storage::CpuStorage;
+use half::{bf16, f16};
 use std::fmt;
 
 /// The element type of a tensor, as a run-time value.
@@ -14,6 +15,12 @@ pub enum DType {
     I64,
     /// Booleans (`torch.bool`), the result of comparisons.
     Bool,
+    /// IEEE 754 half precision (`torch.float16`, PyTorch's `Half`): 11-bit significand,
+    /// 5-bit exponent (largest finite value 65504).
+    F16,
+    /// bfloat16 (`torch.bfloat16`, PyTorch's `BFloat16`): the exponent range of `f32` with an
+    /// 8-bit significand.
+    BF16,
 }
 
 impl DType {
@@ -24,6 +31,8 @@ impl DType {
             DType::F64 => "Double",
             DType::I64 => "Long",
             DType::Bool => "Bool",
+            DType::F16 => "Half",
+            DType::BF16 => "BFloat16",
         }
     }
 
@@ -34,6 +43,20 @@ impl DType {
             DType::F64 => "double",
             DType::I64 => "long int",
             DType::Bool => "bool",
+            DType::F16 => "c10::Half",
+            DType::BF16 => "c10::BFloat16",
+        }
+    }
+
+    /// PyTorch's name of the dtype object (`torch.float16`), as `print` shows it.
+    pub const fn torch_name(self) -> &'static str {
+        match self {
+            DType::F32 => "torch.float32",
+            DType::F64 => "torch.float64",
+            DType::I64 => "torch.int64",
+            DType::Bool => "torch.bool",
+            DType::F16 => "torch.float16",
+            DType::BF16 => "torch.bfloat16",
         }
     }
 
@@ -43,13 +66,30 @@ impl DType {
             DType::F32 => 4,
             DType::F64 | DType::I64 => 8,
             DType::Bool => 1,
+            DType::F16 | DType::BF16 => 2,
         }
     }
 
-    /// True for `F32` and `F64`.
+    /// True for the floating-point dtypes: `F32`, `F64`, `F16` and `BF16`.
     pub const fn is_float(self) -> bool {
-        matches!(self, DType::F32 | DType::F64)
+        matches!(self, DType::F32 | DType::F64 | DType::F16 | DType::BF16)
     }
+
+    /// True for the 16-bit floating-point dtypes, `F16` and `BF16`, whose CPU kernels compute
+    /// in `f32` and round once.
+    pub const fn is_half(self) -> bool {
+        matches!(self, DType::F16 | DType::BF16)
+    }
+
+    /// Every dtype, narrowest category first.
+    pub const ALL: [DType; 6] = [
+        DType::Bool,
+        DType::I64,
+        DType::F16,
+        DType::BF16,
+        DType::F32,
+        DType::F64,
+    ];
 }
 
 /// A scalar operand (`x + 2`, `x.eq_scalar(7)`, `Tensor::full(.., v, ..)`), kept exactly: an
@@ -132,7 +172,7 @@ pub(crate) mod sealed {
     }
 }
 
-/// A type a tensor can hold: `f32`, `f64`, `i64` or `bool`.
+/// A type a tensor can hold: `f32`, `f64`, `f16`, `bf16`, `i64` or `bool`.
 pub trait Element:
     sealed::ElementStorage
     + Copy
@@ -167,12 +207,16 @@ mod numeric_sealed {
     impl Sealed for f32 {}
     impl Sealed for f64 {}
     impl Sealed for i64 {}
+    impl Sealed for half::f16 {}
+    impl Sealed for half::bf16 {}
 }
 
-/// Element types with arithmetic: `f32`, `f64`, `i64`.
+/// Element types with arithmetic: `f32`, `f64`, `f16`, `bf16`, `i64`.
 pub trait Numeric: Element + numeric_sealed::Sealed {}
 impl Numeric for f32 {}
 impl Numeric for f64 {}
+impl Numeric for f16 {}
+impl Numeric for bf16 {}
 impl Numeric for i64 {}
 
 /// Floating-point elements: the ones with `exp`, `log`, `softmax`, `matmul` and gradients.
@@ -354,3 +398,86 @@ macro_rules! float {
 }
 float!(f32);
 float!(f64);
+
+element!(
+    f16,
+    F16,
+    f16::ZERO,
+    f16::ONE,
+    |v| f16::from_f64(v),
+    |s| s.to_f64(),
+    |s| Scalar::Float(s.to_f64()),
+    |s| f16::from_f64(s.to_f64())
+);
+element!(
+    bf16,
+    BF16,
+    bf16::ZERO,
+    bf16::ONE,
+    |v| bf16::from_f64(v),
+    |s| s.to_f64(),
+    |s| Scalar::Float(s.to_f64()),
+    |s| bf16::from_f64(s.to_f64())
+);
+
+/// The 16-bit floats, `f16` and `bf16`: stored narrow, computed in `f32` (PyTorch's
+/// `opmath_type`), rounded once when a result is written.
+pub(crate) trait Half: Float {
+    /// Widens exactly.
+    fn widen(self) -> f32;
+    /// Rounds to nearest, ties to even.
+    fn narrow(v: f32) -> Self;
+}
+
+macro_rules! half_float {
+    ($t:ty) => {
+        impl Half for $t {
+            #[inline(always)]
+            fn widen(self) -> f32 {
+                self.to_f32()
+            }
+            #[inline(always)]
+            fn narrow(v: f32) -> Self {
+                <$t>::from_f32(v)
+            }
+        }
+        // Each function computes in f32 and rounds once, as PyTorch's CPU kernels do.
+        impl Float for $t {
+            const NEG_INFINITY: Self = <$t>::NEG_INFINITY;
+            #[inline]
+            fn exp(self) -> Self {
+                <$t>::from_f32(self.to_f32().exp())
+            }
+            #[inline]
+            fn ln(self) -> Self {
+                <$t>::from_f32(self.to_f32().ln())
+            }
+            #[inline]
+            fn sqrt(self) -> Self {
+                <$t>::from_f32(self.to_f32().sqrt())
+            }
+            #[inline]
+            fn tanh(self) -> Self {
+                <$t>::from_f32(self.to_f32().tanh())
+            }
+            #[inline]
+            fn abs(self) -> Self {
+                <$t>::from_f32(self.to_f32().abs())
+            }
+            #[inline]
+            fn powf(self, exponent: Self) -> Self {
+                <$t>::from_f32(self.to_f32().powf(exponent.to_f32()))
+            }
+            #[inline]
+            fn max_nan(self, other: Self) -> Self {
+                if self.is_nan() || self > other {
+                    self
+                } else {
+                    other
+                }
+            }
+        }
+    };
+}
+half_float!(f16);
+half_float!(bf16);
