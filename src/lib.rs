@@ -137,7 +137,7 @@ mod random;
 mod tensor;
 
 pub use crate::core::pool::empty_host_cache;
-pub use crate::core::{format_size, Error, Result};
+pub use crate::core::{format_size, Error, Result, ResultType};
 #[doc(hidden)]
 pub use api::declared_ops;
 pub use api::{MaskFor, TensorList};

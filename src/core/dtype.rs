@@ -81,6 +81,36 @@ impl DType {
         matches!(self, DType::F16 | DType::BF16)
     }
 
+    /// `torch.promote_types(a, b)`: the dtype both convert to. Categories rank bool <
+    /// integer < floating point, and the higher category wins; within a category the wider
+    /// type wins, and `F16` with `BF16` (neither holds the other) gives `F32`.
+    ///
+    /// ```
+    /// use devtype::DType;
+    /// assert_eq!(DType::promote_types(DType::I64, DType::F16), DType::F16);
+    /// assert_eq!(DType::promote_types(DType::F16, DType::BF16), DType::F32);
+    /// assert_eq!(DType::promote_types(DType::F32, DType::F64), DType::F64);
+    /// ```
+    pub const fn promote_types(a: DType, b: DType) -> DType {
+        use DType::*;
+        match (a, b) {
+            (x, y) if x as u8 == y as u8 => x,
+            (Bool, x) | (x, Bool) => x,
+            (I64, x) | (x, I64) => x,
+            (F64, _) | (_, F64) => F64,
+            // F32 with a half type, or F16 with BF16.
+            _ => F32,
+        }
+    }
+
+    /// `torch.can_cast(from, to)`: whether an op computing in `from` may write its result into
+    /// a `to` tensor (in-place ops). Floating point never casts to an integer or `bool`, and
+    /// nothing but `bool` casts to `bool`; narrowing within a category is allowed.
+    pub const fn can_cast(from: DType, to: DType) -> bool {
+        !(from.is_float() && !to.is_float())
+            && !(!matches!(from, DType::Bool) && matches!(to, DType::Bool))
+    }
+
     /// Every dtype, narrowest category first.
     pub const ALL: [DType; 6] = [
         DType::Bool,
@@ -90,6 +120,86 @@ impl DType {
         DType::F32,
         DType::F64,
     ];
+}
+
+/// PyTorch's `torch.result_type` over a list of operands, in its three priority classes:
+/// tensors with at least one dimension, 0-dim tensors, and wrapped numbers (Rust scalars).
+/// A lower class only matters when it is of a higher category than everything above it
+/// (`f16_tensor * 2.5` stays `F16`, `i64_tensor * 2.5` is `F32`, a 0-dim `F64` tensor with an
+/// `F32` tensor gives `F32`), and a float scalar counts as the default dtype, `F32`.
+///
+/// ```
+/// use devtype::{DType, ResultType, Scalar};
+/// let r = ResultType::new().tensor(DType::I64, 1).scalar(Scalar::Float(2.5));
+/// assert_eq!(r.finish(), DType::F32);
+/// let r = ResultType::new().tensor(DType::F32, 2).tensor(DType::F64, 0);
+/// assert_eq!(r.finish(), DType::F32);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ResultType {
+    dim: Option<DType>,
+    zero_dim: Option<DType>,
+    wrapped: Option<DType>,
+}
+
+impl ResultType {
+    /// No operands yet.
+    pub const fn new() -> Self {
+        ResultType {
+            dim: None,
+            zero_dim: None,
+            wrapped: None,
+        }
+    }
+
+    const fn join(state: Option<DType>, dtype: DType) -> Option<DType> {
+        match state {
+            None => Some(dtype),
+            Some(s) => Some(DType::promote_types(s, dtype)),
+        }
+    }
+
+    /// Adds a tensor of `dtype` with `rank` dimensions.
+    pub const fn tensor(mut self, dtype: DType, rank: usize) -> Self {
+        if rank == 0 {
+            self.zero_dim = Self::join(self.zero_dim, dtype);
+        } else {
+            self.dim = Self::join(self.dim, dtype);
+        }
+        self
+    }
+
+    /// Adds a wrapped number: a float counts as `F32` (the default dtype), an integer as
+    /// `I64`, a boolean as `Bool`.
+    pub const fn scalar(mut self, s: Scalar) -> Self {
+        let dtype = match s {
+            Scalar::Float(_) => DType::F32,
+            Scalar::Int(_) => DType::I64,
+            Scalar::Bool(_) => DType::Bool,
+        };
+        self.wrapped = Self::join(self.wrapped, dtype);
+        self
+    }
+
+    /// PyTorch's `combine_categories(higher, lower)`.
+    const fn combine(higher: Option<DType>, lower: Option<DType>) -> Option<DType> {
+        match (higher, lower) {
+            (Some(h), _) if h.is_float() => Some(h),
+            (Some(h), Some(l)) if matches!(h, DType::Bool) || l.is_float() => {
+                Some(DType::promote_types(h, l))
+            }
+            (Some(h), _) => Some(h),
+            (None, l) => l,
+        }
+    }
+
+    /// The result type (`F32` when no operand was added).
+    pub const fn finish(self) -> DType {
+        match Self::combine(self.dim, Self::combine(self.zero_dim, self.wrapped)) {
+            Some(d) => d,
+            None => DType::F32,
+        }
+    }
 }
 
 /// A scalar operand (`x + 2`, `x.eq_scalar(7)`, `Tensor::full(.., v, ..)`), kept exactly: an
@@ -404,20 +514,24 @@ element!(
     F16,
     f16::ZERO,
     f16::ONE,
-    |v| f16::from_f64(v),
+    // Through f32, as C++'s `static_cast<c10::Half>(double)` in PyTorch (`half`'s own
+    // `from_f64` drops low bits before rounding, so it can round an f32 tie the wrong way).
+    |v| f16::from_f32(v as f32),
     |s| s.to_f64(),
     |s| Scalar::Float(s.to_f64()),
-    |s| f16::from_f64(s.to_f64())
+    |s| f16::from_f32(s.to_f64() as f32)
 );
 element!(
     bf16,
     BF16,
     bf16::ZERO,
     bf16::ONE,
-    |v| bf16::from_f64(v),
+    // Through f32, as C++'s `static_cast<c10::BFloat16>(double)` in PyTorch (`half`'s own
+    // `from_f64` drops low bits before rounding, so it can round an f32 tie the wrong way).
+    |v| bf16::from_f32(v as f32),
     |s| s.to_f64(),
     |s| Scalar::Float(s.to_f64()),
-    |s| bf16::from_f64(s.to_f64())
+    |s| bf16::from_f32(s.to_f64() as f32)
 );
 
 /// The 16-bit floats, `f16` and `bf16`: stored narrow, computed in `f32` (PyTorch's
