@@ -302,3 +302,21 @@ fn promotion_keeps_gradients_in_each_operands_dtype() {
     assert_eq!(ga.to_vec::<f32>().unwrap(), vec![3.0, 4.0]);
     assert_eq!(gb.to_vec::<f64>().unwrap(), vec![1.0, 2.0]);
 }
+
+/// The README's example, verbatim.
+#[test]
+fn readme_example() -> devtype::Result<()> {
+    let cpu = DynDevice::cpu();
+    let longs = DynTensor::from_vec(vec![1i64, 2], [2], cpu)?;
+    assert_eq!(longs.mul_scalar(2.5)?.dtype(), DType::F32); // i64 * 2.5 -> float32
+    let halves = longs.to_dtype(DType::F16)?;
+    assert_eq!(halves.mul_scalar(2.5)?.dtype(), DType::F16); // stays float16
+    let doubles = DynTensor::full([2], 1.0, DType::F64, cpu)?;
+    assert_eq!(halves.add(&doubles)?.dtype(), DType::F64);
+    let mut acc = longs.clone();
+    assert_eq!(
+        acc.add_(&halves).unwrap_err().to_string(),
+        "result type Half can't be cast to the desired output type Long"
+    );
+    Ok(())
+}
