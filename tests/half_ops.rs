@@ -538,12 +538,12 @@ fn prints_as_pytorch() {
         h.to_string(),
         "tensor([ 0.1000, -1.2500], dtype=torch.float16)"
     );
-    // torch.tensor(3.14159, dtype=torch.bfloat16) -> tensor(3.1406, dtype=torch.bfloat16)
-    let b = DynTensor::from_vec(vec![3.14159f32], [], DynDevice::cpu())
+    // torch.tensor(2.3, dtype=torch.bfloat16) -> tensor(2.2969, dtype=torch.bfloat16)
+    let b = DynTensor::from_vec(vec![2.3f32], [], DynDevice::cpu())
         .unwrap()
         .to_dtype(DType::BF16)
         .unwrap();
-    assert_eq!(b.to_string(), "tensor(3.1406, dtype=torch.bfloat16)");
+    assert_eq!(b.to_string(), "tensor(2.2969, dtype=torch.bfloat16)");
     // torch.tensor([1e-5, 1.], dtype=torch.float16) -> scientific, as for float32.
     let h = DynTensor::from_vec(vec![1e-5f32, 1.0], [2], DynDevice::cpu())
         .unwrap()

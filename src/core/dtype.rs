@@ -107,8 +107,9 @@ impl DType {
     /// a `to` tensor (in-place ops). Floating point never casts to an integer or `bool`, and
     /// nothing but `bool` casts to `bool`; narrowing within a category is allowed.
     pub const fn can_cast(from: DType, to: DType) -> bool {
-        !(from.is_float() && !to.is_float())
-            && !(!matches!(from, DType::Bool) && matches!(to, DType::Bool))
+        let float_to_integral = from.is_float() && !to.is_float();
+        let non_bool_to_bool = !matches!(from, DType::Bool) && matches!(to, DType::Bool);
+        !float_to_integral && !non_bool_to_bool
     }
 
     /// Every dtype, narrowest category first.

@@ -777,7 +777,7 @@ mod half_kernels {
             ("max", |x, _, _| x.max(1)),
             ("softmax", |x, _, _| x.softmax(1)),
             ("matmul", |x, _, _| x.matmul(&x.t()?)),
-            ("linear", |x, _, _| x.linear(&x, None)),
+            ("linear", |x, _, _| x.linear(x, None)),
             ("cross_entropy", |x, t, _| {
                 x.cross_entropy_with(t, None, Reduction::Sum, 0)
             }),
