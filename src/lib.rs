@@ -151,7 +151,7 @@ pub use tensor::{
 };
 pub use tensor::{AsyncSource, Download, PinnedTensor, Upload};
 
-/// The `half` crate, whose [`f16`] and [`bf16`] are devtype's 16-bit
+/// The `half` crate, whose `f16` and `bf16` are devtype's 16-bit
 /// element types (`Tensor<Cpu, f16>`, `DType::F16`, `DType::BF16`); also in the prelude.
 pub use half;
 pub use half::{bf16, f16};
