@@ -273,7 +273,14 @@ fn elementwise(a: In<'_>, b: In<'_>, op: BinaryOp) -> Result<Out> {
 fn compare(a: In<'_>, b: In<'_>, op: CompareOp) -> Result<Out> {
     if a.value.dtype != b.value.dtype {
         let to = result_type(a.value, b.value);
-        let (ca, cb) = (ops::copy::cast(a.value, to)?, ops::copy::cast(b.value, to)?);
+        let convert = |t: &RawTensor| -> Result<RawTensor> {
+            if t.dtype == to {
+                Ok(t.clone())
+            } else {
+                ops::copy::cast(t, to)
+            }
+        };
+        let (ca, cb) = (convert(a.value)?, convert(b.value)?);
         let (ia, ib) = (
             In {
                 value: &ca,
