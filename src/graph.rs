@@ -362,13 +362,7 @@ pub(crate) fn check_backward_grad(output: &RawTensor, grad: &RawTensor) -> Resul
 
 /// `torch.<name>` of a dtype, as PyTorch prints dtypes.
 fn torch_dtype_name(dtype: crate::core::DType) -> &'static str {
-    use crate::core::DType;
-    match dtype {
-        DType::F32 => "torch.float32",
-        DType::F64 => "torch.float64",
-        DType::I64 => "torch.int64",
-        DType::Bool => "torch.bool",
-    }
+    dtype.torch_name()
 }
 
 /// A gradient for `backward_with` of another dtype than the output, in the words of

@@ -137,7 +137,7 @@ mod random;
 mod tensor;
 
 pub use crate::core::pool::empty_host_cache;
-pub use crate::core::{format_size, Error, Result};
+pub use crate::core::{format_size, Error, Result, ResultType};
 #[doc(hidden)]
 pub use api::declared_ops;
 pub use api::{MaskFor, TensorList};
@@ -151,6 +151,11 @@ pub use tensor::{
 };
 pub use tensor::{AsyncSource, Download, PinnedTensor, Upload};
 
+/// The `half` crate, whose `f16` and `bf16` are devtype's 16-bit
+/// element types (`Tensor<Cpu, f16>`, `DType::F16`, `DType::BF16`); also in the prelude.
+pub use half;
+pub use half::{bf16, f16};
+
 /// Everything the seed's code needs: `use devtype::prelude::*;`.
 pub mod prelude {
     pub use crate::autograd::no_grad;
@@ -159,4 +164,5 @@ pub mod prelude {
     pub use crate::optim::Optimizer;
     pub use crate::tensor::{ArgumentOn, DType, HasDevice, ModuleInput, OperandOn, Tensor};
     pub use crate::DynTensor;
+    pub use half::{bf16, f16};
 }

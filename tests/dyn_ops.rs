@@ -212,8 +212,15 @@ fn scalar_methods_and_operators() {
         read(&a.clamp_min(1.0).unwrap()).data,
         vec![1.0, 1.0, 5.0, 7.0]
     );
-    assert!(a.div_scalar(2.0).is_err());
-    assert!(make(&r, DType::Bool).add_scalar(1.0).is_err());
+    // A float scalar promotes an integer or bool tensor to float32 (PyTorch's wrapped-number
+    // rule, tests/promotion.rs); bool arithmetic with a bool stays refused.
+    let q = a.div_scalar(2.0).unwrap();
+    assert_eq!(q.dtype(), DType::F32);
+    assert_eq!(read(&q).data, vec![-1.5, 0.0, 2.5, 3.5]);
+    let b = make(&r, DType::Bool).add_scalar(1.0).unwrap();
+    assert_eq!(b.dtype(), DType::F32);
+    assert_eq!(read(&b).data, vec![2.0, 1.0, 2.0, 2.0]);
+    assert!(make(&r, DType::Bool).add_scalar(true).is_err());
 }
 
 #[test]

@@ -75,11 +75,13 @@ fn random_value(rng: &mut Rng) -> f64 {
 }
 
 fn random_dtype(rng: &mut Rng) -> DType {
-    match rng.below(20) {
+    match rng.below(23) {
         0..=7 => DType::F32,
         8..=12 => DType::F64,
         13..=16 => DType::I64,
-        _ => DType::Bool,
+        17..=19 => DType::Bool,
+        20 => DType::F16,
+        _ => DType::BF16,
     }
 }
 
@@ -102,8 +104,12 @@ fn make(values: &[f64], shape: &[usize], dtype: DType) -> DynTensor {
             shape,
             cpu,
         ),
-        #[allow(unreachable_patterns)]
-        other => panic!("fuzz does not know {other:?}"),
+        DType::F16 | DType::BF16 => DynTensor::from_vec(
+            values.iter().map(|&v| v as f32).collect::<Vec<_>>(),
+            shape,
+            cpu,
+        )
+        .and_then(|t| t.to_dtype(dtype)),
     }
     .expect("from_vec with a matching length")
 }

@@ -6,7 +6,7 @@ use super::kit::{self, sum_to};
 use crate::core::error::Result;
 use crate::core::raw::Operand;
 use crate::core::raw::RawTensor;
-use crate::core::{DType, Element, Scalar};
+use crate::core::{DType, Element, ResultType, Scalar};
 use crate::dyn_tensor::check::same_device_elementwise;
 use crate::graph::{record, In, Out};
 use crate::ops::{self, BinaryOp, CompareOp, UnaryOp};
@@ -125,6 +125,9 @@ pub(crate) fn binary_scalar(
     op: BinaryOp,
     scalar_first: bool,
 ) -> Result<Out> {
+    if let Some(wide) = promoted_by_scalar(a, scalar)? {
+        return binary_scalar(wide.input(), scalar, op, scalar_first);
+    }
     let value = ops::binary::binary_scalar(Operand::Borrowed(a.value), scalar, op, scalar_first)?;
     // Gradients flow through floating-point tensors only, where the scalar is a float.
     let s = scalar.to_f64();
@@ -164,6 +167,8 @@ fn host_scalar(t: &RawTensor) -> Result<Scalar> {
         DType::F64 => t.item::<f64>()?.to_scalar(),
         DType::I64 => t.item::<i64>()?.to_scalar(),
         DType::Bool => t.item::<bool>()?.to_scalar(),
+        DType::F16 => t.item::<half::f16>()?.to_scalar(),
+        DType::BF16 => t.item::<half::bf16>()?.to_scalar(),
     })
 }
 
@@ -203,9 +208,51 @@ fn meet(a: In<'_>, b: In<'_>) -> Result<Meet> {
     })
 }
 
+/// `torch.result_type` of two tensor operands.
+pub(crate) fn result_type(a: &RawTensor, b: &RawTensor) -> DType {
+    ResultType::new()
+        .tensor(a.dtype, a.rank())
+        .tensor(b.dtype, b.rank())
+        .finish()
+}
+
+/// Runs `f` on `a` and `b` converted to their result type (recorded conversions, so gradients
+/// flow back in each operand's own dtype). Only the dynamic front meets two dtypes here: the
+/// typed front's operands share `E`, whose result type is `E` itself.
+#[cold]
+#[inline(never)]
+fn promoted(a: In<'_>, b: In<'_>, f: impl FnOnce(In<'_>, In<'_>) -> Result<Out>) -> Result<Out> {
+    let to = result_type(a.value, b.value);
+    let ca = (a.value.dtype != to)
+        .then(|| super::copy::cast(a, to))
+        .transpose()?;
+    let cb = (b.value.dtype != to)
+        .then(|| super::copy::cast(b, to))
+        .transpose()?;
+    f(
+        ca.as_ref().map_or(a, Out::input),
+        cb.as_ref().map_or(b, Out::input),
+    )
+}
+
+/// `a` converted to the result type of `a op scalar` (the wrapped-number rule: `i64 * 2.5` is
+/// `f32`, `f16 * 2.5` stays `f16`), or `None` when that is `a`'s own dtype.
+fn promoted_by_scalar(a: In<'_>, scalar: Scalar) -> Result<Option<Out>> {
+    let to = ResultType::new()
+        .tensor(a.value.dtype, a.value.rank())
+        .scalar(scalar)
+        .finish();
+    (a.value.dtype != to)
+        .then(|| super::copy::cast(a, to))
+        .transpose()
+}
+
 /// `a op b` with broadcasting on either front, recorded.
 #[inline(always)]
 fn elementwise(a: In<'_>, b: In<'_>, op: BinaryOp) -> Result<Out> {
+    if a.value.dtype != b.value.dtype {
+        return promoted(a, b, |a, b| elementwise(a, b, op));
+    }
     if a.value.device == b.value.device {
         return binary(a, b, op);
     }
@@ -221,9 +268,31 @@ fn elementwise(a: In<'_>, b: In<'_>, op: BinaryOp) -> Result<Out> {
     }
 }
 
-/// `a op b` as a `bool` tensor (never tracked).
+/// `a op b` as a `bool` tensor (never tracked), computed in the operands' result type.
 #[inline]
 fn compare(a: In<'_>, b: In<'_>, op: CompareOp) -> Result<Out> {
+    if a.value.dtype != b.value.dtype {
+        let to = result_type(a.value, b.value);
+        let convert = |t: &RawTensor| -> Result<RawTensor> {
+            if t.dtype == to {
+                Ok(t.clone())
+            } else {
+                ops::copy::cast(t, to)
+            }
+        };
+        let (ca, cb) = (convert(a.value)?, convert(b.value)?);
+        let (ia, ib) = (
+            In {
+                value: &ca,
+                node: None,
+            },
+            In {
+                value: &cb,
+                node: None,
+            },
+        );
+        return compare(ia, ib, op);
+    }
     if a.value.device == b.value.device {
         return Ok(Out::untracked(ops::binary::compare(a.value, b.value, op)?));
     }
@@ -362,4 +431,21 @@ declare_ops! {
     Element fn gt_scalar(x, s: Scalar) -> Bool check {} = compare_scalar(x, s, CompareOp::Gt);
     /// Element-wise `>= s`.
     Element fn ge_scalar(x, s: Scalar) -> Bool check {} = compare_scalar(x, s, CompareOp::Ge);
+}
+
+impl crate::DynTensor {
+    /// `torch.result_type(self, other)`: the dtype `self op other` computes in and returns
+    /// (see [`ResultType`] for the rules; 0-dim tensors count only by category).
+    pub fn result_type(&self, other: &crate::DynTensor) -> DType {
+        result_type(&self.raw, &other.raw)
+    }
+
+    /// `torch.result_type(self, s)` with a Rust scalar (a wrapped number): `f16` with `2.5`
+    /// stays `F16`, `i64` with `2.5` is `F32`.
+    pub fn result_type_scalar(&self, s: impl Into<Scalar>) -> DType {
+        ResultType::new()
+            .tensor(self.raw.dtype, self.raw.rank())
+            .scalar(s.into())
+            .finish()
+    }
 }

@@ -298,3 +298,82 @@ impl Neg for &DynTensor {
         or_panic(DynTensor::neg(self))
     }
 }
+
+/// PyTorch's checks of an in-place op on the dynamic front, before anything is computed: the
+/// result type of the operands must cast to `lhs`'s dtype (`canCast`), a leaf that requires
+/// grad cannot be written while gradients are recorded, and the broadcast shape must be
+/// `lhs`'s own.
+fn check_in_place_dyn(lhs: &DynTensor, result: crate::core::DType, rhs: &[usize]) -> Result<()> {
+    if !crate::core::DType::can_cast(result, lhs.dtype()) {
+        return Err(crate::core::error::Error::ResultTypeCast {
+            result,
+            output: lhs.dtype(),
+        });
+    }
+    if crate::graph::is_grad_enabled() && lhs.node.as_ref().is_some_and(|n| n.is_leaf()) {
+        return Err(crate::core::error::Error::Autograd(
+            "a leaf Variable that requires grad is being used in an in-place operation.".into(),
+        ));
+    }
+    let out = lhs.shape();
+    if let Ok(broadcast) = crate::core::layout::broadcast_shapes(out, rhs) {
+        if &broadcast[..] != out {
+            return Err(crate::core::error::Error::Shape(format!(
+                "output with shape {out:?} doesn't match the broadcast shape {:?}",
+                &broadcast[..]
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Writes `result` (computed in the operands' result type) into `lhs`, converted to `lhs`'s
+/// dtype: `lhs` is rebound, as the typed front's `op=` does when its buffer is shared.
+fn finish_in_place(lhs: &mut DynTensor, result: DynTensor) -> Result<()> {
+    *lhs = if result.dtype() == lhs.dtype() {
+        result
+    } else {
+        result.to_dtype(lhs.dtype())?
+    };
+    Ok(())
+}
+
+macro_rules! dyn_in_place {
+    ($($name:ident, $scalar_name:ident, $op:ident, $torch:literal;)*) => {
+        impl DynTensor {
+            $(
+                #[doc = concat!("`self ", $torch, "= other` in place (PyTorch's `", stringify!($name), "`), with")]
+                /// broadcasting and type promotion: the op computes in the operands' result
+                /// type, which must cast to `self`'s dtype (`i64.add_(&f32)` is an `Err`:
+                /// `result type Float can't be cast to the desired output type Long`; an `f32`
+                /// tensor takes an `f64` result, narrowed).
+                pub fn $name(&mut self, other: &DynTensor) -> Result<()> {
+                    let result = super::binary::result_type(&self.raw, &other.raw);
+                    check_in_place_dyn(self, result, other.shape())?;
+                    let out = DynTensor::$op(self, other)?;
+                    finish_in_place(self, out)
+                }
+
+                #[doc = concat!("`self ", $torch, "= s` in place with a scalar, promoted as `", stringify!($op), "_scalar`:")]
+                /// an integer tensor cannot take a float scalar.
+                pub fn $scalar_name(&mut self, s: impl Into<crate::core::Scalar>) -> Result<()> {
+                    let s = s.into();
+                    let result = crate::core::ResultType::new()
+                        .tensor(self.dtype(), self.shape().len())
+                        .scalar(s)
+                        .finish();
+                    check_in_place_dyn(self, result, &[])?;
+                    let out = paste::paste! { DynTensor::[<$op _scalar>](self, s)? };
+                    finish_in_place(self, out)
+                }
+            )*
+        }
+    };
+}
+
+dyn_in_place! {
+    add_, add_scalar_, add, "+";
+    sub_, sub_scalar_, sub, "-";
+    mul_, mul_scalar_, mul, "*";
+    div_, div_scalar_, div, "/";
+}

@@ -9,6 +9,8 @@ pub enum CpuStorage {
     F64(PooledVec<f64>),
     I64(PooledVec<i64>),
     Bool(PooledVec<bool>),
+    F16(PooledVec<half::f16>),
+    BF16(PooledVec<half::bf16>),
 }
 
 impl CpuStorage {
@@ -20,6 +22,8 @@ impl CpuStorage {
             CpuStorage::F64(v) => v.is_inline(),
             CpuStorage::I64(v) => v.is_inline(),
             CpuStorage::Bool(v) => v.is_inline(),
+            CpuStorage::F16(v) => v.is_inline(),
+            CpuStorage::BF16(v) => v.is_inline(),
         }
     }
 
@@ -30,6 +34,8 @@ impl CpuStorage {
             CpuStorage::F64(v) => v.host_block(),
             CpuStorage::I64(v) => v.host_block(),
             CpuStorage::Bool(v) => v.host_block(),
+            CpuStorage::F16(v) => v.host_block(),
+            CpuStorage::BF16(v) => v.host_block(),
         }
     }
 
@@ -39,6 +45,8 @@ impl CpuStorage {
             CpuStorage::F64(_) => DType::F64,
             CpuStorage::I64(_) => DType::I64,
             CpuStorage::Bool(_) => DType::Bool,
+            CpuStorage::F16(_) => DType::F16,
+            CpuStorage::BF16(_) => DType::BF16,
         }
     }
 }

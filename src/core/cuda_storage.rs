@@ -133,20 +133,40 @@ impl CudaElement for bool {
     }
 }
 
-/// The kernel name suffix of a dtype.
+/// The kernel name suffix of a dtype (`f16`/`bf16` name the instantiations half kernels will
+/// have; none exist yet, see [`no_cuda_kernels`]).
 pub(crate) fn suffix(dtype: DType) -> &'static str {
     match dtype {
         DType::F32 => "f32",
         DType::F64 => "f64",
         DType::I64 => "i64",
         DType::Bool => "bool",
+        DType::F16 => "f16",
+        DType::BF16 => "bf16",
     }
 }
 
-/// Runs `$body` with `$T` bound to the Rust type of a [`DType`](crate::core::DType).
+/// **The CUDA side's dtype gate.** `f16` and `bf16` have no CUDA storage variant and no kernel
+/// instantiations yet: every way a half tensor could reach a GPU (an upload, a creation, a
+/// cast, an allocation) goes through [`with_dtype!`] or [`with_host_slice!`], whose half arms
+/// return this error, PyTorch's `"<op>" not implemented for 'Half'`. To add half kernels: a
+/// `CudaStorage` variant and `CudaElement` impl per type (cudarc's `f16` feature gives
+/// `DeviceRepr` for `half::f16`/`half::bf16`), the arms below, and `__half`/`__nv_bfloat16`
+/// instantiations in `kernels/*.cu` (the names come from [`suffix`]).
+#[cold]
+pub(crate) fn no_cuda_kernels(op: &'static str, dtype: DType) -> crate::core::error::Error {
+    crate::core::error::Error::UnsupportedDType { op, dtype }
+}
+
+/// Runs `$body` with `$T` bound to the Rust type of a [`DType`](crate::core::DType); for a
+/// dtype without CUDA kernels (`f16`, `bf16`) it returns [`no_cuda_kernels`]`($op)` from the
+/// enclosing function instead.
 macro_rules! with_dtype {
-    ($dtype:expr, |$T:ident| $body:expr) => {
+    ($dtype:expr, $op:expr, |$T:ident| $body:expr) => {
         match $dtype {
+            d @ ($crate::core::DType::F16 | $crate::core::DType::BF16) => {
+                return Err($crate::core::cuda_storage::no_cuda_kernels($op, d))
+            }
             $crate::core::DType::F32 => {
                 #[allow(dead_code)]
                 type $T = f32;
@@ -171,6 +191,49 @@ macro_rules! with_dtype {
     };
 }
 pub(crate) use with_dtype;
+
+/// Runs `$body` with `$data` bound to the slice of a host storage and `$T` to its element type,
+/// for storages that can go to a GPU; a half storage returns [`no_cuda_kernels`]`($op)` from
+/// the enclosing function.
+macro_rules! with_host_slice {
+    ($storage:expr, $op:expr, |$data:ident : $T:ident| $body:expr) => {
+        match $storage {
+            $crate::core::cpu_storage::CpuStorage::F32($data) => {
+                type $T = f32;
+                let $data = $data.as_slice();
+                $body
+            }
+            $crate::core::cpu_storage::CpuStorage::F64($data) => {
+                type $T = f64;
+                let $data = $data.as_slice();
+                $body
+            }
+            $crate::core::cpu_storage::CpuStorage::I64($data) => {
+                type $T = i64;
+                let $data = $data.as_slice();
+                $body
+            }
+            $crate::core::cpu_storage::CpuStorage::Bool($data) => {
+                type $T = bool;
+                let $data = $data.as_slice();
+                $body
+            }
+            $crate::core::cpu_storage::CpuStorage::F16(_) => {
+                return Err($crate::core::cuda_storage::no_cuda_kernels(
+                    $op,
+                    $crate::core::DType::F16,
+                ))
+            }
+            $crate::core::cpu_storage::CpuStorage::BF16(_) => {
+                return Err($crate::core::cuda_storage::no_cuda_kernels(
+                    $op,
+                    $crate::core::DType::BF16,
+                ))
+            }
+        }
+    };
+}
+pub(crate) use with_host_slice;
 
 /// Runs `$body` with `$slice` bound to the typed `CudaSlice` of a [`CudaStorage`] and `$T` to
 /// its element type.

@@ -1,6 +1,7 @@
 //! Element types: the `E` in `Tensor<D, E>`.
 
 use crate::core::cpu_storage::CpuStorage;
+use half::{bf16, f16};
 use std::fmt;
 
 /// The element type of a tensor, as a run-time value.
@@ -14,6 +15,12 @@ pub enum DType {
     I64,
     /// Booleans (`torch.bool`), the result of comparisons.
     Bool,
+    /// IEEE 754 half precision (`torch.float16`, PyTorch's `Half`): 11-bit significand,
+    /// 5-bit exponent (largest finite value 65504).
+    F16,
+    /// bfloat16 (`torch.bfloat16`, PyTorch's `BFloat16`): the exponent range of `f32` with an
+    /// 8-bit significand.
+    BF16,
 }
 
 impl DType {
@@ -24,6 +31,8 @@ impl DType {
             DType::F64 => "Double",
             DType::I64 => "Long",
             DType::Bool => "Bool",
+            DType::F16 => "Half",
+            DType::BF16 => "BFloat16",
         }
     }
 
@@ -34,6 +43,20 @@ impl DType {
             DType::F64 => "double",
             DType::I64 => "long int",
             DType::Bool => "bool",
+            DType::F16 => "c10::Half",
+            DType::BF16 => "c10::BFloat16",
+        }
+    }
+
+    /// PyTorch's name of the dtype object (`torch.float16`), as `print` shows it.
+    pub const fn torch_name(self) -> &'static str {
+        match self {
+            DType::F32 => "torch.float32",
+            DType::F64 => "torch.float64",
+            DType::I64 => "torch.int64",
+            DType::Bool => "torch.bool",
+            DType::F16 => "torch.float16",
+            DType::BF16 => "torch.bfloat16",
         }
     }
 
@@ -43,12 +66,140 @@ impl DType {
             DType::F32 => 4,
             DType::F64 | DType::I64 => 8,
             DType::Bool => 1,
+            DType::F16 | DType::BF16 => 2,
         }
     }
 
-    /// True for `F32` and `F64`.
+    /// True for the floating-point dtypes: `F32`, `F64`, `F16` and `BF16`.
     pub const fn is_float(self) -> bool {
-        matches!(self, DType::F32 | DType::F64)
+        matches!(self, DType::F32 | DType::F64 | DType::F16 | DType::BF16)
+    }
+
+    /// True for the 16-bit floating-point dtypes, `F16` and `BF16`, whose CPU kernels compute
+    /// in `f32` and round once.
+    pub const fn is_half(self) -> bool {
+        matches!(self, DType::F16 | DType::BF16)
+    }
+
+    /// `torch.promote_types(a, b)`: the dtype both convert to. Categories rank bool <
+    /// integer < floating point, and the higher category wins; within a category the wider
+    /// type wins, and `F16` with `BF16` (neither holds the other) gives `F32`.
+    ///
+    /// ```
+    /// use devtype::DType;
+    /// assert_eq!(DType::promote_types(DType::I64, DType::F16), DType::F16);
+    /// assert_eq!(DType::promote_types(DType::F16, DType::BF16), DType::F32);
+    /// assert_eq!(DType::promote_types(DType::F32, DType::F64), DType::F64);
+    /// ```
+    pub const fn promote_types(a: DType, b: DType) -> DType {
+        use DType::*;
+        match (a, b) {
+            (x, y) if x as u8 == y as u8 => x,
+            (Bool, x) | (x, Bool) => x,
+            (I64, x) | (x, I64) => x,
+            (F64, _) | (_, F64) => F64,
+            // F32 with a half type, or F16 with BF16.
+            _ => F32,
+        }
+    }
+
+    /// `torch.can_cast(from, to)`: whether an op computing in `from` may write its result into
+    /// a `to` tensor (in-place ops). Floating point never casts to an integer or `bool`, and
+    /// nothing but `bool` casts to `bool`; narrowing within a category is allowed.
+    pub const fn can_cast(from: DType, to: DType) -> bool {
+        let float_to_integral = from.is_float() && !to.is_float();
+        let non_bool_to_bool = !matches!(from, DType::Bool) && matches!(to, DType::Bool);
+        !float_to_integral && !non_bool_to_bool
+    }
+
+    /// Every dtype, narrowest category first.
+    pub const ALL: [DType; 6] = [
+        DType::Bool,
+        DType::I64,
+        DType::F16,
+        DType::BF16,
+        DType::F32,
+        DType::F64,
+    ];
+}
+
+/// PyTorch's `torch.result_type` over a list of operands, in its three priority classes:
+/// tensors with at least one dimension, 0-dim tensors, and wrapped numbers (Rust scalars).
+/// A lower class only matters when it is of a higher category than everything above it
+/// (`f16_tensor * 2.5` stays `F16`, `i64_tensor * 2.5` is `F32`, a 0-dim `F64` tensor with an
+/// `F32` tensor gives `F32`), and a float scalar counts as the default dtype, `F32`.
+///
+/// ```
+/// use devtype::{DType, ResultType, Scalar};
+/// let r = ResultType::new().tensor(DType::I64, 1).scalar(Scalar::Float(2.5));
+/// assert_eq!(r.finish(), DType::F32);
+/// let r = ResultType::new().tensor(DType::F32, 2).tensor(DType::F64, 0);
+/// assert_eq!(r.finish(), DType::F32);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ResultType {
+    dim: Option<DType>,
+    zero_dim: Option<DType>,
+    wrapped: Option<DType>,
+}
+
+impl ResultType {
+    /// No operands yet.
+    pub const fn new() -> Self {
+        ResultType {
+            dim: None,
+            zero_dim: None,
+            wrapped: None,
+        }
+    }
+
+    const fn join(state: Option<DType>, dtype: DType) -> Option<DType> {
+        match state {
+            None => Some(dtype),
+            Some(s) => Some(DType::promote_types(s, dtype)),
+        }
+    }
+
+    /// Adds a tensor of `dtype` with `rank` dimensions.
+    pub const fn tensor(mut self, dtype: DType, rank: usize) -> Self {
+        if rank == 0 {
+            self.zero_dim = Self::join(self.zero_dim, dtype);
+        } else {
+            self.dim = Self::join(self.dim, dtype);
+        }
+        self
+    }
+
+    /// Adds a wrapped number: a float counts as `F32` (the default dtype), an integer as
+    /// `I64`, a boolean as `Bool`.
+    pub const fn scalar(mut self, s: Scalar) -> Self {
+        let dtype = match s {
+            Scalar::Float(_) => DType::F32,
+            Scalar::Int(_) => DType::I64,
+            Scalar::Bool(_) => DType::Bool,
+        };
+        self.wrapped = Self::join(self.wrapped, dtype);
+        self
+    }
+
+    /// PyTorch's `combine_categories(higher, lower)`.
+    const fn combine(higher: Option<DType>, lower: Option<DType>) -> Option<DType> {
+        match (higher, lower) {
+            (Some(h), _) if h.is_float() => Some(h),
+            (Some(h), Some(l)) if matches!(h, DType::Bool) || l.is_float() => {
+                Some(DType::promote_types(h, l))
+            }
+            (Some(h), _) => Some(h),
+            (None, l) => l,
+        }
+    }
+
+    /// The result type (`F32` when no operand was added).
+    pub const fn finish(self) -> DType {
+        match Self::combine(self.dim, Self::combine(self.zero_dim, self.wrapped)) {
+            Some(d) => d,
+            None => DType::F32,
+        }
     }
 }
 
@@ -132,7 +283,7 @@ pub(crate) mod sealed {
     }
 }
 
-/// A type a tensor can hold: `f32`, `f64`, `i64` or `bool`.
+/// A type a tensor can hold: `f32`, `f64`, `f16`, `bf16`, `i64` or `bool`.
 pub trait Element:
     sealed::ElementStorage
     + Copy
@@ -167,12 +318,16 @@ mod numeric_sealed {
     impl Sealed for f32 {}
     impl Sealed for f64 {}
     impl Sealed for i64 {}
+    impl Sealed for half::f16 {}
+    impl Sealed for half::bf16 {}
 }
 
-/// Element types with arithmetic: `f32`, `f64`, `i64`.
+/// Element types with arithmetic: `f32`, `f64`, `f16`, `bf16`, `i64`.
 pub trait Numeric: Element + numeric_sealed::Sealed {}
 impl Numeric for f32 {}
 impl Numeric for f64 {}
+impl Numeric for f16 {}
+impl Numeric for bf16 {}
 impl Numeric for i64 {}
 
 /// Floating-point elements: the ones with `exp`, `log`, `softmax`, `matmul` and gradients.
@@ -354,3 +509,90 @@ macro_rules! float {
 }
 float!(f32);
 float!(f64);
+
+element!(
+    f16,
+    F16,
+    f16::ZERO,
+    f16::ONE,
+    // Through f32, as C++'s `static_cast<c10::Half>(double)` in PyTorch (`half`'s own
+    // `from_f64` drops low bits before rounding, so it can round an f32 tie the wrong way).
+    |v| f16::from_f32(v as f32),
+    |s| s.to_f64(),
+    |s| Scalar::Float(s.to_f64()),
+    |s| f16::from_f32(s.to_f64() as f32)
+);
+element!(
+    bf16,
+    BF16,
+    bf16::ZERO,
+    bf16::ONE,
+    // Through f32, as C++'s `static_cast<c10::BFloat16>(double)` in PyTorch (`half`'s own
+    // `from_f64` drops low bits before rounding, so it can round an f32 tie the wrong way).
+    |v| bf16::from_f32(v as f32),
+    |s| s.to_f64(),
+    |s| Scalar::Float(s.to_f64()),
+    |s| bf16::from_f32(s.to_f64() as f32)
+);
+
+/// The 16-bit floats, `f16` and `bf16`: stored narrow, computed in `f32` (PyTorch's
+/// `opmath_type`), rounded once when a result is written.
+pub(crate) trait Half: Float {
+    /// Widens exactly.
+    fn widen(self) -> f32;
+    /// Rounds to nearest, ties to even.
+    fn narrow(v: f32) -> Self;
+}
+
+macro_rules! half_float {
+    ($t:ty) => {
+        impl Half for $t {
+            #[inline(always)]
+            fn widen(self) -> f32 {
+                self.to_f32()
+            }
+            #[inline(always)]
+            fn narrow(v: f32) -> Self {
+                <$t>::from_f32(v)
+            }
+        }
+        // Each function computes in f32 and rounds once, as PyTorch's CPU kernels do.
+        impl Float for $t {
+            const NEG_INFINITY: Self = <$t>::NEG_INFINITY;
+            #[inline]
+            fn exp(self) -> Self {
+                <$t>::from_f32(self.to_f32().exp())
+            }
+            #[inline]
+            fn ln(self) -> Self {
+                <$t>::from_f32(self.to_f32().ln())
+            }
+            #[inline]
+            fn sqrt(self) -> Self {
+                <$t>::from_f32(self.to_f32().sqrt())
+            }
+            #[inline]
+            fn tanh(self) -> Self {
+                <$t>::from_f32(self.to_f32().tanh())
+            }
+            #[inline]
+            fn abs(self) -> Self {
+                <$t>::from_f32(self.to_f32().abs())
+            }
+            #[inline]
+            fn powf(self, exponent: Self) -> Self {
+                <$t>::from_f32(self.to_f32().powf(exponent.to_f32()))
+            }
+            #[inline]
+            fn max_nan(self, other: Self) -> Self {
+                if self.is_nan() || self > other {
+                    self
+                } else {
+                    other
+                }
+            }
+        }
+    };
+}
+half_float!(f16);
+half_float!(bf16);

@@ -317,6 +317,16 @@ pub enum Error {
         dtype: DType,
     },
 
+    /// An in-place op whose result type its output cannot hold (PyTorch's `canCast` check in
+    /// `TensorIterator::compute_types`): `i64_tensor.add_(&f32_tensor)`.
+    #[error("result type {result} can't be cast to the desired output type {output}")]
+    ResultTypeCast {
+        /// The dtype the op computes in (`torch.result_type` of the operands).
+        result: DType,
+        /// The dtype of the tensor written in place.
+        output: DType,
+    },
+
     /// `item()` on a tensor with other than one element.
     #[error("a Tensor with {0} elements cannot be converted to Scalar")]
     ItemNotScalar(usize),

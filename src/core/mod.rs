@@ -20,6 +20,6 @@ pub(crate) mod raw;
 pub(crate) mod storage;
 
 pub use device::DynDevice;
-pub use dtype::{DType, Element, Float, Numeric, Scalar};
+pub use dtype::{DType, Element, Float, Numeric, ResultType, Scalar};
 pub use error::{format_size, Error, Result};
 pub use layout::MAX_DIMS;

@@ -260,7 +260,8 @@ pub(crate) fn zeroed_vec<T: crate::core::Element>(len: usize) -> Result<Vec<T>> 
     }
     // SAFETY: `ptr` comes from the global allocator with the layout of `[T; len]`, which is the
     // layout `Vec<T>` frees a capacity of `len` with; its `len` elements are all-zero bytes,
-    // a valid value of every element type (`Element` is sealed to f32, f64, i64 and bool).
+    // a valid value of every element type (`Element` is sealed to f32, f64, f16, bf16, i64
+    // and bool; all-zero bits are 0.0 for each float, 0 and `false`).
     Ok(unsafe { Vec::from_raw_parts(ptr, len, len) })
 }
 

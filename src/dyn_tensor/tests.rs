@@ -741,3 +741,85 @@ fn dyn_var_argument_checked_ops() {
     );
     assert_no_device_error(logits.cross_entropy_with(&targets, None, Reduction::Mean, -100));
 }
+
+/// The 16-bit float kernels on tiny inputs (so Miri runs them): each family against its
+/// `f32` result rounded once, on a transposed view (the widened copy keeps the layout).
+mod half_kernels {
+    use super::*;
+    use crate::nn::Reduction;
+
+    fn values(t: &DynTensor) -> Vec<f64> {
+        t.to_dtype(DType::F64).unwrap().to_vec::<f64>().unwrap()
+    }
+
+    #[test]
+    fn every_family_rounds_the_f32_result_once() {
+        let base = DynTensor::from_vec(
+            vec![
+                0.3f32, -1.7, 2.2, 0.05, -0.6, 1.1, 3.3, -2.9, 0.71, 0.0, -0.4, 1.9,
+            ],
+            [3, 4],
+            CPU,
+        )
+        .unwrap();
+        let targets = DynTensor::from_vec(vec![1i64, 0, 2, 2], [4], CPU).unwrap();
+        let idx = DynTensor::from_vec(vec![2i64, 0], [2], CPU).unwrap();
+        type Case = (
+            &'static str,
+            fn(&DynTensor, &DynTensor, &DynTensor) -> crate::Result<DynTensor>,
+        );
+        let cases: [Case; 14] = [
+            ("exp", |x, _, _| x.exp()),
+            ("mul", |x, _, _| x.mul(&x.neg()?)),
+            ("add_scalar", |x, _, _| x.add_scalar(0.1)),
+            ("sum", |x, _, _| x.sum(0)),
+            ("mean_all", |x, _, _| x.mean_all()),
+            ("max", |x, _, _| x.max(1)),
+            ("softmax", |x, _, _| x.softmax(1)),
+            ("matmul", |x, _, _| x.matmul(&x.t()?)),
+            ("linear", |x, _, _| x.linear(x, None)),
+            ("cross_entropy", |x, t, _| {
+                x.cross_entropy_with(t, None, Reduction::Sum, 0)
+            }),
+            ("index_select", |x, _, i| x.index_select(1, i)),
+            ("cat", |x, _, _| DynTensor::cat(&[x, x], 0)),
+            ("where", |x, _, _| {
+                x.gt_scalar(0.0)?.where_cond(x, &x.neg()?)
+            }),
+            ("grad", |x, t, _| {
+                let p = DynTensor::parameter(x.detach())?;
+                p.relu()?
+                    .cross_entropy_with(t, None, Reduction::Sum, 0)?
+                    .backward()?;
+                Ok(p.grad().expect("a gradient"))
+            }),
+        ];
+        for half in [DType::F16, DType::BF16] {
+            // A [4, 3] transposed view of half values, and the same values in f32.
+            let h = base.to_dtype(half).unwrap().t().unwrap();
+            let f = h.to_dtype(DType::F32).unwrap();
+            for (name, op) in cases {
+                let got = op(&h, &targets, &idx).unwrap();
+                assert_eq!(got.dtype(), half, "{name}");
+                let want = op(&f, &targets, &idx).unwrap().to_dtype(half).unwrap();
+                let (g, w) = (values(&got), values(&want));
+                // The grad case rounds between ops on the half side: within 2 ulps there.
+                let tol = if name == "grad" { 2.0 / 128.0 } else { 0.0 };
+                for (k, (a, b)) in g.iter().zip(&w).enumerate() {
+                    assert!(
+                        (a - b).abs() <= tol * b.abs().max(1.0),
+                        "{name} {half:?}[{k}]: {a} vs {b}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_gpu_label_never_reaches_cuda_code() {
+        // Half tensors labelled cuda:0 run on the host (the fake-GPU convention above); a real
+        // upload of one is refused before any CUDA call: see `no_cuda_kernels`.
+        let e = crate::core::cuda_storage::no_cuda_kernels("copy_", DType::BF16);
+        assert_eq!(e.to_string(), "\"copy_\" not implemented for 'BFloat16'");
+    }
+}

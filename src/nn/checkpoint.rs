@@ -16,6 +16,8 @@ fn st_dtype(dtype: DType) -> Dtype {
         DType::F64 => Dtype::F64,
         DType::I64 => Dtype::I64,
         DType::Bool => Dtype::BOOL,
+        DType::F16 => Dtype::F16,
+        DType::BF16 => Dtype::BF16,
     }
 }
 
@@ -36,6 +38,8 @@ fn to_bytes(t: &RawTensor) -> Result<Vec<u8>> {
         DType::F64 => go::<f64>(t, |v| v.to_le_bytes().to_vec()),
         DType::I64 => go::<i64>(t, |v| v.to_le_bytes().to_vec()),
         DType::Bool => go::<bool>(t, |v| vec![v as u8]),
+        DType::F16 => go::<half::f16>(t, |v| v.to_le_bytes().to_vec()),
+        DType::BF16 => go::<half::bf16>(t, |v| v.to_le_bytes().to_vec()),
     }
 }
 
@@ -388,6 +392,13 @@ pub(crate) fn read<E: Float>(path: &Path) -> Result<Vec<Loaded<E>>> {
             .map(|c| match E::DTYPE {
                 DType::F32 => {
                     E::from_f64(f32::from_le_bytes(c.try_into().expect("4 bytes")) as f64)
+                }
+                // Exact: an f16 or bf16 value is an f64 value.
+                DType::F16 => {
+                    E::from_f64(half::f16::from_le_bytes(c.try_into().expect("2 bytes")).to_f64())
+                }
+                DType::BF16 => {
+                    E::from_f64(half::bf16::from_le_bytes(c.try_into().expect("2 bytes")).to_f64())
                 }
                 _ => E::from_f64(f64::from_le_bytes(c.try_into().expect("8 bytes"))),
             })

@@ -35,6 +35,18 @@ macro_rules! cpu_dispatch {
                 let $data = $data.as_slice();
                 $body
             }
+            $crate::core::cpu_storage::CpuStorage::F16($data) => {
+                #[allow(dead_code)]
+                type $T = half::f16;
+                let $data = $data.as_slice();
+                $body
+            }
+            $crate::core::cpu_storage::CpuStorage::BF16($data) => {
+                #[allow(dead_code)]
+                type $T = half::bf16;
+                let $data = $data.as_slice();
+                $body
+            }
         }
     };
 }
@@ -47,6 +59,7 @@ pub(crate) mod cat;
 pub(crate) mod copy;
 pub(crate) mod creation;
 pub(crate) mod cross_entropy_backward;
+pub(crate) mod half;
 pub(crate) mod index;
 pub(crate) mod kernels;
 pub(crate) mod linear;

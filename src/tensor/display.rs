@@ -171,6 +171,13 @@ pub(crate) fn format(t: &RawTensor, f: &mut fmt::Formatter<'_>) -> fmt::Result {
             .to_vec::<f32>()
             .map(|v| v.into_iter().map(f64::from).collect()),
         DType::F64 => shown_data.to_vec::<f64>(),
+        // Exact in f64, as PyTorch's `_tensor_str` reads every value through `.item()`.
+        DType::F16 => shown_data
+            .to_vec::<half::f16>()
+            .map(|v| v.into_iter().map(|x| x.to_f64()).collect()),
+        DType::BF16 => shown_data
+            .to_vec::<half::bf16>()
+            .map(|v| v.into_iter().map(|x| x.to_f64()).collect()),
         DType::I64 => shown_data
             .to_vec::<i64>()
             .map(|v| v.into_iter().map(|x| x as f64).collect()),
@@ -222,7 +229,10 @@ pub(crate) fn format(t: &RawTensor, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         suffix.push_str(&format!(", device='{}'", t.device));
     }
     match t.dtype {
-        DType::F64 => suffix.push_str(", dtype=torch.float64"),
+        DType::F64 | DType::F16 | DType::BF16 => {
+            suffix.push_str(", dtype=");
+            suffix.push_str(t.dtype.torch_name());
+        }
         DType::I64 if values.is_empty() => suffix.push_str(", dtype=torch.int64"),
         DType::Bool if values.is_empty() => suffix.push_str(", dtype=torch.bool"),
         _ => {}

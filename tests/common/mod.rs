@@ -150,6 +150,18 @@ pub fn values_f64(t: &DynTensor) -> Vec<f64> {
             .into_iter()
             .map(|v| v as u8 as f64)
             .collect(),
+        DType::F16 => t
+            .to_vec::<devtype::f16>()
+            .unwrap()
+            .into_iter()
+            .map(|v| v.to_f64())
+            .collect(),
+        DType::BF16 => t
+            .to_vec::<devtype::bf16>()
+            .unwrap()
+            .into_iter()
+            .map(|v| v.to_f64())
+            .collect(),
         #[allow(unreachable_patterns)]
         other => panic!("no f64 view of {other:?}"),
     }

@@ -130,12 +130,12 @@ pub(crate) fn alloc<T: CudaElement>(gpu: &GpuContext, len: usize) -> Result<Cuda
 
 /// Uninitialised device memory for `len` elements of `dtype` (see [`alloc`]).
 pub(crate) fn alloc_dtype(gpu: &GpuContext, dtype: DType, len: usize) -> Result<CudaStorage> {
-    with_dtype!(dtype, |T| Ok(T::wrap(alloc::<T>(gpu, len)?)))
+    with_dtype!(dtype, "empty", |T| Ok(T::wrap(alloc::<T>(gpu, len)?)))
 }
 
 /// Device memory for `len` elements of `dtype`, zeroed on the device.
 pub(crate) fn alloc_zeros_dtype(gpu: &GpuContext, dtype: DType, len: usize) -> Result<CudaStorage> {
-    with_dtype!(dtype, |T| Ok(T::wrap(alloc_zeros::<T>(gpu, len)?)))
+    with_dtype!(dtype, "zeros", |T| Ok(T::wrap(alloc_zeros::<T>(gpu, len)?)))
 }
 
 /// Device memory for `len` elements of `T`, zeroed on the device.

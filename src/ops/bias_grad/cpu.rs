@@ -4,6 +4,7 @@ use crate::core::error::Result;
 use crate::core::layout::Dims;
 use crate::core::raw::RawTensor;
 use crate::core::{DType, Float};
+use crate::ops::half;
 use rayon::prelude::*;
 
 /// Rows per parallel task.
@@ -52,6 +53,7 @@ pub(crate) fn bias_grad(grad: &RawTensor) -> Result<RawTensor> {
     match grad.dtype {
         DType::F32 => typed::<f32>(grad),
         DType::F64 => typed::<f64>(grad),
+        DType::F16 | DType::BF16 => half::narrow(typed::<f32>(&half::widen(grad)?)?, grad.dtype),
         _ => unreachable!("checked in bias_grad"),
     }
 }

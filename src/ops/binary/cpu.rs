@@ -5,11 +5,13 @@ use crate::backend::cpu::strided::{
     map1, map2, zip_contiguous, zip_contiguous_in_place, zip_in_place,
 };
 use crate::core::dtype::sealed::ElementStorage;
+use crate::core::dtype::Half;
 use crate::core::error::Result;
 use crate::core::layout::{Dims, Layout};
 use crate::core::pool::{PooledVec, INLINE};
 use crate::core::raw::{Operand, RawTensor};
 use crate::core::{DType, Element, Float, Scalar};
+use half::{bf16, f16};
 
 /// Arithmetic every numeric element type has. Integer ops wrap instead of panicking.
 pub(crate) trait Arith: Element {
@@ -76,6 +78,56 @@ macro_rules! float_arith {
 }
 float_arith!(f32);
 float_arith!(f64);
+
+// f16 and bf16: each op in f32 (exact inputs), rounded once.
+macro_rules! half_arith {
+    ($t:ty) => {
+        impl Arith for $t {
+            #[inline(always)]
+            fn add(self, o: Self) -> Self {
+                Half::narrow(self.widen() + o.widen())
+            }
+            #[inline(always)]
+            fn sub(self, o: Self) -> Self {
+                Half::narrow(self.widen() - o.widen())
+            }
+            #[inline(always)]
+            fn mul(self, o: Self) -> Self {
+                Half::narrow(self.widen() * o.widen())
+            }
+            #[inline(always)]
+            fn div(self, o: Self) -> Self {
+                Half::narrow(self.widen() / o.widen())
+            }
+            #[inline(always)]
+            fn maximum(self, o: Self) -> Self {
+                if self.is_nan() || self > o {
+                    self
+                } else {
+                    o
+                }
+            }
+            #[inline(always)]
+            fn minimum(self, o: Self) -> Self {
+                if self.is_nan() || self < o {
+                    self
+                } else {
+                    o
+                }
+            }
+            #[inline(always)]
+            fn pow(self, o: Self) -> Self {
+                Half::narrow(Arith::pow(self.widen(), o.widen()))
+            }
+            #[inline(always)]
+            fn add_relu(self, o: Self) -> Self {
+                Half::narrow(Arith::add_relu(self.widen(), o.widen()))
+            }
+        }
+    };
+}
+half_arith!(f16);
+half_arith!(bf16);
 
 impl Arith for i64 {
     #[inline(always)]
@@ -298,6 +350,8 @@ pub(crate) fn binary(
         DType::F64 => binary_typed::<f64>(a, b, shape, op),
         DType::I64 => binary_typed::<i64>(a, b, shape, op),
         DType::Bool => binary_typed::<bool>(a, b, shape, op),
+        DType::F16 => binary_typed::<f16>(a, b, shape, op),
+        DType::BF16 => binary_typed::<bf16>(a, b, shape, op),
     }
 }
 
@@ -336,6 +390,45 @@ fn scalar_typed<T: Arith>(
     Ok(RawTensor::from_cpu_buffer(out, a.layout.shape))
 }
 
+/// `a op s` on `f16`/`bf16`: the scalar stays an `f32` (PyTorch's CPU kernels keep a wrapped
+/// number in `opmath_type`, not rounded to the tensor's type), the op runs in `f32`, and each
+/// result is rounded once.
+fn scalar_half<H: Half>(
+    mut a: Operand<'_>,
+    s: Scalar,
+    op: BinaryOp,
+    scalar_first: bool,
+) -> Result<RawTensor> {
+    let s = s.to_f64() as f32;
+    if let Operand::Owned(owner) = &mut a {
+        if let Some(dst) = owner.unique_cpu_data::<H>() {
+            with_op!(op, |f| {
+                crate::backend::cpu::strided::for_each_chunk(dst, |_, c| {
+                    c.iter_mut().for_each(|x| {
+                        let v = x.widen();
+                        *x = H::narrow(if scalar_first { f(s, v) } else { f(v, s) })
+                    })
+                })
+            });
+            return Ok(a.into_owned());
+        }
+    }
+    let x = a.cpu_slice::<H>().expect("cpu");
+    let mut out = PooledVec::<H>::with_len(a.numel())?;
+    with_op!(op, |f| {
+        if scalar_first {
+            map1(x, &a.layout, out.as_mut_slice(), |v| {
+                H::narrow(f(s, v.widen()))
+            })
+        } else {
+            map1(x, &a.layout, out.as_mut_slice(), |v| {
+                H::narrow(f(v.widen(), s))
+            })
+        }
+    });
+    Ok(RawTensor::from_cpu_buffer(out, a.layout.shape))
+}
+
 pub(crate) fn binary_scalar(
     a: Operand<'_>,
     s: Scalar,
@@ -347,6 +440,8 @@ pub(crate) fn binary_scalar(
         DType::F64 => scalar_typed::<f64>(a, s, op, scalar_first),
         DType::I64 => scalar_typed::<i64>(a, s, op, scalar_first),
         DType::Bool => scalar_typed::<bool>(a, s, op, scalar_first),
+        DType::F16 => scalar_half::<f16>(a, s, op, scalar_first),
+        DType::BF16 => scalar_half::<bf16>(a, s, op, scalar_first),
     }
 }
 

@@ -104,7 +104,13 @@ pub(crate) fn binary_scalar(
     op: BinaryOp,
     scalar_first: bool,
 ) -> Result<RawTensor> {
-    with_dtype!(a.dtype, |T| scalar_typed::<T>(gpu, &a, s, op, scalar_first))
+    with_dtype!(a.dtype, "binary_scalar", |T| scalar_typed::<T>(
+        gpu,
+        &a,
+        s,
+        op,
+        scalar_first
+    ))
 }
 
 fn scalar_typed<T: CudaElement>(
@@ -150,7 +156,7 @@ pub(crate) fn compare_scalar(
     s: Scalar,
     op: CompareOp,
 ) -> Result<RawTensor> {
-    with_dtype!(a.dtype, |T| compare_scalar_typed::<T>(
+    with_dtype!(a.dtype, "compare_scalar", |T| compare_scalar_typed::<T>(
         gpu,
         a,
         T::from_scalar(s),

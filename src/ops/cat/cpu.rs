@@ -31,5 +31,7 @@ pub(crate) fn cat(tensors: &[&RawTensor], d: usize, shape: Dims) -> Result<RawTe
         DType::F64 => typed::<f64>(tensors, d, shape),
         DType::I64 => typed::<i64>(tensors, d, shape),
         DType::Bool => typed::<bool>(tensors, d, shape),
+        DType::F16 => typed::<half::f16>(tensors, d, shape),
+        DType::BF16 => typed::<half::bf16>(tensors, d, shape),
     }
 }

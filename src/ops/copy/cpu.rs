@@ -54,5 +54,7 @@ fn cast_slice<T: Element>(data: &[T], layout: &Layout, dtype: DType) -> Result<R
         DType::F64 => go::<T, f64>(data, layout),
         DType::I64 => go::<T, i64>(data, layout),
         DType::Bool => go::<T, bool>(data, layout),
+        DType::F16 => go::<T, half::f16>(data, layout),
+        DType::BF16 => go::<T, half::bf16>(data, layout),
     }
 }

@@ -9,7 +9,7 @@ use crate::backend::cuda::kernels::KernelFile;
 use crate::backend::cuda::launch::{self, Kernel};
 use crate::backend::cuda::pinned::EventFence;
 use crate::backend::cuda::{memory, sync};
-use crate::core::cuda_storage::{suffix, with_cuda_slice, with_dtype};
+use crate::core::cuda_storage::{suffix, with_cuda_slice, with_dtype, with_host_slice};
 use crate::core::error::Result;
 use crate::core::pinned::Fence;
 use crate::core::raw::RawTensor;
@@ -42,7 +42,7 @@ pub(crate) fn upload(t: &RawTensor, ordinal: usize) -> Result<RawTensor> {
         .contiguous_range()
         .expect("upload takes a contiguous tensor");
     let n = range.len();
-    cpu_dispatch!(storage, |data: T| {
+    with_host_slice!(storage, "copy_", |data: T| {
         let mut slice = memory::alloc::<T>(gpu, n)?;
         if n > 0 {
             gpu.stream
@@ -59,7 +59,7 @@ pub(crate) fn download(t: &RawTensor) -> Result<RawTensor> {
     let (gpu, _) = memory::gpu_of("download", t)?;
     let shape = t.layout.shape;
     if t.numel() == 0 {
-        return Ok(with_dtype!(t.dtype, |T| RawTensor::from_cpu_vec(
+        return Ok(with_dtype!(t.dtype, "copy_", |T| RawTensor::from_cpu_vec(
             Vec::<T>::new(),
             shape
         )));
@@ -142,6 +142,11 @@ pub(crate) fn device_to_device(t: &RawTensor, ordinal: usize) -> Result<RawTenso
 /// The values converted to `dtype` (PyTorch's `x.to(torch.float64)`), as the CPU converts:
 /// through `f64`, saturating to integers, `!= 0` to booleans.
 pub(crate) fn cast(gpu: &'static GpuContext, t: &RawTensor, dtype: DType) -> Result<RawTensor> {
+    if dtype.is_half() {
+        return Err(crate::core::cuda_storage::no_cuda_kernels(
+            "_to_copy", dtype,
+        ));
+    }
     let n = t.numel();
     let out = memory::alloc_dtype(gpu, dtype, n)?;
     let name = format!("cast_{}_{}", suffix(t.dtype), suffix(dtype));
@@ -238,7 +243,7 @@ pub(crate) fn upload_async(
         return Ok((upload(t, ordinal)?, None));
     };
     let copy = &gpu.copy_stream;
-    cpu_dispatch!(storage, |data: T| {
+    with_host_slice!(storage, "copy_", |data: T| {
         let src = &data[range];
         let bytes = std::mem::size_of_val(src);
         gpu.bind()?;
@@ -282,7 +287,7 @@ pub(crate) fn download_async(t: &RawTensor, dst: &mut RawTensor) -> Result<Arc<d
     let src_ptr = memory::element_ptr(&src, storage);
     let n = src.numel();
     gpu.bind()?;
-    with_dtype!(src.dtype, |T| {
+    with_dtype!(src.dtype, "copy_", |T| {
         let host = dst.unique_cpu_data::<T>().filter(|h| h.len() == n).ok_or(
             crate::core::error::Error::Internal {
                 context: "download_async",

@@ -27,10 +27,13 @@ pub(crate) fn create(shape: Dims, dtype: DType, fill: Fill) -> Result<RawTensor>
                 }
             }),
             Fill::Uniform { seed, offset } => {
-                let top = if T::DTYPE == DType::F32 {
-                    random::F32_BELOW_ONE
-                } else {
-                    1.0
+                // The largest value below one of the element type, so that rounding never
+                // reaches 1.0: [0, 1) as PyTorch's `rand`.
+                let top = match T::DTYPE {
+                    DType::F32 => random::F32_BELOW_ONE,
+                    DType::F16 => 1.0 - f64::powi(2.0, -11),
+                    DType::BF16 => 1.0 - f64::powi(2.0, -8),
+                    _ => 1.0,
                 };
                 for_each_chunk(&mut out, |s, c| {
                     for (i, o) in c.iter_mut().enumerate() {
@@ -51,5 +54,7 @@ pub(crate) fn create(shape: Dims, dtype: DType, fill: Fill) -> Result<RawTensor>
         DType::F64 => go::<f64>(shape, fill),
         DType::I64 => go::<i64>(shape, fill),
         DType::Bool => go::<bool>(shape, fill),
+        DType::F16 => go::<half::f16>(shape, fill),
+        DType::BF16 => go::<half::bf16>(shape, fill),
     }
 }

@@ -34,7 +34,7 @@ pub(crate) fn create(
     dtype: DType,
     fill: Fill,
 ) -> Result<RawTensor> {
-    with_dtype!(dtype, |T| create_typed::<T>(gpu, shape, fill))
+    with_dtype!(dtype, "fill_", |T| create_typed::<T>(gpu, shape, fill))
 }
 
 fn create_typed<T: CudaElement>(

@@ -3,6 +3,7 @@
 use crate::core::error::{Error, Result};
 use crate::core::raw::RawTensor;
 use crate::core::{DType, Float};
+use crate::ops::half;
 use crate::ops::loss::{CrossEntropyOptions, Reduction};
 
 fn typed<T: Float>(
@@ -74,6 +75,17 @@ pub(crate) fn cross_entropy_backward(
     match logits.dtype {
         DType::F32 => typed::<f32>(logits, targets, weight, options, grad_out, nc),
         DType::F64 => typed::<f64>(logits, targets, weight, options, grad_out, nc),
+        DType::F16 | DType::BF16 => {
+            let (l, w, g) = (
+                half::widen(logits)?,
+                half::widen_opt(weight)?,
+                half::widen(grad_out)?,
+            );
+            half::narrow(
+                typed::<f32>(&l, targets, w.as_ref(), options, &g, nc)?,
+                logits.dtype,
+            )
+        }
         _ => unreachable!("checked"),
     }
 }

@@ -35,7 +35,7 @@ pub(crate) fn cross_entropy_backward(
     grad_out: &RawTensor,
     nc: (usize, usize),
 ) -> Result<RawTensor> {
-    with_dtype!(logits.dtype, |T| typed::<T>(
+    with_dtype!(logits.dtype, "nll_loss_backward", |T| typed::<T>(
         gpu, logits, targets, weight, options, grad_out, nc
     ))
 }

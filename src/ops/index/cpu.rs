@@ -68,6 +68,8 @@ pub(crate) fn index_select(
         DType::F64 => select_typed::<f64>(a, d, &idx, shape),
         DType::I64 => select_typed::<i64>(a, d, &idx, shape),
         DType::Bool => select_typed::<bool>(a, d, &idx, shape),
+        DType::F16 => select_typed::<half::f16>(a, d, &idx, shape),
+        DType::BF16 => select_typed::<half::bf16>(a, d, &idx, shape),
     }
 }
 
@@ -107,5 +109,7 @@ pub(crate) fn gather(a: &RawTensor, d: usize, index: &RawTensor, shape: Dims) ->
         DType::F64 => gather_typed::<f64>(a, d, &idx, shape),
         DType::I64 => gather_typed::<i64>(a, d, &idx, shape),
         DType::Bool => gather_typed::<bool>(a, d, &idx, shape),
+        DType::F16 => gather_typed::<half::f16>(a, d, &idx, shape),
+        DType::BF16 => gather_typed::<half::bf16>(a, d, &idx, shape),
     }
 }

@@ -5,6 +5,7 @@ use crate::core::layout::Dims;
 use crate::core::pool::PooledVec;
 use crate::core::raw::RawTensor;
 use crate::core::DType;
+use crate::ops::half;
 use crate::ops::matmul::{gemm_into, Gemm, MatrixView};
 
 fn typed<T: Gemm>(
@@ -67,6 +68,11 @@ pub(crate) fn linear(
     match x.dtype {
         DType::F32 => typed::<f32>(x, w, bias, plan),
         DType::F64 => typed::<f64>(x, w, bias, plan),
+        // bf16 and f16 in f32 (widened copies), rounded once.
+        DType::F16 | DType::BF16 => {
+            let (xw, ww, bw) = (half::widen(x)?, half::widen(w)?, half::widen_opt(bias)?);
+            half::narrow(typed::<f32>(&xw, &ww, bw.as_ref(), plan)?, x.dtype)
+        }
         _ => unreachable!("checked in plan"),
     }
 }

@@ -5,6 +5,7 @@ use crate::core::error::{Error, Result};
 use crate::core::layout::Dims;
 use crate::core::raw::RawTensor;
 use crate::core::{DType, Float};
+use crate::ops::half;
 
 fn typed<T: Float>(
     logits: &RawTensor,
@@ -61,6 +62,13 @@ pub(crate) fn cross_entropy(
     match logits.dtype {
         DType::F32 => typed::<f32>(logits, targets, weight, options, nc),
         DType::F64 => typed::<f64>(logits, targets, weight, options, nc),
+        DType::F16 | DType::BF16 => {
+            let (l, w) = (half::widen(logits)?, half::widen_opt(weight)?);
+            half::narrow(
+                typed::<f32>(&l, targets, w.as_ref(), options, nc)?,
+                logits.dtype,
+            )
+        }
         _ => unreachable!("checked"),
     }
 }

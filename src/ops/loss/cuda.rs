@@ -42,7 +42,7 @@ pub(crate) fn cross_entropy(
     options: CrossEntropyOptions,
     nc: (usize, usize),
 ) -> Result<RawTensor> {
-    with_dtype!(logits.dtype, |T| typed::<T>(
+    with_dtype!(logits.dtype, "cross_entropy", |T| typed::<T>(
         gpu, logits, targets, weight, options, nc
     ))
 }

@@ -169,6 +169,10 @@ pub(crate) fn sgd(
     match param.dtype {
         DType::F32 => sgd_typed::<f32>(param, grad, buffer, u),
         DType::F64 => sgd_typed::<f64>(param, grad, buffer, u),
+        // Half parameters (PyTorch keeps f32 master weights under AMP; these are for pure
+        // half training): each arithmetic step runs in f32 and rounds.
+        DType::F16 => sgd_typed::<half::f16>(param, grad, buffer, u),
+        DType::BF16 => sgd_typed::<half::bf16>(param, grad, buffer, u),
         _ => unreachable!("checked in sgd"),
     }
 }
@@ -183,6 +187,8 @@ pub(crate) fn adam(
     match param.dtype {
         DType::F32 => adam_typed::<f32>(param, grad, m, v, u),
         DType::F64 => adam_typed::<f64>(param, grad, m, v, u),
+        DType::F16 => adam_typed::<half::f16>(param, grad, m, v, u),
+        DType::BF16 => adam_typed::<half::bf16>(param, grad, m, v, u),
         _ => unreachable!("checked in adam"),
     }
 }

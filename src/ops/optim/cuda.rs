@@ -68,7 +68,9 @@ pub(crate) fn sgd(
     buffer: &mut Option<RawTensor>,
     u: &SgdUpdate,
 ) -> Result<()> {
-    with_dtype!(param.dtype, |T| sgd_typed::<T>(gpu, param, grad, buffer, u))
+    with_dtype!(param.dtype, "sgd", |T| sgd_typed::<T>(
+        gpu, param, grad, buffer, u
+    ))
 }
 
 fn sgd_typed<T: CudaElement>(
@@ -131,7 +133,9 @@ pub(crate) fn adam(
     v: &mut Option<RawTensor>,
     u: &AdamUpdate,
 ) -> Result<()> {
-    with_dtype!(param.dtype, |T| adam_typed::<T>(gpu, param, grad, m, v, u))
+    with_dtype!(param.dtype, "adam", |T| adam_typed::<T>(
+        gpu, param, grad, m, v, u
+    ))
 }
 
 fn adam_typed<T: CudaElement>(

@@ -2,6 +2,7 @@
 
 use super::{ReduceOp, ReducePlan};
 use crate::backend::cpu::strided::Strided;
+use crate::core::dtype::Half;
 use crate::core::error::Result;
 use crate::core::raw::RawTensor;
 use crate::core::Element;
@@ -75,6 +76,50 @@ macro_rules! float_reducible {
 }
 float_reducible!(f32);
 float_reducible!(f64);
+
+// f16 and bf16 sums and means run on widened `f32` copies (see `reduce`); these serve
+// max, min and the arg-reductions, which compare and never round.
+macro_rules! half_reducible {
+    ($t:ty) => {
+        impl Reducible for $t {
+            #[inline]
+            fn sum_run(data: &[Self], stride: usize, len: usize) -> Self {
+                let s: f32 = (0..len).map(|i| data[i * stride].widen()).sum();
+                Half::narrow(s)
+            }
+            #[inline]
+            fn add(self, o: Self) -> Self {
+                Half::narrow(self.widen() + o.widen())
+            }
+            #[inline]
+            fn max_of(self, o: Self) -> Self {
+                if self.is_nan() || self >= o {
+                    self
+                } else {
+                    o
+                }
+            }
+            #[inline]
+            fn min_of(self, o: Self) -> Self {
+                if self.is_nan() || self <= o {
+                    self
+                } else {
+                    o
+                }
+            }
+            #[inline]
+            fn div_count(self, n: usize) -> Self {
+                Half::narrow(self.widen() / n as f32)
+            }
+            #[inline]
+            fn is_nan(self) -> bool {
+                <$t>::is_nan(self)
+            }
+        }
+    };
+}
+half_reducible!(half::f16);
+half_reducible!(half::bf16);
 
 impl Reducible for i64 {
     fn sum_run(data: &[Self], stride: usize, len: usize) -> Self {
@@ -187,6 +232,12 @@ fn typed<T: Reducible>(data: &[T], plan: &ReducePlan, op: ReduceOp) -> Result<Ra
 }
 
 pub(crate) fn reduce(a: &RawTensor, plan: &ReducePlan, op: ReduceOp) -> Result<RawTensor> {
+    if a.dtype.is_half() && matches!(op, ReduceOp::Sum | ReduceOp::Mean) {
+        // Accumulated in f32 (PyTorch's rule for reduced-precision sums), rounded once.
+        let wide = crate::ops::half::widen(a)?;
+        let s = wide.cpu_slice::<f32>().expect("widened");
+        return crate::ops::half::narrow(typed::<f32>(s, plan, op)?, a.dtype);
+    }
     let s = a.cpu_storage().expect("cpu");
     cpu_dispatch!(s, |data: T| typed::<T>(data, plan, op))
 }

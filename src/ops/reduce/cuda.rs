@@ -207,7 +207,7 @@ pub(crate) fn reduce(
             op: op.name(),
             dtype: DType::Bool,
         }),
-        dtype => with_dtype!(dtype, |T| reduce_typed::<T>(gpu, a, plan, op)),
+        dtype => with_dtype!(dtype, "reduce", |T| reduce_typed::<T>(gpu, a, plan, op)),
     }
 }
 

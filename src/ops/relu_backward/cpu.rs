@@ -38,6 +38,9 @@ pub(crate) fn relu_backward(grad: Operand<'_>, y: &RawTensor) -> Result<RawTenso
     match grad.dtype {
         DType::F32 => typed::<f32>(grad, y),
         DType::F64 => typed::<f64>(grad, y),
+        // A mask: exact in any float type.
+        DType::F16 => typed::<half::f16>(grad, y),
+        DType::BF16 => typed::<half::bf16>(grad, y),
         _ => unreachable!("checked in relu_backward"),
     }
 }

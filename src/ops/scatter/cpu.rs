@@ -4,6 +4,7 @@ use crate::core::error::{Error, Result};
 use crate::core::layout::{Dims, Layout};
 use crate::core::raw::RawTensor;
 use crate::core::{DType, Float};
+use crate::ops::half;
 
 fn wrap_index(i: i64, dim: usize, size: usize) -> Result<usize> {
     let j = if i < 0 { i + size as i64 } else { i };
@@ -112,6 +113,10 @@ pub(crate) fn scatter_add(
     match src.dtype {
         DType::F32 => scatter_typed::<f32>(shape, dim, index, src),
         DType::F64 => scatter_typed::<f64>(shape, dim, index, src),
+        DType::F16 | DType::BF16 => half::narrow(
+            scatter_typed::<f32>(shape, dim, index, &half::widen(src)?)?,
+            src.dtype,
+        ),
         _ => unreachable!("checked in scatter_add"),
     }
 }
@@ -125,6 +130,10 @@ pub(crate) fn index_add(
     match src.dtype {
         DType::F32 => index_add_typed::<f32>(shape, dim, index, src),
         DType::F64 => index_add_typed::<f64>(shape, dim, index, src),
+        DType::F16 | DType::BF16 => half::narrow(
+            index_add_typed::<f32>(shape, dim, index, &half::widen(src)?)?,
+            src.dtype,
+        ),
         _ => unreachable!("checked in index_add"),
     }
 }

@@ -4,6 +4,7 @@ use crate::backend::cpu::strided::PARALLEL_THRESHOLD;
 use crate::core::error::Result;
 use crate::core::raw::RawTensor;
 use crate::core::{DType, Float};
+use crate::ops::half;
 use rayon::prelude::*;
 
 /// Softmax (or log-softmax) of one row, from `src` into `dst`.
@@ -58,6 +59,10 @@ pub(crate) fn softmax(a: RawTensor, log: bool) -> Result<RawTensor> {
     match a.dtype {
         DType::F32 => typed::<f32>(a, log),
         DType::F64 => typed::<f64>(a, log),
+        DType::F16 | DType::BF16 => {
+            let dtype = a.dtype;
+            half::narrow(typed::<f32>(half::widen(&a)?, log)?, dtype)
+        }
         _ => unreachable!("checked in softmax"),
     }
 }

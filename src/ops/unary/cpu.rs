@@ -2,6 +2,7 @@
 
 use super::UnaryOp;
 use crate::backend::cpu::strided::{for_each_chunk, map1};
+use crate::core::dtype::Half;
 use crate::core::error::Result;
 use crate::core::pool::PooledVec;
 use crate::core::raw::{Operand, RawTensor};
@@ -73,6 +74,46 @@ macro_rules! float_math {
 }
 float_math!(f32);
 float_math!(f64);
+
+// f16 and bf16: each function in f32 (exact inputs), rounded once.
+macro_rules! half_math {
+    ($t:ty, $($f:ident),*) => {
+        impl UnaryMath for $t {
+            $(
+                #[inline(always)]
+                fn $f(self) -> Self {
+                    Half::narrow(UnaryMath::$f(self.widen()))
+                }
+            )*
+        }
+    };
+}
+half_math!(
+    half::f16,
+    neg,
+    relu,
+    abs,
+    square,
+    exp,
+    log,
+    sqrt,
+    tanh,
+    sigmoid,
+    reciprocal
+);
+half_math!(
+    half::bf16,
+    neg,
+    relu,
+    abs,
+    square,
+    exp,
+    log,
+    sqrt,
+    tanh,
+    sigmoid,
+    reciprocal
+);
 
 impl UnaryMath for i64 {
     fn neg(self) -> Self {
@@ -175,6 +216,8 @@ pub(crate) fn unary(a: Operand<'_>, op: UnaryOp) -> Result<RawTensor> {
         DType::F32 => typed::<f32>(a, op),
         DType::F64 => typed::<f64>(a, op),
         DType::I64 => typed::<i64>(a, op),
+        DType::F16 => typed::<half::f16>(a, op),
+        DType::BF16 => typed::<half::bf16>(a, op),
         DType::Bool => unreachable!("booleans are refused in `unary`"),
     }
 }

@@ -38,5 +38,7 @@ pub(crate) fn where_cond(
         DType::F64 => go::<f64>(cond, a, b, shape),
         DType::I64 => go::<i64>(cond, a, b, shape),
         DType::Bool => go::<bool>(cond, a, b, shape),
+        DType::F16 => go::<half::f16>(cond, a, b, shape),
+        DType::BF16 => go::<half::bf16>(cond, a, b, shape),
     }
 }

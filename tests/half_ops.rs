@@ -1,0 +1,631 @@
+//! Every CPU op family on `f16` and `bf16` against the `f32` result rounded to the dtype.
+//!
+//! For each op: fresh random `f32` values are rounded to the half type (the half inputs), and
+//! the same half values widened back to `f32` (exactly) are the reference inputs. The op runs
+//! on both; the `f32` result, rounded once to the half type, is what PyTorch's CPU kernels
+//! promise for half tensors (math in `f32`, one rounding at the end, `f32` accumulation for
+//! sums, means, softmax, matmul and losses). Shapes: a plain one, an odd one, an empty one, a
+//! transposed view and a sliced (offset, non-contiguous) view.
+//!
+//! Tolerance, in units in the last place of the output dtype:
+//! - 0 ulps for everything that devtype computes by running the `f32` kernel on exactly
+//!   widened inputs (or the same `f32` function per element): the `f32` values are then
+//!   bit-identical and their rounding is too. A kernel that rounded intermediate values (an
+//!   f16 accumulator, say) would be off by many ulps on these sizes;
+//! - 1 ulp for `f16` matmul products large enough to go to `gemm-f16`: it accumulates in
+//!   `f32` like `gemm-f32` but in another order, so the `f32` sums differ by a few `f32` ulps
+//!   (2^-24 relative), which moves the rounding to `f16` (2^-11 relative) by at most one ulp.
+//!
+//! Separate tests compare with exact `f64` arithmetic, independently of devtype's `f32` path.
+
+use devtype::nn::Reduction;
+use devtype::prelude::*;
+
+type Op = fn(&Inputs) -> devtype::Result<DynTensor>;
+
+/// The inputs of one case, all of one dtype (the half type, or `f32` holding its values).
+struct Inputs {
+    x: DynTensor,
+    y: DynTensor,
+    pos: DynTensor,
+    m: DynTensor,
+    w: DynTensor,
+    bias: DynTensor,
+    targets: DynTensor,
+    idx: DynTensor,
+    gidx: DynTensor,
+    cond: DynTensor,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum View {
+    Plain,
+    Transposed,
+    Sliced,
+}
+
+fn cpu() -> DynDevice {
+    DynDevice::cpu()
+}
+
+/// A `[r, c]` operand seen through `view`, from base values `make(shape)` rounded to `half`:
+/// `(half tensor, f32 tensor of the same values, same view)`.
+fn operand(
+    r: usize,
+    c: usize,
+    view: View,
+    half: DType,
+    make: &dyn Fn(&[usize]) -> DynTensor,
+) -> (DynTensor, DynTensor) {
+    let base_shape = match view {
+        View::Plain => vec![r, c],
+        View::Transposed => vec![c, r],
+        View::Sliced => vec![r, 2 * c + 1],
+    };
+    let h = make(&base_shape).to_dtype(half).unwrap();
+    let f = h.to_dtype(DType::F32).unwrap();
+    let apply = |t: DynTensor| match view {
+        View::Plain => t,
+        View::Transposed => t.t().unwrap(),
+        View::Sliced => t.narrow(1, 1, c).unwrap(),
+    };
+    (apply(h), apply(f))
+}
+
+/// Half inputs and their `f32` twins for a `[r, c]` case.
+fn inputs(r: usize, c: usize, view: View, half: DType) -> (Inputs, Inputs) {
+    let randn = |s: &[usize]| DynTensor::randn(s, cpu()).unwrap();
+    let positive = |s: &[usize]| DynTensor::rand(s, cpu()).unwrap().add_scalar(0.5).unwrap();
+    let (x, xf) = operand(r, c, view, half, &randn);
+    let (y, yf) = operand(r, c, view, half, &randn);
+    let (pos, posf) = operand(r, c, view, half, &positive);
+    let (m, mf) = operand(c, 5, view, half, &randn);
+    let (w, wf) = operand(5, c, view, half, &randn);
+    let (bias, biasf) = operand(1, 5, View::Plain, half, &randn);
+    let (bias, biasf) = (bias.reshape(&[5]).unwrap(), biasf.reshape(&[5]).unwrap());
+    let c1 = c.max(1) as i64;
+    let r1 = r.max(1) as i64;
+    let targets =
+        DynTensor::from_vec((0..r as i64).map(|i| (i * 7) % c1).collect(), [r], cpu()).unwrap();
+    let idx = DynTensor::from_vec(vec![2 % c1, 0, c1 - 1, 1 % c1], [4], cpu()).unwrap();
+    let gidx = DynTensor::from_vec(
+        (0..(r * c) as i64).map(|i| (i * 5 + 3) % r1).collect(),
+        [r, c],
+        cpu(),
+    )
+    .unwrap();
+    let cond = x.gt(&y).unwrap();
+    let condf = xf.gt(&yf).unwrap();
+    (
+        Inputs {
+            x,
+            y,
+            pos,
+            m,
+            w,
+            bias,
+            targets: targets.clone(),
+            idx: idx.clone(),
+            gidx: gidx.clone(),
+            cond,
+        },
+        Inputs {
+            x: xf,
+            y: yf,
+            pos: posf,
+            m: mf,
+            w: wf,
+            bias: biasf,
+            targets,
+            idx,
+            gidx,
+            cond: condf,
+        },
+    )
+}
+
+/// Every op family, on the dynamic front (the typed front runs the same kernels; see
+/// `typed_front_matches` below).
+fn ops() -> Vec<(&'static str, Op)> {
+    vec![
+        // Element-wise, unary.
+        ("neg", |i| i.x.neg()),
+        ("relu", |i| i.x.relu()),
+        ("abs", |i| i.x.abs()),
+        ("square", |i| i.x.square()),
+        ("exp", |i| i.x.exp()),
+        ("log", |i| i.pos.log()),
+        ("sqrt", |i| i.pos.sqrt()),
+        ("tanh", |i| i.x.tanh()),
+        ("sigmoid", |i| i.x.sigmoid()),
+        ("reciprocal", |i| i.pos.reciprocal()),
+        // Element-wise, binary (with broadcasting too).
+        ("add", |i| i.x.add(&i.y)),
+        ("sub", |i| i.x.sub(&i.y)),
+        ("mul", |i| i.x.mul(&i.y)),
+        ("div", |i| i.x.div(&i.pos)),
+        ("maximum", |i| i.x.maximum(&i.y)),
+        ("minimum", |i| i.x.minimum(&i.y)),
+        ("pow", |i| i.pos.pow(&i.y)),
+        ("add_relu", |i| i.x.add_relu(&i.y)),
+        ("add_broadcast", |i| {
+            // A [1, c] row against [r, c] (the first row: exact, no rounding of its own).
+            let row = if i.y.shape()[0] == 0 {
+                i.y.clone()
+            } else {
+                i.y.narrow(0, 0, 1)?
+            };
+            i.x.add(&row)
+        }),
+        // With scalars (kept at f32 precision, as PyTorch's opmath).
+        ("add_scalar", |i| i.x.add_scalar(0.1)),
+        ("sub_scalar", |i| i.x.sub_scalar(1.7)),
+        ("mul_scalar", |i| i.x.mul_scalar(0.3)),
+        ("div_scalar", |i| i.x.div_scalar(3.0)),
+        ("pow_scalar", |i| i.pos.pow_scalar(1.5)),
+        ("rsub", |i| i.x.neg()?.add_scalar(1.0)),
+        ("clamp", |i| i.x.clamp(-0.2, 0.3)),
+        // Comparisons (exact: a bool result).
+        ("lt", |i| i.x.lt(&i.y)),
+        ("eq", |i| i.x.eq(&i.x.relu()?)),
+        ("ge_scalar", |i| i.x.ge_scalar(0.1)),
+        // Reductions: f32 accumulation.
+        ("sum_all", |i| i.x.sum_all()),
+        ("sum_dim0", |i| i.x.sum(0)),
+        ("sum_dims_keep", |i| i.x.sum_dims(&[1], true)),
+        ("mean_all", |i| i.x.mean_all()),
+        ("mean_dim1", |i| i.x.mean(1)),
+        ("max_dim1", |i| i.x.max(1)),
+        ("min_keepdim", |i| i.x.min_keepdim(1)),
+        ("argmax", |i| i.x.argmax(1)),
+        ("argmin", |i| i.x.argmin(1)),
+        // Rows.
+        ("softmax", |i| i.x.softmax(1)),
+        ("log_softmax", |i| i.x.log_softmax(1)),
+        ("softmax_dim0", |i| i.x.softmax(0)),
+        // Products.
+        ("matmul", |i| i.x.matmul(&i.m)),
+        ("linear", |i| i.x.linear(&i.w, Some(&i.bias))),
+        ("linear_no_bias", |i| i.x.linear(&i.w, None)),
+        ("bmm", |i| {
+            let a = i.x.unsqueeze(0)?;
+            let b = i.m.unsqueeze(0)?;
+            a.bmm(&b)
+        }),
+        // Losses.
+        ("cross_entropy", |i| i.x.cross_entropy(&i.targets)),
+        ("cross_entropy_sum", |i| {
+            i.x.cross_entropy_with(&i.targets, None, Reduction::Sum, 0)
+        }),
+        ("cross_entropy_weight", |i| {
+            let wt = i.bias.narrow(0, 0, i.x.shape()[1].min(5))?.abs()?;
+            if wt.shape()[0] != i.x.shape()[1] {
+                return i.x.cross_entropy(&i.targets);
+            }
+            i.x.cross_entropy_with(&i.targets, Some(&wt), Reduction::Mean, -100)
+        }),
+        // Indexing and moving.
+        ("gather", |i| i.x.gather(0, &i.gidx)),
+        ("index_select", |i| {
+            if i.x.shape()[1] == 0 {
+                return i.x.contiguous();
+            }
+            i.x.index_select(1, &i.idx)
+        }),
+        ("cat", |i| DynTensor::cat(&[&i.x, &i.y], 1)),
+        ("where", |i| i.cond.where_cond(&i.x, &i.y)),
+        ("contiguous", |i| i.x.t()?.contiguous()),
+        ("reshape", |i| i.x.reshape(&[-1])),
+        // Gradients: relu's mask, linear's bias sum, cross-entropy's backward.
+        ("grad_relu_linear", |i| {
+            let x = DynTensor::parameter(i.x.detach())?;
+            let y = x.linear(&i.w, Some(&i.bias))?.relu()?.sum_all()?;
+            y.backward()?;
+            Ok(x.grad().expect("a gradient"))
+        }),
+        ("grad_cross_entropy", |i| {
+            let x = DynTensor::parameter(i.x.detach())?;
+            x.cross_entropy_with(&i.targets, None, Reduction::Sum, 0)?
+                .backward()?;
+            Ok(x.grad().expect("a gradient"))
+        }),
+    ]
+}
+
+/// The distance in units in the last place of `dtype` between two values of it.
+fn ulps(dtype: DType, a: f64, b: f64) -> u32 {
+    let bits = |v: f64| -> u16 {
+        match dtype {
+            DType::F16 => f16::from_f64(v).to_bits(),
+            _ => bf16::from_f64(v).to_bits(),
+        }
+    };
+    // Sign-magnitude to a monotonic integer line (+0 and -0 meet at 0x8000).
+    let ordered = |b: u16| -> i32 {
+        if b & 0x8000 != 0 {
+            0x8000 - (b & 0x7fff) as i32
+        } else {
+            0x8000 + b as i32
+        }
+    };
+    (ordered(bits(a)) - ordered(bits(b))).unsigned_abs()
+}
+
+fn as_f64(t: &DynTensor) -> Vec<f64> {
+    t.to_dtype(DType::F64).unwrap().to_vec::<f64>().unwrap()
+}
+
+/// Runs every op on `[r, c]` inputs seen through `view`, for both half types.
+fn check_shape(r: usize, c: usize, view: View) {
+    for half in [DType::F16, DType::BF16] {
+        let (hi, fi) = inputs(r, c, view, half);
+        for (name, op) in ops() {
+            let what = format!("{name} {half:?} [{r}, {c}] {view:?}");
+            let (got, reference) = match (op(&hi), op(&fi)) {
+                (Ok(g), Ok(r)) => (g, r),
+                // Refused on both (a max over an empty dim): the same error, as PyTorch's.
+                (Err(g), Err(r)) => {
+                    assert_eq!(g.to_string(), r.to_string(), "{what}");
+                    continue;
+                }
+                (g, r) => panic!("{what}: {:?} vs f32 {:?}", g.err(), r.err()),
+            };
+            assert_eq!(got.shape(), reference.shape(), "{what}");
+            let out_dtype = reference.dtype();
+            if out_dtype == DType::F32 {
+                assert_eq!(got.dtype(), half, "{what}: result dtype");
+            } else {
+                // bool and int64 results (comparisons, arg-reductions) are exact.
+                assert_eq!(got.dtype(), out_dtype, "{what}");
+            }
+            let rounded = if out_dtype == DType::F32 {
+                reference.to_dtype(half).unwrap()
+            } else {
+                reference
+            };
+            let big_f16_product =
+                half == DType::F16 && matches!(name, "matmul" | "bmm") && r * c * 5 > 32 * 32 * 32;
+            let tolerance = if big_f16_product { 1 } else { 0 };
+            for (k, (a, b)) in as_f64(&got).iter().zip(as_f64(&rounded)).enumerate() {
+                let ok = if out_dtype == DType::F32 {
+                    (a.is_nan() && b.is_nan()) || ulps(half, *a, b) <= tolerance
+                } else {
+                    *a == b
+                };
+                assert!(ok, "{what}[{k}]: {a} vs f32 rounded {b}");
+            }
+        }
+    }
+}
+
+#[test]
+fn every_op_matches_f32_rounded_on_plain_odd_and_empty_shapes() {
+    devtype::manual_seed(11);
+    check_shape(4, 6, View::Plain);
+    check_shape(7, 13, View::Plain);
+    check_shape(0, 5, View::Plain);
+    check_shape(3, 0, View::Plain);
+    check_shape(1, 1, View::Plain);
+}
+
+#[test]
+fn every_op_matches_f32_rounded_on_strided_views() {
+    devtype::manual_seed(12);
+    check_shape(5, 7, View::Transposed);
+    check_shape(6, 9, View::Sliced);
+}
+
+#[test]
+fn large_products_and_reductions_match_f32_rounded() {
+    devtype::manual_seed(13);
+    // 70 x 70 x 5 = 24,500 multiply-adds: under the small-product cut-off for matmul, but
+    // reductions over 4900 elements, and `big` products below go to gemm-f16.
+    check_shape(70, 70, View::Plain);
+    for half in [DType::F16, DType::BF16] {
+        for view in [View::Plain, View::Transposed] {
+            let randn = |s: &[usize]| DynTensor::randn(s, cpu()).unwrap();
+            let (a, af) = operand(48, 40, view, half, &randn);
+            let (b, bf) = operand(40, 36, view, half, &randn);
+            let got = a.matmul(&b).unwrap();
+            let reference = af.matmul(&bf).unwrap().to_dtype(half).unwrap();
+            let tolerance = if half == DType::F16 { 1 } else { 0 };
+            for (k, (x, y)) in as_f64(&got).iter().zip(as_f64(&reference)).enumerate() {
+                assert!(
+                    ulps(half, *x, y) <= tolerance,
+                    "matmul {half:?} {view:?}[{k}]: {x} vs {y}"
+                );
+            }
+        }
+    }
+}
+
+/// A sum that an f16 accumulator gets wrong: 4096 ones (an f16 running sum sticks at 2048,
+/// where 2048 + 1 rounds back to 2048) and 0.001 added 3000 times.
+#[test]
+fn sums_accumulate_in_f32() {
+    for half in [DType::F16, DType::BF16] {
+        let ones = DynTensor::full([4096], 1.0, half, cpu()).unwrap();
+        assert_eq!(as_f64(&ones.sum_all().unwrap()), vec![4096.0], "{half:?}");
+        assert_eq!(as_f64(&ones.mean_all().unwrap()), vec![1.0], "{half:?}");
+        let small = DynTensor::full([3000], 0.001, half, cpu()).unwrap();
+        let one = as_f64(&small)[0];
+        let exact = one * 3000.0;
+        let got = as_f64(&small.sum_all().unwrap())[0];
+        assert!(
+            ulps(half, got, exact) <= 1,
+            "{half:?}: sum {got}, exact {exact}"
+        );
+        // A dot product of 4096 ones: f32 accumulation gives 4096 exactly.
+        let row = DynTensor::full([1, 4096], 1.0, half, cpu()).unwrap();
+        let col = DynTensor::full([4096, 1], 1.0, half, cpu()).unwrap();
+        assert_eq!(as_f64(&row.matmul(&col).unwrap()), vec![4096.0], "{half:?}");
+        // log_softmax over 4096 equal logits: -ln(4096) = -8.317766...
+        let lsm = DynTensor::zeros([1, 4096], cpu())
+            .unwrap()
+            .to_dtype(half)
+            .unwrap()
+            .log_softmax(1)
+            .unwrap();
+        let v = as_f64(&lsm)[0];
+        assert!(ulps(half, v, -(4096f64).ln()) <= 1, "{half:?}: {v}");
+    }
+}
+
+/// f16 products against exact f64 arithmetic: within half an ulp of the f16 result (its
+/// rounding) plus the f32 accumulation's bound, k * 2^-24 * sum |a_i b_i|.
+#[test]
+fn f16_matmul_is_close_to_the_exact_product() {
+    devtype::manual_seed(14);
+    let (m, k, n) = (33, 64, 31);
+    let a = DynTensor::randn([m, k], cpu())
+        .unwrap()
+        .to_dtype(DType::F16)
+        .unwrap();
+    let b = DynTensor::randn([k, n], cpu())
+        .unwrap()
+        .to_dtype(DType::F16)
+        .unwrap();
+    let (av, bv) = (as_f64(&a), as_f64(&b));
+    let c = as_f64(&a.matmul(&b).unwrap());
+    for i in 0..m {
+        for j in 0..n {
+            let (mut exact, mut mag) = (0.0f64, 0.0f64);
+            for p in 0..k {
+                exact += av[i * k + p] * bv[p * n + j];
+                mag += (av[i * k + p] * bv[p * n + j]).abs();
+            }
+            let got = c[i * n + j];
+            let half_ulp = f64::powi(2.0, (got.abs().max(6.1e-5)).log2().floor() as i32 - 11);
+            let bound = half_ulp + k as f64 * f64::powi(2.0, -24) * mag;
+            assert!(
+                (got - exact).abs() <= bound,
+                "[{i}, {j}]: {got} vs exact {exact} (bound {bound})"
+            );
+        }
+    }
+}
+
+/// Element-wise results equal the exact result rounded once to the half type: devtype rounds
+/// the correctly rounded f32 result, and rounding twice (24 bits, then 11 or 8) is innocuous
+/// for + - * when 24 >= 2p + 2 (Figueroa, 1995), which holds for f16 (p = 11) and bf16 (p = 8).
+#[test]
+fn elementwise_results_are_rounded_once() {
+    devtype::manual_seed(15);
+    for half in [DType::F16, DType::BF16] {
+        let a = DynTensor::randn([257], cpu())
+            .unwrap()
+            .to_dtype(half)
+            .unwrap();
+        let b = DynTensor::randn([257], cpu())
+            .unwrap()
+            .to_dtype(half)
+            .unwrap();
+        let (av, bv) = (as_f64(&a), as_f64(&b));
+        for (name, got, f) in [
+            (
+                "add",
+                a.add(&b).unwrap(),
+                (|x, y| x + y) as fn(f64, f64) -> f64,
+            ),
+            ("mul", a.mul(&b).unwrap(), |x, y| x * y),
+            ("sub", a.sub(&b).unwrap(), |x, y| x - y),
+        ] {
+            assert_eq!(got.dtype(), half);
+            for (k, g) in as_f64(&got).into_iter().enumerate() {
+                let exact = f(av[k], bv[k]);
+                // Nearest: no representable value of the type is closer to the exact result.
+                let rounded = match half {
+                    DType::F16 => f16::from_f64(exact).to_f64(),
+                    _ => bf16::from_f64(exact).to_f64(),
+                };
+                assert_eq!(g, rounded, "{name} {half:?}[{k}]");
+            }
+        }
+    }
+}
+
+#[test]
+fn typed_front_matches() {
+    devtype::manual_seed(16);
+    let x32 = Tensor::<Cpu>::randn([5, 7], Cpu);
+    let h: Tensor<Cpu, f16> = x32.to_dtype();
+    let b: Tensor<Cpu, bf16> = x32.to_dtype();
+    let dh = h.to_dyn();
+    assert_eq!(dh.dtype(), DType::F16);
+    assert_eq!(b.to_dyn().dtype(), DType::BF16);
+    let typed = h.softmax(1).matmul(&h.t()).sum_all();
+    let dynamic = dh
+        .softmax(1)
+        .unwrap()
+        .matmul(&dh.t().unwrap())
+        .unwrap()
+        .sum_all()
+        .unwrap();
+    assert_eq!(typed.to_vec(), dynamic.to_vec::<f16>().unwrap());
+    let typed = (&b * &b).exp().mean_all();
+    let bd = b.to_dyn();
+    let dynamic = bd.mul(&bd).unwrap().exp().unwrap().mean_all().unwrap();
+    assert_eq!(typed.to_vec(), dynamic.to_vec::<bf16>().unwrap());
+    // Creation and conversions both ways.
+    let z = Tensor::<Cpu, f16>::zeros([2, 3], Cpu);
+    assert_eq!(z.to_vec(), vec![f16::ZERO; 6]);
+    let o = Tensor::<Cpu, bf16>::ones([2], Cpu);
+    assert_eq!(o.to_dtype::<f64>().to_vec(), vec![1.0, 1.0]);
+    let f = Tensor::<Cpu, f16>::full([2], f16::from_f32(0.1), Cpu);
+    assert_eq!(
+        f.to_dtype::<f32>().to_vec(),
+        vec![f16::from_f32(0.1).to_f32(); 2]
+    );
+    let r = Tensor::<Cpu, bf16>::zeros([1000], Cpu)
+        .randn_like()
+        .to_dtype::<f64>()
+        .to_vec();
+    let mean = r.iter().sum::<f64>() / 1000.0;
+    assert!(mean.abs() < 0.15, "randn mean {mean}");
+    assert!(r.iter().any(|&v| v != r[0]));
+    let u = DynTensor::rand([4096], DynDevice::cpu())
+        .unwrap()
+        .to_dtype(DType::F16)
+        .unwrap();
+    assert!(as_f64(&u).iter().all(|&v| (0.0..=1.0).contains(&v)));
+    // to_dtype: f16 -> bf16 -> f32 and i64 -> f16 round as PyTorch (nearest, ties to even).
+    let l = DynTensor::from_vec(vec![2049i64, 2051, -65519, 70000], [4], DynDevice::cpu()).unwrap();
+    assert_eq!(
+        as_f64(&l.to_dtype(DType::F16).unwrap()),
+        vec![2048.0, 2052.0, -65504.0, f64::INFINITY]
+    );
+}
+
+/// f32 -> bf16 and f64 -> f16 conversions round to nearest, ties to even, seeing every bit of
+/// the f32 value (the `half` crate's `from_f64` drops the low 32 bits of an f64 first, which
+/// turns some above-the-tie f32 values into ties and rounds them down).
+#[test]
+fn conversions_round_to_nearest() {
+    // 1 + 2^-8 + 2^-23: just above the bf16 tie between 1 and 1 + 2^-7.
+    let v = 1.0f32 + f32::powi(2.0, -8) + f32::powi(2.0, -23);
+    let t = DynTensor::from_vec(vec![v, -v], [2], DynDevice::cpu()).unwrap();
+    let b = as_f64(&t.to_dtype(DType::BF16).unwrap());
+    let up = 1.0 + f64::powi(2.0, -7);
+    assert_eq!(b, vec![up, -up]);
+    // The same through f64 (f32 -> f64 is exact): PyTorch converts a double through float.
+    let t64 = t.to_dtype(DType::F64).unwrap();
+    assert_eq!(as_f64(&t64.to_dtype(DType::BF16).unwrap()), vec![up, -up]);
+    // f16: 1 + 2^-11 + 2^-23 is above the tie between 1 and 1 + 2^-10.
+    let v = 1.0f32 + f32::powi(2.0, -11) + f32::powi(2.0, -23);
+    let t = DynTensor::from_vec(vec![v], [1], DynDevice::cpu()).unwrap();
+    let up = 1.0 + f64::powi(2.0, -10);
+    assert_eq!(as_f64(&t.to_dtype(DType::F16).unwrap()), vec![up]);
+    let t64 = t.to_dtype(DType::F64).unwrap();
+    assert_eq!(as_f64(&t64.to_dtype(DType::F16).unwrap()), vec![up]);
+    // An exact tie goes to even: 1 + 2^-8 -> 1 in bf16.
+    let t = DynTensor::from_vec(vec![1.0f32 + f32::powi(2.0, -8)], [1], DynDevice::cpu()).unwrap();
+    assert_eq!(as_f64(&t.to_dtype(DType::BF16).unwrap()), vec![1.0]);
+}
+
+#[test]
+fn prints_as_pytorch() {
+    let h = Tensor::from_vec(vec![f16::from_f32(1.0), f16::from_f32(2.0)], [2], Cpu);
+    assert_eq!(h.to_string(), "tensor([1., 2.], dtype=torch.float16)");
+    let b = Tensor::from_vec(vec![bf16::from_f32(1.0), bf16::from_f32(2.0)], [2], Cpu);
+    assert_eq!(b.to_string(), "tensor([1., 2.], dtype=torch.bfloat16)");
+    // torch.tensor([0.1, -1.25], dtype=torch.float16) prints the stored values (0.1 is
+    // 0.0999755859375 in f16) at PyTorch's precision, 4 digits.
+    let h = DynTensor::from_vec(vec![0.1f32, -1.25], [2], DynDevice::cpu())
+        .unwrap()
+        .to_dtype(DType::F16)
+        .unwrap();
+    assert_eq!(
+        h.to_string(),
+        "tensor([ 0.1000, -1.2500], dtype=torch.float16)"
+    );
+    // torch.tensor(2.3, dtype=torch.bfloat16) -> tensor(2.2969, dtype=torch.bfloat16)
+    let b = DynTensor::from_vec(vec![2.3f32], [], DynDevice::cpu())
+        .unwrap()
+        .to_dtype(DType::BF16)
+        .unwrap();
+    assert_eq!(b.to_string(), "tensor(2.2969, dtype=torch.bfloat16)");
+    // torch.tensor([1e-5, 1.], dtype=torch.float16) -> scientific, as for float32.
+    let h = DynTensor::from_vec(vec![1e-5f32, 1.0], [2], DynDevice::cpu())
+        .unwrap()
+        .to_dtype(DType::F16)
+        .unwrap();
+    assert_eq!(
+        h.to_string(),
+        "tensor([1.0014e-05, 1.0000e+00], dtype=torch.float16)"
+    );
+    let e = DynTensor::zeros([0], DynDevice::cpu())
+        .unwrap()
+        .to_dtype(DType::BF16)
+        .unwrap();
+    assert_eq!(e.to_string(), "tensor([], dtype=torch.bfloat16)");
+    assert_eq!(DType::F16.scalar_type_name(), "Half");
+    assert_eq!(DType::BF16.scalar_type_name(), "BFloat16");
+    assert_eq!(DType::F16.type_meta_name(), "c10::Half");
+    assert_eq!(DType::BF16.type_meta_name(), "c10::BFloat16");
+}
+
+#[test]
+fn matmul_of_mixed_half_types_names_them_as_pytorch() {
+    let a = DynTensor::ones([2, 2], DynDevice::cpu()).unwrap();
+    let h = a.to_dtype(DType::F16).unwrap();
+    let b = a.to_dtype(DType::BF16).unwrap();
+    assert_eq!(
+        a.matmul(&h).unwrap_err().to_string(),
+        "expected m1 and m2 to have the same dtype, but got: float != c10::Half"
+    );
+    assert_eq!(
+        h.matmul(&b).unwrap_err().to_string(),
+        "expected m1 and m2 to have the same dtype, but got: c10::Half != c10::BFloat16"
+    );
+}
+
+#[test]
+fn half_tensors_on_a_gpu_are_a_clean_error() {
+    // Without a GPU this is the driver's error; with one, PyTorch's "not implemented" text.
+    // Either way an `Err`, never a panic.
+    let h = DynTensor::ones([2], DynDevice::cpu())
+        .unwrap()
+        .to_dtype(DType::F16)
+        .unwrap();
+    let e = h.to(DynDevice::cuda(0)).unwrap_err().to_string();
+    assert!(
+        e.contains("not implemented for 'Half'") || e.contains("driver") || e.contains("CUDA"),
+        "{e}"
+    );
+    let e = DynTensor::full([2], 1.0, DType::BF16, DynDevice::cuda(0))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("not implemented for 'BFloat16'") || e.contains("driver") || e.contains("CUDA"),
+        "{e}"
+    );
+}
+
+#[test]
+fn safetensors_round_trip_keeps_half_values_bit_for_bit() {
+    use devtype::nn::{Linear, Module};
+    let path =
+        std::env::temp_dir().join(format!("devtype-half-{}.safetensors", std::process::id()));
+    for _ in 0..1 {
+        let model = Linear::<Cpu, f16>::with_element(3, 2, Cpu);
+        model.save(&path).unwrap();
+        let mut copy = Linear::<Cpu, f16>::with_element(3, 2, Cpu);
+        copy.load(&path).unwrap();
+        assert_eq!(copy.weight.to_vec(), model.weight.to_vec());
+        assert_eq!(
+            copy.bias.as_ref().unwrap().to_vec(),
+            model.bias.as_ref().unwrap().to_vec()
+        );
+        // The file says F16, so a bf16 model refuses it.
+        let mut other = Linear::<Cpu, bf16>::with_element(3, 2, Cpu);
+        let e = other.load(&path).unwrap_err().to_string();
+        assert!(e.contains("F16") && e.contains("BF16"), "{e}");
+        let model = Linear::<Cpu, bf16>::with_element(4, 3, Cpu);
+        model.save(&path).unwrap();
+        other = Linear::<Cpu, bf16>::with_element(4, 3, Cpu);
+        other.load(&path).unwrap();
+        assert_eq!(other.weight.to_vec(), model.weight.to_vec());
+        let _ = model.parameters();
+    }
+    std::fs::remove_file(&path).ok();
+}
