@@ -624,7 +624,7 @@ fn safetensors_round_trip_keeps_half_values_bit_for_bit() {
         model.save(&path).unwrap();
         other = Linear::<Cpu, bf16>::with_element(4, 3, Cpu);
         other.load(&path).unwrap();
-        assert_eq!(other.weight.to_vec(), model.weight.to_vec());
+        assert_eq!(other.weight().to_vec(), model.weight().to_vec());
         let _ = model.parameters();
     }
     std::fs::remove_file(&path).ok();
