@@ -132,6 +132,11 @@ fn summed(n: usize, scale: f64) -> Tol {
     }
 }
 
+/// The mean of `n` terms of magnitude about one: [`summed`] divided by `n`.
+fn mean_of(n: usize) -> Tol {
+    summed(n, 1.0 / (n.max(1) as f64))
+}
+
 fn eps(dtype: DType) -> f64 {
     match dtype {
         DType::F16 => devtype::f16::EPSILON.to_f64(),
@@ -542,13 +547,12 @@ fn reductions_accumulate_in_f32() {
                     .product()
             };
             let what = format!("{dtype:?} {shape:?} dims {dims:?}");
-            check(
-                &format!("sum {what}"),
-                &[&x],
-                summed(n, (n as f64).sqrt() + 1.0),
-                |t| t[0].sum_dims(dims, false),
-            );
-            check(&format!("mean {what}"), &[&x], summed(n, 1.0), |t| {
+            // A sum of n standard-normal terms is about sqrt(n): its f32 rounding error in
+            // any order is far below n * eps(f32), and its mean's below that over n.
+            check(&format!("sum {what}"), &[&x], summed(n, 1.0), |t| {
+                t[0].sum_dims(dims, false)
+            });
+            check(&format!("mean {what}"), &[&x], mean_of(n), |t| {
                 t[0].mean_dims(dims, true)
             });
             if dims.len() == 1 {
@@ -566,10 +570,10 @@ fn reductions_accumulate_in_f32() {
             }
         }
         let x = randn(&[300, 700], dtype);
-        check("sum of everything", &[&x], summed(210_000, 500.0), |t| {
+        check("sum of everything", &[&x], summed(210_000, 1.0), |t| {
             t[0].sum_all()
         });
-        check("mean of everything", &[&x], summed(210_000, 1.0), |t| {
+        check("mean of everything", &[&x], mean_of(210_000), |t| {
             t[0].mean_all()
         });
         check("max of a narrowed transpose", &[&x], EXACT, |t| {
@@ -625,7 +629,11 @@ fn matmul_and_linear_through_gemm_ex() {
         ] {
             let a = randn(&[m, k], dtype);
             let b = randn(&[k, n], dtype);
-            let tol = summed(k, (k as f64).sqrt() + 1.0);
+            // The CPU's f16 GEMM (gemm-f16) may round between blocks of k: two ulps.
+            let tol = Tol {
+                ulps: 2.0,
+                ..summed(k, 1.0)
+            };
             let what = format!("matmul {dtype:?} {m}x{k}x{n}");
             check(&what, &[&a, &b], tol, |t| t[0].matmul(&t[1]));
             check(&format!("{what} of transposes"), &[&a, &b], tol, |t| {
@@ -679,11 +687,6 @@ fn cross_entropy_accumulates_in_f32() {
             let tol = summed(c + n, 16.0);
             for reduction in [Reduction::None, Reduction::Sum, Reduction::Mean] {
                 let what = format!("cross_entropy {n}x{c} {dtype:?} {reduction:?}");
-                let tol = if reduction == Reduction::Sum {
-                    summed(c + n, 16.0 * n as f64)
-                } else {
-                    tol
-                };
                 check(&what, &[&x, &targets], tol, |t| {
                     t[0].cross_entropy_with(&t[1], None, reduction, -100)
                 });
