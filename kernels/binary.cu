@@ -108,14 +108,45 @@ struct CompareScalar {
         }                                                                                            \
     }
 
-#define BINARY_NUMERIC(NAME, OP) \
-    BINARY(NAME, OP, float, f32)  \
-    BINARY(NAME, OP, double, f64) \
-    BINARY(NAME, OP, i64, i64)
+// 16-bit floats: the op in f32 on the widened operands, rounded once. The scalar operand stays
+// an f32 (PyTorch keeps a wrapped number in `opmath_type`, not rounded to the tensor's type).
+template <typename H, typename F>
+struct HalfScalarRight {
+    float s;
+    __device__ __forceinline__ H operator()(H x) const { return down<H>(F()(up(x), s)); }
+};
+template <typename H, typename F>
+struct HalfScalarLeft {
+    float s;
+    __device__ __forceinline__ H operator()(H x) const { return down<H>(F()(s, up(x))); }
+};
 
-#define BINARY_FLOAT(NAME, OP)   \
-    BINARY(NAME, OP, float, f32) \
-    BINARY(NAME, OP, double, f64)
+#define BINARY_HALF(NAME, OP, H, SUFFIX)                                                             \
+    extern "C" __global__ void binary_##NAME##_##SUFFIX(H* out, const H* a, const H* b, Strided<2> L, \
+                                                       u64 n) {                                      \
+        map2(out, a, b, L, n, HalfMap2<H, OP<float> >());                                            \
+    }                                                                                                \
+    extern "C" __global__ void binary_scalar_##NAME##_##SUFFIX(H* out, const H* a, Strided<1> L, u64 n, \
+                                                              float s, u32 scalar_first) {           \
+        if (scalar_first) {                                                                          \
+            map1(out, a, L, n, HalfScalarLeft<H, OP<float> >{s});                                    \
+        } else {                                                                                     \
+            map1(out, a, L, n, HalfScalarRight<H, OP<float> >{s});                                   \
+        }                                                                                            \
+    }
+
+#define BINARY_NUMERIC(NAME, OP)        \
+    BINARY(NAME, OP, float, f32)        \
+    BINARY(NAME, OP, double, f64)       \
+    BINARY(NAME, OP, i64, i64)          \
+    BINARY_HALF(NAME, OP, f16_t, f16)   \
+    BINARY_HALF(NAME, OP, bf16_t, bf16)
+
+#define BINARY_FLOAT(NAME, OP)          \
+    BINARY(NAME, OP, float, f32)        \
+    BINARY(NAME, OP, double, f64)       \
+    BINARY_HALF(NAME, OP, f16_t, f16)   \
+    BINARY_HALF(NAME, OP, bf16_t, bf16)
 
 BINARY_NUMERIC(add, AddOp)
 BINARY_NUMERIC(sub, SubOp)
@@ -136,11 +167,31 @@ BINARY_FLOAT(pow, PowOp)
         map1(out, a, L, n, CompareScalar<T, OP<T> >{s});                                              \
     }
 
-#define COMPARE_ALL(NAME, OP)        \
-    COMPARE(NAME, OP, float, f32)    \
-    COMPARE(NAME, OP, double, f64)   \
-    COMPARE(NAME, OP, i64, i64)      \
-    COMPARE(NAME, OP, bool, bool)
+// 16-bit floats compare their widened values (exact); the scalar is rounded to the tensor's
+// type on the host, as on the CPU.
+template <typename H, typename F>
+struct HalfCompareScalar {
+    H s;
+    __device__ __forceinline__ bool operator()(H x) const { return F()(up(x), up(s)); }
+};
+
+#define COMPARE_HALF(NAME, OP, H, SUFFIX)                                                             \
+    extern "C" __global__ void compare_##NAME##_##SUFFIX(bool* out, const H* a, const H* b, Strided<2> L, \
+                                                        u64 n) {                                      \
+        map2(out, a, b, L, n, HalfPred2<H, OP<float> >());                                            \
+    }                                                                                                 \
+    extern "C" __global__ void compare_scalar_##NAME##_##SUFFIX(bool* out, const H* a, Strided<1> L,  \
+                                                               u64 n, H s) {                          \
+        map1(out, a, L, n, HalfCompareScalar<H, OP<float> >{s});                                      \
+    }
+
+#define COMPARE_ALL(NAME, OP)           \
+    COMPARE(NAME, OP, float, f32)       \
+    COMPARE(NAME, OP, double, f64)      \
+    COMPARE(NAME, OP, i64, i64)         \
+    COMPARE(NAME, OP, bool, bool)       \
+    COMPARE_HALF(NAME, OP, f16_t, f16)  \
+    COMPARE_HALF(NAME, OP, bf16_t, bf16)
 
 COMPARE_ALL(eq, EqOp)
 COMPARE_ALL(ne, NeOp)
@@ -163,3 +214,12 @@ template <typename T> struct ReluBackwardOp {
 
 RELU_BACKWARD(float, f32)
 RELU_BACKWARD(double, f64)
+
+#define RELU_BACKWARD_HALF(H, SUFFIX)                                                                 \
+    extern "C" __global__ void relu_backward_##SUFFIX(H* out, const H* grad, const H* y, Strided<2> L, \
+                                                     u64 n) {                                         \
+        map2(out, grad, y, L, n, HalfMap2<H, ReluBackwardOp<float> >());                              \
+    }
+
+RELU_BACKWARD_HALF(f16_t, f16)
+RELU_BACKWARD_HALF(bf16_t, bf16)

@@ -134,6 +134,80 @@ template <> struct Num<bool> {
     static __device__ __forceinline__ bool is_nan(bool) { return false; }
 };
 
+// ---- 16-bit floats --------------------------------------------------------------------------
+//
+// `f16` (IEEE binary16) and `bf16` (bfloat16) are stored as their bits; the kernels never do
+// arithmetic on them: values are widened to f32 (exact), computed in f32, and rounded once to
+// nearest-even when written (`Acc<T>`, `up`, `down`), as PyTorch computes half types in its
+// `opmath_type`. Own types rather than cuda_fp16.h, which the NVRTC wheel does not ship.
+struct f16_t {
+    unsigned short bits;
+};
+struct bf16_t {
+    unsigned short bits;
+};
+
+__device__ __forceinline__ float f16_to_f32(f16_t h) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h.bits));
+    return f;
+}
+__device__ __forceinline__ f16_t f32_to_f16(float f) {
+    f16_t h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h.bits) : "f"(f));
+    return h;
+}
+__device__ __forceinline__ float bf16_to_f32(bf16_t h) { return __uint_as_float(((u32)h.bits) << 16); }
+// Round to nearest, ties to even; a NaN stays a (quiet) NaN, as the `half` crate rounds on the
+// CPU.
+__device__ __forceinline__ bf16_t f32_to_bf16(float f) {
+    const u32 u = __float_as_uint(f);
+    bf16_t h;
+    if ((u & 0x7fffffffu) > 0x7f800000u) {
+        h.bits = (unsigned short)((u >> 16) | 0x0040u);
+    } else {
+        h.bits = (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+    }
+    return h;
+}
+
+// The type a kernel computes and accumulates in: f32 for the 16-bit floats, the type itself
+// otherwise. `up` widens a stored value to it, `down<T>` rounds a result back (once).
+template <typename T> struct Acc { typedef T type; };
+template <> struct Acc<f16_t> { typedef float type; };
+template <> struct Acc<bf16_t> { typedef float type; };
+
+template <typename T> __device__ __forceinline__ T up(T x) { return x; }
+__device__ __forceinline__ float up(f16_t x) { return f16_to_f32(x); }
+__device__ __forceinline__ float up(bf16_t x) { return bf16_to_f32(x); }
+
+template <typename T> __device__ __forceinline__ T down(typename Acc<T>::type v) { return v; }
+template <> __device__ __forceinline__ f16_t down<f16_t>(float v) { return f32_to_f16(v); }
+template <> __device__ __forceinline__ bf16_t down<bf16_t>(float v) { return f32_to_bf16(v); }
+
+template <> struct Num<f16_t> {
+    static __device__ __forceinline__ f16_t nan() { f16_t h; h.bits = 0x7e00; return h; }
+    static __device__ __forceinline__ bool is_nan(f16_t x) { return (x.bits & 0x7fff) > 0x7c00; }
+};
+template <> struct Num<bf16_t> {
+    static __device__ __forceinline__ bf16_t nan() { bf16_t h; h.bits = 0x7fc0; return h; }
+    static __device__ __forceinline__ bool is_nan(bf16_t x) { return (x.bits & 0x7fff) > 0x7f80; }
+};
+
+// Element-wise functors on 16-bit floats from their f32 versions: widen the operands, apply
+// `F` (an f32 functor), round the result once.
+template <typename H, typename F> struct HalfMap1 {
+    __device__ __forceinline__ H operator()(H x) const { return down<H>(F()(up(x))); }
+};
+template <typename H, typename F> struct HalfMap2 {
+    __device__ __forceinline__ H operator()(H a, H b) const { return down<H>(F()(up(a), up(b))); }
+};
+// A predicate on 16-bit floats from its f32 version (widening is exact, so the answer is the
+// same as comparing the 16-bit values).
+template <typename H, typename F> struct HalfPred2 {
+    __device__ __forceinline__ bool operator()(H a, H b) const { return F()(up(a), up(b)); }
+};
+
 // The CPU's `Element::from_f64`: `as` casts (saturating, NaN -> 0) and `!= 0` for booleans.
 template <typename T> __device__ __forceinline__ T from_double(double v);
 template <> __device__ __forceinline__ float from_double<float>(double v) { return (float)v; }
@@ -145,10 +219,15 @@ template <> __device__ __forceinline__ i64 from_double<i64>(double v) {
     return (i64)v;
 }
 template <> __device__ __forceinline__ bool from_double<bool>(double v) { return v != 0.0; }
+// Through f32, as the CPU (and PyTorch) converts an f64 to a 16-bit float: two roundings.
+template <> __device__ __forceinline__ f16_t from_double<f16_t>(double v) { return f32_to_f16((float)v); }
+template <> __device__ __forceinline__ bf16_t from_double<bf16_t>(double v) { return f32_to_bf16((float)v); }
 
 // The CPU's `Element::to_f64`.
 template <typename T> __device__ __forceinline__ double to_double(T v) { return (double)v; }
 template <> __device__ __forceinline__ double to_double<bool>(bool v) { return v ? 1.0 : 0.0; }
+template <> __device__ __forceinline__ double to_double<f16_t>(f16_t v) { return (double)f16_to_f32(v); }
+template <> __device__ __forceinline__ double to_double<bf16_t>(bf16_t v) { return (double)bf16_to_f32(v); }
 
 // ---- block reductions ----------------------------------------------------------------------
 

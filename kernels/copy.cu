@@ -4,7 +4,8 @@
 //     Operand 0 is the destination, operand 1 the source: contiguous copies of views, slabs of
 //     `cat`, bias rows broadcast before a GEMM.
 // cast_<from>_<to>(dst, src, Strided<1> layout, n)  dst[i] = to(from_f64(to_f64(src[L(i)])))
-//     dst contiguous; the conversion is the CPU's `U::from_f64(x.to_f64())`.
+//     dst contiguous; the conversion is the CPU's `U::from_f64(x.to_f64())` (to f16/bf16: from
+//     f64 through f32, rounded to nearest-even).
 #include "common.cuh"
 
 template <typename T>
@@ -56,6 +57,8 @@ COPY(float, f32)
 COPY(double, f64)
 COPY(i64, i64)
 COPY(bool, bool)
+COPY(f16_t, f16)
+COPY(bf16_t, bf16)
 
 #define CAST(FROM, FS, TO, TS)                                                                        \
     extern "C" __global__ void cast_##FS##_##TS(TO* dst, const FROM* src, Strided<1> L, u64 n) {       \
@@ -66,9 +69,13 @@ COPY(bool, bool)
     CAST(FROM, FS, float, f32)                                                                        \
     CAST(FROM, FS, double, f64)                                                                       \
     CAST(FROM, FS, i64, i64)                                                                          \
-    CAST(FROM, FS, bool, bool)
+    CAST(FROM, FS, bool, bool)                                                                        \
+    CAST(FROM, FS, f16_t, f16)                                                                        \
+    CAST(FROM, FS, bf16_t, bf16)
 
 CAST_FROM(float, f32)
 CAST_FROM(double, f64)
 CAST_FROM(i64, i64)
 CAST_FROM(bool, bool)
+CAST_FROM(f16_t, f16)
+CAST_FROM(bf16_t, bf16)

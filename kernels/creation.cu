@@ -29,9 +29,19 @@ __device__ __forceinline__ double uniform01(u64 seed, u64 position) {
 
 // `uniform01` rounded to f32 could reach 1.0: clamp to the largest f32 below 1, exactly as the
 // CPU does (`random::F32_BELOW_ONE`), so `rand` stays in [0, 1) and matches bit for bit.
+// The 16-bit floats clamp to their own largest value below 1 (1 - 2^-11 for f16, 1 - 2^-8 for
+// bf16), as the CPU does.
 template <typename T> __device__ __forceinline__ double below_one(double u) {
     const double top = 1.0 - 5.9604644775390625e-08;  // 1 - 2^-24
     return (sizeof(T) == 4 && u > top) ? top : u;
+}
+template <> __device__ __forceinline__ double below_one<f16_t>(double u) {
+    const double top = 1.0 - 0.00048828125;  // 1 - 2^-11
+    return u > top ? top : u;
+}
+template <> __device__ __forceinline__ double below_one<bf16_t>(double u) {
+    const double top = 1.0 - 0.00390625;  // 1 - 2^-8
+    return u > top ? top : u;
 }
 
 __device__ __forceinline__ double standard_normal(u64 seed, u64 i) {
@@ -77,3 +87,5 @@ CREATION(float, f32)
 CREATION(double, f64)
 CREATION(i64, i64)
 CREATION(bool, bool)
+CREATION(f16_t, f16)
+CREATION(bf16_t, bf16)

@@ -15,7 +15,8 @@
 //
 // argmax/argmin use the same three shapes with (value, index) pairs: the first index of the
 // best value wins, and the first NaN beats everything (as on the CPU).
-// Mean is the sum divided by the count at the end (`divide`).
+// Mean is the sum divided by the count at the end (`divide`). The 16-bit floats accumulate in
+// f32 (partials too) and round once, when the output is written.
 #include "common.cuh"
 
 struct ReduceLayout {
@@ -87,21 +88,23 @@ __device__ __forceinline__ T finish_value(T acc, u64 reduced, u32 divide) {
     return divide ? acc / (T)reduced : acc;
 }
 
-template <typename T, typename R>
-__device__ __forceinline__ void rows_impl(T* out, T* partial, const T* __restrict__ in, const ReduceLayout& L,
-                                          u64 outputs, u64 reduced, u64 chunk, u32 divide, T* shared) {
+// `T` is the stored type, `A = Acc<T>::type` the one the reduction runs in (f32 for the 16-bit
+// floats): partial results are kept in `A`, and the output is rounded to `T` once.
+template <typename T, typename R, typename A = typename Acc<T>::type>
+__device__ __forceinline__ void rows_impl(T* out, A* partial, const T* __restrict__ in, const ReduceLayout& L,
+                                          u64 outputs, u64 reduced, u64 chunk, u32 divide, A* shared) {
     const u64 split = gridDim.y;
     const u64 s = blockIdx.y;
     const u64 r0 = s * chunk;
     const u64 r1 = r0 + chunk < reduced ? r0 + chunk : reduced;
     for (u64 o = blockIdx.x; o < outputs; o += gridDim.x) {
         const u64 base = kept_offset(L, o);
-        T acc = R::identity();
-        for (u64 r = r0 + threadIdx.x; r < r1; r += blockDim.x) acc = R()(acc, in[base + red_offset(L, r)]);
+        A acc = R::identity();
+        for (u64 r = r0 + threadIdx.x; r < r1; r += blockDim.x) acc = R()(acc, up(in[base + red_offset(L, r)]));
         acc = block_all_reduce(acc, R(), shared);
         if (threadIdx.x == 0) {
             if (split == 1) {
-                out[o] = finish_value(acc, reduced, divide);
+                out[o] = down<T>(finish_value(acc, reduced, divide));
             } else {
                 partial[o * split + s] = acc;
             }
@@ -109,8 +112,8 @@ __device__ __forceinline__ void rows_impl(T* out, T* partial, const T* __restric
     }
 }
 
-template <typename T, typename R>
-__device__ __forceinline__ void cols_impl(T* out, T* partial, const T* __restrict__ in, const ReduceLayout& L,
+template <typename T, typename R, typename A = typename Acc<T>::type>
+__device__ __forceinline__ void cols_impl(T* out, A* partial, const T* __restrict__ in, const ReduceLayout& L,
                                           u64 outputs, u64 reduced, u64 chunk, u32 divide) {
     const u64 split = gridDim.y;
     const u64 s = blockIdx.y;
@@ -118,46 +121,50 @@ __device__ __forceinline__ void cols_impl(T* out, T* partial, const T* __restric
     const u64 r1 = r0 + chunk < reduced ? r0 + chunk : reduced;
     for (u64 o = global_thread(); o < outputs; o += global_threads()) {
         const u64 base = kept_offset(L, o);
-        T acc = R::identity();
-        for (u64 r = r0; r < r1; ++r) acc = R()(acc, in[base + red_offset(L, r)]);
+        A acc = R::identity();
+        for (u64 r = r0; r < r1; ++r) acc = R()(acc, up(in[base + red_offset(L, r)]));
         if (split == 1) {
-            out[o] = finish_value(acc, reduced, divide);
+            out[o] = down<T>(finish_value(acc, reduced, divide));
         } else {
             partial[o * split + s] = acc;
         }
     }
 }
 
-template <typename T, typename R>
-__device__ __forceinline__ void finish_impl(T* out, const T* partial, u64 outputs, u64 split, u64 reduced, u32 divide) {
+template <typename T, typename R, typename A = typename Acc<T>::type>
+__device__ __forceinline__ void finish_impl(T* out, const A* partial, u64 outputs, u64 split, u64 reduced, u32 divide) {
     for (u64 o = global_thread(); o < outputs; o += global_threads()) {
-        T acc = R::identity();
+        A acc = R::identity();
         for (u64 s = 0; s < split; ++s) acc = R()(acc, partial[o * split + s]);
-        out[o] = finish_value(acc, reduced, divide);
+        out[o] = down<T>(finish_value(acc, reduced, divide));
     }
 }
 
+// `partial` has the accumulator type `A` (f32 for the 16-bit floats).
 #define REDUCE(NAME, R, T, SUFFIX)                                                                      \
-    extern "C" __global__ void reduce_rows_##NAME##_##SUFFIX(T* out, T* partial, const T* in, ReduceLayout L, \
-                                                            u64 outputs, u64 reduced, u64 chunk,        \
-                                                            u32 divide) {                               \
-        __shared__ T shared[32];                                                                        \
-        rows_impl<T, R<T> >(out, partial, in, L, outputs, reduced, chunk, divide, shared);             \
+    extern "C" __global__ void reduce_rows_##NAME##_##SUFFIX(T* out, Acc<T>::type* partial, const T* in, \
+                                                            ReduceLayout L, u64 outputs, u64 reduced,   \
+                                                            u64 chunk, u32 divide) {                    \
+        __shared__ Acc<T>::type shared[32];                                                             \
+        rows_impl<T, R<Acc<T>::type> >(out, partial, in, L, outputs, reduced, chunk, divide, shared);   \
     }                                                                                                   \
-    extern "C" __global__ void reduce_cols_##NAME##_##SUFFIX(T* out, T* partial, const T* in, ReduceLayout L, \
-                                                            u64 outputs, u64 reduced, u64 chunk,        \
-                                                            u32 divide) {                               \
-        cols_impl<T, R<T> >(out, partial, in, L, outputs, reduced, chunk, divide);                     \
+    extern "C" __global__ void reduce_cols_##NAME##_##SUFFIX(T* out, Acc<T>::type* partial, const T* in, \
+                                                            ReduceLayout L, u64 outputs, u64 reduced,   \
+                                                            u64 chunk, u32 divide) {                    \
+        cols_impl<T, R<Acc<T>::type> >(out, partial, in, L, outputs, reduced, chunk, divide);           \
     }                                                                                                   \
-    extern "C" __global__ void reduce_finish_##NAME##_##SUFFIX(T* out, const T* partial, u64 outputs,   \
-                                                              u64 split, u64 reduced, u32 divide) {     \
-        finish_impl<T, R<T> >(out, partial, outputs, split, reduced, divide);                          \
+    extern "C" __global__ void reduce_finish_##NAME##_##SUFFIX(T* out, const Acc<T>::type* partial,     \
+                                                              u64 outputs, u64 split, u64 reduced,      \
+                                                              u32 divide) {                             \
+        finish_impl<T, R<Acc<T>::type> >(out, partial, outputs, split, reduced, divide);                \
     }
 
 #define REDUCE_ALL(NAME, R)        \
     REDUCE(NAME, R, float, f32)    \
     REDUCE(NAME, R, double, f64)   \
-    REDUCE(NAME, R, i64, i64)
+    REDUCE(NAME, R, i64, i64)      \
+    REDUCE(NAME, R, f16_t, f16)    \
+    REDUCE(NAME, R, bf16_t, bf16)
 
 REDUCE_ALL(sum, SumR)
 REDUCE_ALL(max, MaxR)
@@ -206,19 +213,21 @@ __device__ __forceinline__ void arg_block_reduce(T& v, i64& i, T* sv, i64* si) {
     for (u32 w = 1; w < warps; ++w) arg_push<T, MAX>(v, i, sv[w], si[w]);
 }
 
-template <typename T, bool MAX>
-__device__ __forceinline__ void arg_rows_impl(i64* out, T* pv, i64* pi, const T* __restrict__ in, const ReduceLayout& L,
-                                              u64 outputs, u64 reduced, u64 chunk, T* sv, i64* si) {
+// As the reductions above, the values are compared in `A` (exact for the 16-bit floats), and
+// the partial values have that type.
+template <typename T, bool MAX, typename A = typename Acc<T>::type>
+__device__ __forceinline__ void arg_rows_impl(i64* out, A* pv, i64* pi, const T* __restrict__ in, const ReduceLayout& L,
+                                              u64 outputs, u64 reduced, u64 chunk, A* sv, i64* si) {
     const u64 split = gridDim.y;
     const u64 s = blockIdx.y;
     const u64 r0 = s * chunk;
     const u64 r1 = r0 + chunk < reduced ? r0 + chunk : reduced;
     for (u64 o = blockIdx.x; o < outputs; o += gridDim.x) {
         const u64 base = kept_offset(L, o);
-        T v = (T)0;
+        A v = (A)0;
         i64 i = -1;
-        for (u64 r = r0 + threadIdx.x; r < r1; r += blockDim.x) arg_push<T, MAX>(v, i, in[base + red_offset(L, r)], (i64)r);
-        arg_block_reduce<T, MAX>(v, i, sv, si);
+        for (u64 r = r0 + threadIdx.x; r < r1; r += blockDim.x) arg_push<A, MAX>(v, i, up(in[base + red_offset(L, r)]), (i64)r);
+        arg_block_reduce<A, MAX>(v, i, sv, si);
         if (threadIdx.x == 0) {
             if (split == 1) {
                 out[o] = i < 0 ? 0 : i;
@@ -230,8 +239,8 @@ __device__ __forceinline__ void arg_rows_impl(i64* out, T* pv, i64* pi, const T*
     }
 }
 
-template <typename T, bool MAX>
-__device__ __forceinline__ void arg_cols_impl(i64* out, T* pv, i64* pi, const T* __restrict__ in, const ReduceLayout& L,
+template <typename T, bool MAX, typename A = typename Acc<T>::type>
+__device__ __forceinline__ void arg_cols_impl(i64* out, A* pv, i64* pi, const T* __restrict__ in, const ReduceLayout& L,
                                               u64 outputs, u64 reduced, u64 chunk) {
     const u64 split = gridDim.y;
     const u64 s = blockIdx.y;
@@ -239,9 +248,9 @@ __device__ __forceinline__ void arg_cols_impl(i64* out, T* pv, i64* pi, const T*
     const u64 r1 = r0 + chunk < reduced ? r0 + chunk : reduced;
     for (u64 o = global_thread(); o < outputs; o += global_threads()) {
         const u64 base = kept_offset(L, o);
-        T v = (T)0;
+        A v = (A)0;
         i64 i = -1;
-        for (u64 r = r0; r < r1; ++r) arg_push<T, MAX>(v, i, in[base + red_offset(L, r)], (i64)r);
+        for (u64 r = r0; r < r1; ++r) arg_push<A, MAX>(v, i, up(in[base + red_offset(L, r)]), (i64)r);
         if (split == 1) {
             out[o] = i < 0 ? 0 : i;
         } else {
@@ -261,28 +270,31 @@ __device__ __forceinline__ void arg_finish_impl(i64* out, const T* pv, const i64
     }
 }
 
+// `pv` has the accumulator type (f32 for the 16-bit floats); the finish kernel combines those.
 #define ARG(NAME, MAX, T, SUFFIX)                                                                       \
-    extern "C" __global__ void argreduce_rows_##NAME##_##SUFFIX(i64* out, T* pv, i64* pi, const T* in,   \
-                                                               ReduceLayout L, u64 outputs, u64 reduced, \
-                                                               u64 chunk) {                              \
-        __shared__ T sv[32];                                                                            \
+    extern "C" __global__ void argreduce_rows_##NAME##_##SUFFIX(i64* out, Acc<T>::type* pv, i64* pi,     \
+                                                               const T* in, ReduceLayout L, u64 outputs, \
+                                                               u64 reduced, u64 chunk) {                 \
+        __shared__ Acc<T>::type sv[32];                                                                 \
         __shared__ i64 si[32];                                                                          \
         arg_rows_impl<T, MAX>(out, pv, pi, in, L, outputs, reduced, chunk, sv, si);                     \
     }                                                                                                   \
-    extern "C" __global__ void argreduce_cols_##NAME##_##SUFFIX(i64* out, T* pv, i64* pi, const T* in,   \
-                                                               ReduceLayout L, u64 outputs, u64 reduced, \
-                                                               u64 chunk) {                              \
+    extern "C" __global__ void argreduce_cols_##NAME##_##SUFFIX(i64* out, Acc<T>::type* pv, i64* pi,     \
+                                                               const T* in, ReduceLayout L, u64 outputs, \
+                                                               u64 reduced, u64 chunk) {                 \
         arg_cols_impl<T, MAX>(out, pv, pi, in, L, outputs, reduced, chunk);                             \
     }                                                                                                   \
-    extern "C" __global__ void argreduce_finish_##NAME##_##SUFFIX(i64* out, const T* pv, const i64* pi,  \
-                                                                 u64 outputs, u64 split) {               \
-        arg_finish_impl<T, MAX>(out, pv, pi, outputs, split);                                           \
+    extern "C" __global__ void argreduce_finish_##NAME##_##SUFFIX(i64* out, const Acc<T>::type* pv,      \
+                                                                 const i64* pi, u64 outputs, u64 split) { \
+        arg_finish_impl<Acc<T>::type, MAX>(out, pv, pi, outputs, split);                                \
     }
 
-#define ARG_ALL(NAME, MAX)      \
-    ARG(NAME, MAX, float, f32)  \
-    ARG(NAME, MAX, double, f64) \
-    ARG(NAME, MAX, i64, i64)
+#define ARG_ALL(NAME, MAX)        \
+    ARG(NAME, MAX, float, f32)    \
+    ARG(NAME, MAX, double, f64)   \
+    ARG(NAME, MAX, i64, i64)      \
+    ARG(NAME, MAX, f16_t, f16)    \
+    ARG(NAME, MAX, bf16_t, bf16)
 
 ARG_ALL(max, true)
 ARG_ALL(min, false)

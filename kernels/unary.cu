@@ -42,14 +42,24 @@ template <typename T> struct ReciprocalOp { __device__ __forceinline__ T operato
         map1(out, a, L, n, OP<T>());                                                                   \
     }
 
-#define UNARY_NUMERIC(NAME, OP) \
-    UNARY(NAME, OP, float, f32)  \
-    UNARY(NAME, OP, double, f64) \
-    UNARY(NAME, OP, i64, i64)
+// 16-bit floats: the f32 function of the widened value, rounded once.
+#define UNARY_HALF(NAME, OP, H, SUFFIX)                                                                \
+    extern "C" __global__ void unary_##NAME##_##SUFFIX(H* out, const H* a, Strided<1> L, u64 n) {       \
+        map1(out, a, L, n, HalfMap1<H, OP<float> >());                                                 \
+    }
 
-#define UNARY_FLOAT(NAME, OP)   \
-    UNARY(NAME, OP, float, f32) \
-    UNARY(NAME, OP, double, f64)
+#define UNARY_NUMERIC(NAME, OP)        \
+    UNARY(NAME, OP, float, f32)        \
+    UNARY(NAME, OP, double, f64)       \
+    UNARY(NAME, OP, i64, i64)          \
+    UNARY_HALF(NAME, OP, f16_t, f16)   \
+    UNARY_HALF(NAME, OP, bf16_t, bf16)
+
+#define UNARY_FLOAT(NAME, OP)          \
+    UNARY(NAME, OP, float, f32)        \
+    UNARY(NAME, OP, double, f64)       \
+    UNARY_HALF(NAME, OP, f16_t, f16)   \
+    UNARY_HALF(NAME, OP, bf16_t, bf16)
 
 UNARY_NUMERIC(neg, NegOp)
 UNARY_NUMERIC(relu, ReluOp)

@@ -372,7 +372,7 @@ run() {
     # Most informative first: the runtime and every op against the CPU, then the rest. The
     # benchmark and PyTorch keep a reserve of the budget at the end.
     local reserve=$((cap + 90))
-    local order=(cuda_runtime cuda_ops cuda_autograd cuda_sync cuda_oom nn_modules lib-unit-tests)
+    local order=(cuda_runtime cuda_ops cuda_half cuda_autograd cuda_sync cuda_oom nn_modules lib-unit-tests)
     local t n
     for t in "$exes"/tests/*; do
         n=$(basename "$t")

@@ -580,25 +580,27 @@ fn matmul_of_mixed_half_types_names_them_as_pytorch() {
 }
 
 #[test]
-fn half_tensors_on_a_gpu_are_a_clean_error() {
-    // Without a GPU this is the driver's error; with one, PyTorch's "not implemented" text.
-    // Either way an `Err`, never a panic.
+fn half_tensors_go_to_a_gpu_or_fail_cleanly() {
+    // With a GPU the 16-bit floats upload and fill there (tests/cuda_half.rs checks the
+    // values); without one it is the driver's error, never a panic.
     let h = DynTensor::ones([2], DynDevice::cpu())
         .unwrap()
         .to_dtype(DType::F16)
         .unwrap();
-    let e = h.to(DynDevice::cuda(0)).unwrap_err().to_string();
-    assert!(
-        e.contains("not implemented for 'Half'") || e.contains("driver") || e.contains("CUDA"),
-        "{e}"
-    );
-    let e = DynTensor::full([2], 1.0, DType::BF16, DynDevice::cuda(0))
-        .unwrap_err()
-        .to_string();
-    assert!(
-        e.contains("not implemented for 'BFloat16'") || e.contains("driver") || e.contains("CUDA"),
-        "{e}"
-    );
+    match h.to(DynDevice::cuda(0)) {
+        Ok(g) => assert_eq!(g.dtype(), DType::F16),
+        Err(e) => {
+            let e = e.to_string();
+            assert!(e.contains("driver") || e.contains("CUDA"), "{e}");
+        }
+    }
+    match DynTensor::full([2], 1.0, DType::BF16, DynDevice::cuda(0)) {
+        Ok(g) => assert_eq!(g.dtype(), DType::BF16),
+        Err(e) => {
+            let e = e.to_string();
+            assert!(e.contains("driver") || e.contains("CUDA"), "{e}");
+        }
+    }
 }
 
 #[test]

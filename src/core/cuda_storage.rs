@@ -14,6 +14,8 @@ pub(crate) enum CudaStorage {
     F64(CudaSlice<f64>),
     I64(CudaSlice<i64>),
     Bool(CudaSlice<bool>),
+    F16(CudaSlice<half::f16>),
+    BF16(CudaSlice<half::bf16>),
 }
 
 impl CudaStorage {
@@ -23,6 +25,8 @@ impl CudaStorage {
             CudaStorage::F64(_) => DType::F64,
             CudaStorage::I64(_) => DType::I64,
             CudaStorage::Bool(_) => DType::Bool,
+            CudaStorage::F16(_) => DType::F16,
+            CudaStorage::BF16(_) => DType::BF16,
         }
     }
 
@@ -33,6 +37,8 @@ impl CudaStorage {
             CudaStorage::F64(s) => s.ordinal(),
             CudaStorage::I64(s) => s.ordinal(),
             CudaStorage::Bool(s) => s.ordinal(),
+            CudaStorage::F16(s) => s.ordinal(),
+            CudaStorage::BF16(s) => s.ordinal(),
         }
     }
 
@@ -43,6 +49,8 @@ impl CudaStorage {
             CudaStorage::F64(s) => s.num_bytes(),
             CudaStorage::I64(s) => s.num_bytes(),
             CudaStorage::Bool(s) => s.num_bytes(),
+            CudaStorage::F16(s) => s.num_bytes(),
+            CudaStorage::BF16(s) => s.num_bytes(),
         }
     }
 
@@ -53,6 +61,8 @@ impl CudaStorage {
             CudaStorage::F64(s) => slice_ptr(s),
             CudaStorage::I64(s) => slice_ptr(s),
             CudaStorage::Bool(s) => slice_ptr(s),
+            CudaStorage::F16(s) => slice_ptr(s),
+            CudaStorage::BF16(s) => slice_ptr(s),
         }
     }
 }
@@ -72,6 +82,8 @@ impl CudaStorage {
             CudaStorage::F64(s) => s.context(),
             CudaStorage::I64(s) => s.context(),
             CudaStorage::Bool(s) => s.context(),
+            CudaStorage::F16(s) => s.context(),
+            CudaStorage::BF16(s) => s.context(),
         }
     }
 }
@@ -95,7 +107,7 @@ impl Drop for CudaStorage {
 /// An element type that lives in CUDA memory: the link between `E` and its storage variant
 /// and kernel name suffix.
 pub(crate) trait CudaElement: Element + DeviceRepr + ValidAsZeroBits {
-    /// The kernel name suffix: `f32`, `f64`, `i64`, `bool`.
+    /// The kernel name suffix: `f32`, `f64`, `i64`, `bool`, `f16`, `bf16`.
     const SUFFIX: &'static str;
     /// The storage variant of this type.
     fn variant(slice: CudaSlice<Self>) -> CudaStorage;
@@ -132,9 +144,20 @@ impl CudaElement for bool {
         CudaStorage::Bool(slice)
     }
 }
+impl CudaElement for half::f16 {
+    const SUFFIX: &'static str = "f16";
+    fn variant(slice: CudaSlice<Self>) -> CudaStorage {
+        CudaStorage::F16(slice)
+    }
+}
+impl CudaElement for half::bf16 {
+    const SUFFIX: &'static str = "bf16";
+    fn variant(slice: CudaSlice<Self>) -> CudaStorage {
+        CudaStorage::BF16(slice)
+    }
+}
 
-/// The kernel name suffix of a dtype (`f16`/`bf16` name the instantiations half kernels will
-/// have; none exist yet, see [`no_cuda_kernels`]).
+/// The kernel name suffix of a dtype.
 pub(crate) fn suffix(dtype: DType) -> &'static str {
     match dtype {
         DType::F32 => "f32",
@@ -146,26 +169,41 @@ pub(crate) fn suffix(dtype: DType) -> &'static str {
     }
 }
 
-/// **The CUDA side's dtype gate.** `f16` and `bf16` have no CUDA storage variant and no kernel
-/// instantiations yet: every way a half tensor could reach a GPU (an upload, a creation, a
-/// cast, an allocation) goes through [`with_dtype!`] or [`with_host_slice!`], whose half arms
-/// return this error, PyTorch's `"<op>" not implemented for 'Half'`. To add half kernels: a
-/// `CudaStorage` variant and `CudaElement` impl per type (cudarc's `f16` feature gives
-/// `DeviceRepr` for `half::f16`/`half::bf16`), the arms below, and `__half`/`__nv_bfloat16`
-/// instantiations in `kernels/*.cu` (the names come from [`suffix`]).
+/// PyTorch's `"<op>" not implemented for 'Half'`: the error of a CUDA op family that has no
+/// `f16`/`bf16` kernels (see [`half_gate`]).
 #[cold]
 pub(crate) fn no_cuda_kernels(op: &'static str, dtype: DType) -> crate::core::error::Error {
     crate::core::error::Error::UnsupportedDType { op, dtype }
 }
 
-/// Runs `$body` with `$T` bound to the Rust type of a [`DType`](crate::core::DType); for a
-/// dtype without CUDA kernels (`f16`, `bf16`) it returns [`no_cuda_kernels`]`($op)` from the
-/// enclosing function instead.
+/// **The CUDA side's dtype gate.** `f16` and `bf16` live on GPUs (`CudaStorage::F16`/`BF16`)
+/// and most kernel families have half instantiations (math in `f32`, rounded once; see
+/// `kernels/common.cuh`). A family without them calls this first, so a half operand gets
+/// [`no_cuda_kernels`] instead of a launch of a kernel that does not exist. To add half
+/// kernels to such a family: instantiate its kernels for `f16_t`/`bf16_t` in `kernels/*.cu`,
+/// list the names (`HALF_TYPES` in `ops::kernels`), and drop its call to this.
+pub(crate) fn half_gate(op: &'static str, dtype: DType) -> crate::core::error::Result<()> {
+    if dtype.is_half() {
+        Err(no_cuda_kernels(op, dtype))
+    } else {
+        Ok(())
+    }
+}
+
+/// Runs `$body` with `$T` bound to the Rust type of a [`DType`](crate::core::DType) (`$op`
+/// names the op in errors; every dtype has a CUDA storage type, so none is returned here).
 macro_rules! with_dtype {
     ($dtype:expr, $op:expr, |$T:ident| $body:expr) => {
         match $dtype {
-            d @ ($crate::core::DType::F16 | $crate::core::DType::BF16) => {
-                return Err($crate::core::cuda_storage::no_cuda_kernels($op, d))
+            $crate::core::DType::F16 => {
+                #[allow(dead_code)]
+                type $T = half::f16;
+                $body
+            }
+            $crate::core::DType::BF16 => {
+                #[allow(dead_code)]
+                type $T = half::bf16;
+                $body
             }
             $crate::core::DType::F32 => {
                 #[allow(dead_code)]
@@ -192,9 +230,8 @@ macro_rules! with_dtype {
 }
 pub(crate) use with_dtype;
 
-/// Runs `$body` with `$data` bound to the slice of a host storage and `$T` to its element type,
-/// for storages that can go to a GPU; a half storage returns [`no_cuda_kernels`]`($op)` from
-/// the enclosing function.
+/// Runs `$body` with `$data` bound to the slice of a host storage and `$T` to its element type
+/// (`$op` names the op in errors; every host storage can go to a GPU).
 macro_rules! with_host_slice {
     ($storage:expr, $op:expr, |$data:ident : $T:ident| $body:expr) => {
         match $storage {
@@ -218,17 +255,15 @@ macro_rules! with_host_slice {
                 let $data = $data.as_slice();
                 $body
             }
-            $crate::core::cpu_storage::CpuStorage::F16(_) => {
-                return Err($crate::core::cuda_storage::no_cuda_kernels(
-                    $op,
-                    $crate::core::DType::F16,
-                ))
+            $crate::core::cpu_storage::CpuStorage::F16($data) => {
+                type $T = half::f16;
+                let $data = $data.as_slice();
+                $body
             }
-            $crate::core::cpu_storage::CpuStorage::BF16(_) => {
-                return Err($crate::core::cuda_storage::no_cuda_kernels(
-                    $op,
-                    $crate::core::DType::BF16,
-                ))
+            $crate::core::cpu_storage::CpuStorage::BF16($data) => {
+                type $T = half::bf16;
+                let $data = $data.as_slice();
+                $body
             }
         }
     };
@@ -258,6 +293,16 @@ macro_rules! with_cuda_slice {
             $crate::core::cuda_storage::CudaStorage::Bool($slice) => {
                 #[allow(dead_code)]
                 type $T = bool;
+                $body
+            }
+            $crate::core::cuda_storage::CudaStorage::F16($slice) => {
+                #[allow(dead_code)]
+                type $T = half::f16;
+                $body
+            }
+            $crate::core::cuda_storage::CudaStorage::BF16($slice) => {
+                #[allow(dead_code)]
+                type $T = half::bf16;
                 $body
             }
         }

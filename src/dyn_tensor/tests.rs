@@ -817,8 +817,9 @@ mod half_kernels {
 
     #[test]
     fn a_gpu_label_never_reaches_cuda_code() {
-        // Half tensors labelled cuda:0 run on the host (the fake-GPU convention above); a real
-        // upload of one is refused before any CUDA call: see `no_cuda_kernels`.
+        // Half tensors labelled cuda:0 run on the host (the fake-GPU convention above); on a
+        // real GPU, a family without half kernels (the optimizers) refuses them with this
+        // error before any CUDA call: see `half_gate`.
         let e = crate::core::cuda_storage::no_cuda_kernels("copy_", DType::BF16);
         assert_eq!(e.to_string(), "\"copy_\" not implemented for 'BFloat16'");
     }

@@ -12,9 +12,17 @@
 use crate::backend::cuda::kernels::{compile_and_store, ptx_entries, KernelFile};
 use crate::core::error::{Error, Result};
 
-pub(crate) const ALL_TYPES: [&str; 4] = ["f32", "f64", "i64", "bool"];
-pub(crate) const NUMERIC_TYPES: [&str; 3] = ["f32", "f64", "i64"];
-pub(crate) const FLOAT_TYPES: [&str; 2] = ["f32", "f64"];
+/// Every element type: copies, casts (between every pair), creation, comparisons, `where`,
+/// indexing.
+pub(crate) const ALL_TYPES: [&str; 6] = ["f32", "f64", "i64", "bool", "f16", "bf16"];
+/// The types with arithmetic: element-wise math, reductions.
+pub(crate) const NUMERIC_TYPES: [&str; 5] = ["f32", "f64", "i64", "f16", "bf16"];
+/// The floating-point types: float-only math, softmax, relu's gradient. The 16-bit ones
+/// (`f16`, `bf16`) compute in `f32` and round once.
+pub(crate) const FLOAT_TYPES: [&str; 4] = ["f32", "f64", "f16", "bf16"];
+/// `f32` and `f64` only: the families whose 16-bit floats run the `f32` kernels on widened
+/// copies (losses, scatter-adds), or have no half kernels (optimizers, see `half_gate`).
+pub(crate) const WIDE_FLOAT_TYPES: [&str; 2] = ["f32", "f64"];
 
 /// `<base>_<t>` for each type suffix `t`.
 pub(crate) fn typed(names: &mut Vec<String>, base: &str, types: &[&str]) {

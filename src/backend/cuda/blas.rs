@@ -107,7 +107,7 @@ pub(crate) struct GemmOperand {
 
 /// Element types cuBLAS multiplies.
 pub(crate) trait BlasFloat: Copy {
-    /// Calls `cublas{S,D}gemmStridedBatched`.
+    /// Calls `cublas{S,D}gemmStridedBatched` (`cublasGemmStridedBatchedEx` for f16/bf16).
     ///
     /// # Safety
     /// The pointers and dimensions must describe memory of this element type on the handle's
@@ -170,6 +170,62 @@ macro_rules! blas_float {
 }
 blas_float!(f32, cublasSgemmStridedBatched);
 blas_float!(f64, cublasDgemmStridedBatched);
+
+// f16 and bf16: `cublasGemmStridedBatchedEx` with 16-bit inputs and output and
+// `CUBLAS_COMPUTE_32F` (products and sums in f32, each output rounded once), PyTorch's
+// default for half matmuls; alpha and beta are f32 values then.
+macro_rules! blas_half {
+    ($t:ty, $data_type:ident) => {
+        impl BlasFloat for $t {
+            unsafe fn gemm_strided_batched(
+                handle: sys::cublasHandle_t,
+                ops: (cublasOperation_t, cublasOperation_t),
+                (m, n, k): (i32, i32, i32),
+                alpha: Self,
+                a: (u64, i32, i64),
+                b: (u64, i32, i64),
+                beta: Self,
+                c: (u64, i32, i64),
+                batch: i32,
+            ) -> cublasStatus_t {
+                let (alpha, beta) = (alpha.to_f32(), beta.to_f32());
+                let data = sys::cudaDataType::$data_type;
+                // SAFETY: forwarded from the caller's contract (the buffers hold this 16-bit
+                // type); alpha and beta are host f32 values read during the call, the scalar
+                // type `CUBLAS_COMPUTE_32F` takes.
+                unsafe {
+                    sys::cublasGemmStridedBatchedEx(
+                        handle,
+                        ops.0,
+                        ops.1,
+                        m,
+                        n,
+                        k,
+                        (&alpha as *const f32).cast(),
+                        a.0 as *const std::ffi::c_void,
+                        data,
+                        a.1,
+                        a.2,
+                        b.0 as *const std::ffi::c_void,
+                        data,
+                        b.1,
+                        b.2,
+                        (&beta as *const f32).cast(),
+                        c.0 as *mut std::ffi::c_void,
+                        data,
+                        c.1,
+                        c.2,
+                        batch,
+                        sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
+                        sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
+                    )
+                }
+            }
+        }
+    };
+}
+blas_half!(half::f16, CUDA_R_16F);
+blas_half!(half::bf16, CUDA_R_16BF);
 
 fn int(v: usize, what: &str) -> Result<i32> {
     i32::try_from(v).map_err(|_| {
@@ -251,7 +307,7 @@ pub(crate) fn gemm<T: BlasFloat>(
     Ok(())
 }
 
-/// [`gemm`] for a run-time dtype (`f32` or `f64`), with `beta` given as `f64`.
+/// [`gemm`] for a run-time dtype (`f32`, `f64`, `f16`, `bf16`), with `beta` given as `f64`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn gemm_dtype(
     gpu: &GpuContext,
@@ -278,6 +334,12 @@ pub(crate) fn gemm_dtype(
     match dtype {
         crate::core::DType::F32 => go::<f32>(gpu, mnk, a, b, (c, c_batch_stride), batch, beta),
         crate::core::DType::F64 => go::<f64>(gpu, mnk, a, b, (c, c_batch_stride), batch, beta),
+        crate::core::DType::F16 => {
+            go::<half::f16>(gpu, mnk, a, b, (c, c_batch_stride), batch, beta)
+        }
+        crate::core::DType::BF16 => {
+            go::<half::bf16>(gpu, mnk, a, b, (c, c_batch_stride), batch, beta)
+        }
         other => Err(Error::UnsupportedDType {
             op: "addmm_cuda",
             dtype: other,

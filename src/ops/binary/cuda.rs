@@ -14,6 +14,7 @@ use crate::core::layout::Dims;
 use crate::core::raw::{Operand, RawTensor};
 use crate::core::{DType, Element, Scalar};
 use crate::ops::kernels::{typed, ALL_TYPES, FLOAT_TYPES, NUMERIC_TYPES};
+use cudarc::driver::DeviceRepr;
 
 /// `kernels/binary.cu`: arithmetic and comparisons (here) and the relu gradient
 /// (`ops::relu_backward`, which names its own kernels).
@@ -104,27 +105,39 @@ pub(crate) fn binary_scalar(
     op: BinaryOp,
     scalar_first: bool,
 ) -> Result<RawTensor> {
-    with_dtype!(a.dtype, "binary_scalar", |T| scalar_typed::<T>(
+    if a.dtype.is_half() {
+        // The 16-bit floats keep the scalar as an `f32` (PyTorch's wrapped number in
+        // `opmath_type`), as the CPU does.
+        return with_dtype!(a.dtype, "binary_scalar", |T| scalar_typed::<T, f32>(
+            gpu,
+            &a,
+            s.to_f64() as f32,
+            op,
+            scalar_first
+        ));
+    }
+    with_dtype!(a.dtype, "binary_scalar", |T| scalar_typed::<T, T>(
         gpu,
         &a,
-        s,
+        T::from_scalar(s),
         op,
         scalar_first
     ))
 }
 
-fn scalar_typed<T: CudaElement>(
+/// `S` is the scalar's type in the kernel: `T` itself, or `f32` for the 16-bit floats.
+fn scalar_typed<T: CudaElement, S: DeviceRepr>(
     gpu: &'static GpuContext,
     a: &RawTensor,
-    s: Scalar,
+    s: S,
     op: BinaryOp,
     scalar_first: bool,
 ) -> Result<RawTensor> {
     let n = a.numel();
     let out = memory::alloc::<T>(gpu, n)?;
     let name = format!("binary_scalar_{}_{}", op.name(), T::SUFFIX);
-    // binary_scalar_<op>_<T>(T* out, const T* a, Strided<1> L, u64 n, T s, u32 scalar_first),
-    // the scalar converted as the CPU converts it (`T::from_scalar`).
+    // binary_scalar_<op>_<T>(T* out, const T* a, Strided<1> L, u64 n, S s, u32 scalar_first),
+    // the scalar converted as the CPU converts it (`T::from_scalar`, or to `f32` for f16/bf16).
     launch::strided(
         gpu,
         Kernel::new(&KERNELS, &name, "cuLaunchKernel(binary_scalar)"),
@@ -132,7 +145,7 @@ fn scalar_typed<T: CudaElement>(
         [memory::ptr(a)?],
         &launch::strided_layout::<1>(&a.layout.shape, [&a.layout.strides]),
         n,
-        (T::from_scalar(s), scalar_first as u32),
+        (s, scalar_first as u32),
         4,
     )?;
     Ok(memory::tensor(out, a.layout.shape, gpu.ordinal))

@@ -140,13 +140,9 @@ pub(crate) fn device_to_device(t: &RawTensor, ordinal: usize) -> Result<RawTenso
 }
 
 /// The values converted to `dtype` (PyTorch's `x.to(torch.float64)`), as the CPU converts:
-/// through `f64`, saturating to integers, `!= 0` to booleans.
+/// through `f64`, saturating to integers, `!= 0` to booleans, through `f32` (rounded to
+/// nearest-even) to `f16`/`bf16`.
 pub(crate) fn cast(gpu: &'static GpuContext, t: &RawTensor, dtype: DType) -> Result<RawTensor> {
-    if dtype.is_half() {
-        return Err(crate::core::cuda_storage::no_cuda_kernels(
-            "_to_copy", dtype,
-        ));
-    }
     let n = t.numel();
     let out = memory::alloc_dtype(gpu, dtype, n)?;
     let name = format!("cast_{}_{}", suffix(t.dtype), suffix(dtype));
@@ -166,6 +162,27 @@ pub(crate) fn cast(gpu: &'static GpuContext, t: &RawTensor, dtype: DType) -> Res
         t.layout.shape,
         gpu.ordinal,
     ))
+}
+
+/// A GPU `f16`/`bf16` tensor as a contiguous `f32` copy (exact); other dtypes come back as
+/// they are. With [`narrow`], how the families that accumulate (losses, scatter-adds) run
+/// their `f32` kernels for the 16-bit floats, as the CPU does (`ops::half`).
+pub(crate) fn widen(gpu: &'static GpuContext, t: &RawTensor) -> Result<RawTensor> {
+    if t.dtype.is_half() {
+        cast(gpu, t, DType::F32)
+    } else {
+        Ok(t.clone())
+    }
+}
+
+/// An `f32` result rounded once (to nearest, ties to even) to `dtype`; a no-op when it already
+/// has that dtype.
+pub(crate) fn narrow(gpu: &'static GpuContext, t: RawTensor, dtype: DType) -> Result<RawTensor> {
+    if t.dtype == dtype {
+        Ok(t)
+    } else {
+        cast(gpu, &t, dtype)
+    }
 }
 
 /// Queues `dst[i] = src[i]` over `shape`, each side a strided view given by its first

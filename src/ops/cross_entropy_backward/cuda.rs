@@ -12,8 +12,8 @@ use crate::backend::cuda::memory;
 use crate::core::cuda_storage::{slice_ptr, with_dtype, CudaElement};
 use crate::core::error::Result;
 use crate::core::raw::RawTensor;
-use crate::ops::copy::cuda::contiguous_or_self;
-use crate::ops::kernels::{typed as typed_names, FLOAT_TYPES};
+use crate::ops::copy::cuda::{contiguous_or_self, narrow, widen};
+use crate::ops::kernels::{typed as typed_names, WIDE_FLOAT_TYPES};
 use crate::ops::loss::{CrossEntropyOptions, Reduction};
 
 /// The kernels of `kernels/loss.cu` this family launches (the file is declared by
@@ -21,7 +21,7 @@ use crate::ops::loss::{CrossEntropyOptions, Reduction};
 pub(crate) fn kernel_names() -> Vec<String> {
     let mut n = Vec::new();
     for base in ["cross_entropy_total_weight", "cross_entropy_backward"] {
-        typed_names(&mut n, base, &FLOAT_TYPES);
+        typed_names(&mut n, base, &WIDE_FLOAT_TYPES);
     }
     n
 }
@@ -35,6 +35,14 @@ pub(crate) fn cross_entropy_backward(
     grad_out: &RawTensor,
     nc: (usize, usize),
 ) -> Result<RawTensor> {
+    if logits.dtype.is_half() {
+        // f16/bf16: the f32 kernels on widened copies, each gradient element rounded once.
+        let x = widen(gpu, logits)?;
+        let w = weight.map(|w| widen(gpu, w)).transpose()?;
+        let g = widen(gpu, grad_out)?;
+        let grad = cross_entropy_backward(gpu, &x, targets, w.as_ref(), options, &g, nc)?;
+        return narrow(gpu, grad, logits.dtype);
+    }
     with_dtype!(logits.dtype, "nll_loss_backward", |T| typed::<T>(
         gpu, logits, targets, weight, options, grad_out, nc
     ))

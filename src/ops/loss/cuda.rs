@@ -16,8 +16,8 @@ use crate::core::cuda_storage::{slice_ptr, with_dtype, CudaElement};
 use crate::core::error::Result;
 use crate::core::layout::Dims;
 use crate::core::raw::RawTensor;
-use crate::ops::copy::cuda::contiguous_or_self;
-use crate::ops::kernels::{typed as typed_names, FLOAT_TYPES};
+use crate::ops::copy::cuda::{contiguous_or_self, narrow, widen};
+use crate::ops::kernels::{typed as typed_names, WIDE_FLOAT_TYPES};
 
 /// `kernels/loss.cu`: the forward kernels (here) and the gradient's
 /// (`ops::cross_entropy_backward`, which names its own).
@@ -27,7 +27,7 @@ pub(crate) static KERNELS: KernelFile = KernelFile {
     names: || {
         let mut n = Vec::new();
         for base in ["cross_entropy_rows", "cross_entropy_reduce"] {
-            typed_names(&mut n, base, &FLOAT_TYPES);
+            typed_names(&mut n, base, &WIDE_FLOAT_TYPES);
         }
         n.extend(crate::ops::cross_entropy_backward::cuda::kernel_names());
         n
@@ -42,6 +42,14 @@ pub(crate) fn cross_entropy(
     options: CrossEntropyOptions,
     nc: (usize, usize),
 ) -> Result<RawTensor> {
+    if logits.dtype.is_half() {
+        // f16/bf16: the f32 kernels on widened copies, the loss rounded once (the log-softmax,
+        // the sums and the mean's division all in f32), as on the CPU.
+        let x = widen(gpu, logits)?;
+        let w = weight.map(|w| widen(gpu, w)).transpose()?;
+        let loss = cross_entropy(gpu, &x, targets, w.as_ref(), options, nc)?;
+        return narrow(gpu, loss, logits.dtype);
+    }
     with_dtype!(logits.dtype, "cross_entropy", |T| typed::<T>(
         gpu, logits, targets, weight, options, nc
     ))

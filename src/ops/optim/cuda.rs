@@ -9,11 +9,11 @@ use crate::backend::cuda::context::GpuContext;
 use crate::backend::cuda::kernels::KernelFile;
 use crate::backend::cuda::launch::{self, Kernel};
 use crate::backend::cuda::memory;
-use crate::core::cuda_storage::{with_dtype, CudaElement};
+use crate::core::cuda_storage::{half_gate, with_dtype, CudaElement};
 use crate::core::error::{Error, Result};
 use crate::core::raw::RawTensor;
 use crate::ops::copy::cuda::{contiguous, contiguous_or_self};
-use crate::ops::kernels::{typed, FLOAT_TYPES};
+use crate::ops::kernels::{typed, WIDE_FLOAT_TYPES};
 
 /// `kernels/optim.cu`: `sgd_<T>` and `adam_<T>`.
 pub(crate) static KERNELS: KernelFile = KernelFile {
@@ -21,8 +21,8 @@ pub(crate) static KERNELS: KernelFile = KernelFile {
     source: include_str!("../../../kernels/optim.cu"),
     names: || {
         let mut n = Vec::new();
-        typed(&mut n, "sgd", &FLOAT_TYPES);
-        typed(&mut n, "adam", &FLOAT_TYPES);
+        typed(&mut n, "sgd", &WIDE_FLOAT_TYPES);
+        typed(&mut n, "adam", &WIDE_FLOAT_TYPES);
         n
     },
 };
@@ -68,6 +68,9 @@ pub(crate) fn sgd(
     buffer: &mut Option<RawTensor>,
     u: &SgdUpdate,
 ) -> Result<()> {
+    // No half kernels: mixed precision keeps master weights (and optimizer state) in f32, as
+    // PyTorch's AMP does, so an f16/bf16 parameter is refused (see `half_gate`).
+    half_gate("sgd", param.dtype)?;
     with_dtype!(param.dtype, "sgd", |T| sgd_typed::<T>(
         gpu, param, grad, buffer, u
     ))
@@ -133,6 +136,7 @@ pub(crate) fn adam(
     v: &mut Option<RawTensor>,
     u: &AdamUpdate,
 ) -> Result<()> {
+    half_gate("adam", param.dtype)?;
     with_dtype!(param.dtype, "adam", |T| adam_typed::<T>(
         gpu, param, grad, m, v, u
     ))

@@ -21,7 +21,7 @@ use crate::core::layout::MAX_DIMS;
 use crate::core::raw::RawTensor;
 use crate::core::DType;
 use crate::ops::kernels::{typed, NUMERIC_TYPES};
-use cudarc::driver::{CudaSlice, DeviceRepr, LaunchConfig};
+use cudarc::driver::{DeviceRepr, LaunchConfig};
 
 /// `kernels/reduce.cu`: `reduce_{rows,cols,finish}_{sum,max,min}_<T>` and
 /// `argreduce_{rows,cols,finish}_{max,min}_<T>` (also the column sums of `ops::bias_grad`).
@@ -140,6 +140,16 @@ fn plan_launch(gpu: &GpuContext, l: &ReduceLayout, outputs: usize, reduced: usiz
     }
 }
 
+/// The type the reduce kernels accumulate a dtype in (`A = Acc<T>::type` of
+/// `kernels/common.cuh`): `f32` for `f16`/`bf16`, the dtype itself otherwise.
+fn accumulator(dtype: DType) -> DType {
+    if dtype.is_half() {
+        DType::F32
+    } else {
+        dtype
+    }
+}
+
 fn reduce_typed<T: CudaElement>(
     gpu: &'static GpuContext,
     a: &RawTensor,
@@ -157,16 +167,21 @@ fn reduce_typed<T: CudaElement>(
             ReduceOp::Min => "min",
         };
         let kind = if s.rows { "rows" } else { "cols" };
-        let partial: Option<CudaSlice<T>> = if s.split > 1 {
-            Some(memory::alloc::<T>(gpu, outputs * s.split)?)
+        // Partial results have the kernels' accumulator type (`f32` for `f16`/`bf16`).
+        let partial = if s.split > 1 {
+            Some(memory::alloc_dtype(
+                gpu,
+                accumulator(T::DTYPE),
+                outputs * s.split,
+            )?)
         } else {
             None
         };
-        let pp = partial.as_ref().map_or(0, slice_ptr);
+        let pp = partial.as_ref().map_or(0, |p| p.device_ptr());
         let po = slice_ptr(&out);
         let divide = (op == ReduceOp::Mean) as u32;
         let name = format!("reduce_{kind}_{base}_{}", T::SUFFIX);
-        // reduce_{rows,cols}_<op>_<T>(T* out, T* partial, const T* in, ReduceLayout L,
+        // reduce_{rows,cols}_<op>_<T>(T* out, A* partial, const T* in, ReduceLayout L,
         // u64 outputs, u64 reduced, u64 chunk, u32 divide): `out` holds `outputs` elements and
         // `partial` `outputs * gridDim.y` (only written when gridDim.y > 1).
         launch::reduction(
@@ -179,7 +194,7 @@ fn reduce_typed<T: CudaElement>(
         )?;
         if s.split > 1 {
             let name = format!("reduce_finish_{base}_{}", T::SUFFIX);
-            // reduce_finish_<op>_<T>(T* out, const T* partial, u64 outputs, u64 split,
+            // reduce_finish_<op>_<T>(T* out, const A* partial, u64 outputs, u64 split,
             // u64 reduced, u32 divide): `partial` holds outputs * split values written by the
             // kernel queued just before on this stream.
             launch::flat(
@@ -225,7 +240,11 @@ pub(crate) fn arg_reduce(
         let op = if max { "max" } else { "min" };
         let kind = if s.rows { "rows" } else { "cols" };
         let values = if s.split > 1 {
-            Some(memory::alloc_dtype(gpu, a.dtype, outputs * s.split)?)
+            Some(memory::alloc_dtype(
+                gpu,
+                accumulator(a.dtype),
+                outputs * s.split,
+            )?)
         } else {
             None
         };
@@ -240,7 +259,7 @@ pub(crate) fn arg_reduce(
         );
         let po = slice_ptr(&out);
         let name = format!("argreduce_{kind}_{op}_{}", suffix(a.dtype));
-        // argreduce_{rows,cols}_<op>_<T>(i64* out, T* pv, i64* pi, const T* in, ReduceLayout L,
+        // argreduce_{rows,cols}_<op>_<T>(i64* out, A* pv, i64* pi, const T* in, ReduceLayout L,
         // u64 outputs, u64 reduced, u64 chunk): `out` holds `outputs` indices, `pv`/`pi`
         // `outputs * gridDim.y` entries (written only when gridDim.y > 1).
         launch::reduction(
@@ -253,7 +272,7 @@ pub(crate) fn arg_reduce(
         )?;
         if s.split > 1 {
             let name = format!("argreduce_finish_{op}_{}", suffix(a.dtype));
-            // argreduce_finish_<op>_<T>(i64* out, const T* pv, const i64* pi, u64 outputs,
+            // argreduce_finish_<op>_<T>(i64* out, const A* pv, const i64* pi, u64 outputs,
             // u64 split): the partial arrays hold outputs * split entries written by the
             // kernel queued just before.
             launch::flat(

@@ -13,7 +13,8 @@ use crate::core::cuda_storage::suffix;
 use crate::core::error::Result;
 use crate::core::layout::{contiguous_strides, Dims, MAX_DIMS};
 use crate::core::raw::RawTensor;
-use crate::ops::kernels::{typed, FLOAT_TYPES};
+use crate::ops::copy::cuda::{narrow, widen};
+use crate::ops::kernels::{typed, WIDE_FLOAT_TYPES};
 use cudarc::driver::DeviceRepr;
 
 /// `kernels/scatter.cu`: `scatter_add_<T>` (also `index_add`'s kernel).
@@ -22,7 +23,7 @@ pub(crate) static KERNELS: KernelFile = KernelFile {
     source: include_str!("../../../kernels/scatter.cu"),
     names: || {
         let mut n = Vec::new();
-        typed(&mut n, "scatter_add", &FLOAT_TYPES);
+        typed(&mut n, "scatter_add", &WIDE_FLOAT_TYPES);
         n
     },
 };
@@ -89,6 +90,11 @@ pub(crate) fn scatter_add(
     index: &RawTensor,
     src: &RawTensor,
 ) -> Result<RawTensor> {
+    if src.dtype.is_half() {
+        // f16/bf16: the f32 kernel (f32 atomic adds) on a widened copy, each sum rounded once.
+        let sums = scatter_add(gpu, shape, dim, index, &widen(gpu, src)?)?;
+        return narrow(gpu, sums, src.dtype);
+    }
     let rank = src.rank();
     let args = if shape.is_empty() {
         // A 0-dim output: every source element adds into its one value (index 0 or -1).
@@ -127,6 +133,10 @@ pub(crate) fn index_add(
     index: &RawTensor,
     src: &RawTensor,
 ) -> Result<RawTensor> {
+    if src.dtype.is_half() {
+        let sums = index_add(gpu, shape, dim, index, &widen(gpu, src)?)?;
+        return narrow(gpu, sums, src.dtype);
+    }
     let rank = src.rank();
     // The index (one value per slice along `dim`) seen along the source's dims.
     let index_stride = if index.rank() == 1 {
