@@ -453,7 +453,7 @@ fn typed_front_matches() {
     let dh = h.to_dyn();
     assert_eq!(dh.dtype(), DType::F16);
     assert_eq!(b.to_dyn().dtype(), DType::BF16);
-    let typed = h.softmax(1).matmul(&h.t()).sum_all();
+    let typed = h.softmax(1).matmul(h.t()).sum_all();
     let dynamic = dh
         .softmax(1)
         .unwrap()
