@@ -65,11 +65,10 @@ impl<D: Device> GradScaler<D> {
         backoff_factor: f32,
         growth_interval: u32,
     ) -> Result<Self> {
-        // `!(x > 1.0)` and not `x <= 1.0`: NaN is refused too.
-        if !(growth_factor > 1.0) {
+        if growth_factor.is_nan() || growth_factor <= 1.0 {
             return Err(Error::Autograd("The growth factor must be > 1.0.".into()));
         }
-        if !(backoff_factor < 1.0) {
+        if backoff_factor.is_nan() || backoff_factor >= 1.0 {
             return Err(Error::Autograd("The backoff factor must be < 1.0.".into()));
         }
         if !(init_scale > 0.0 && init_scale.is_finite()) || growth_interval == 0 {
