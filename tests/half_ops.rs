@@ -611,10 +611,10 @@ fn safetensors_round_trip_keeps_half_values_bit_for_bit() {
         model.save(&path).unwrap();
         let mut copy = Linear::<Cpu, f16>::with_element(3, 2, Cpu);
         copy.load(&path).unwrap();
-        assert_eq!(copy.weight.to_vec(), model.weight.to_vec());
+        assert_eq!(copy.weight().to_vec(), model.weight().to_vec());
         assert_eq!(
-            copy.bias.as_ref().unwrap().to_vec(),
-            model.bias.as_ref().unwrap().to_vec()
+            copy.bias().unwrap().to_vec(),
+            model.bias().unwrap().to_vec()
         );
         // The file says F16, so a bf16 model refuses it.
         let mut other = Linear::<Cpu, bf16>::with_element(3, 2, Cpu);
@@ -624,7 +624,7 @@ fn safetensors_round_trip_keeps_half_values_bit_for_bit() {
         model.save(&path).unwrap();
         other = Linear::<Cpu, bf16>::with_element(4, 3, Cpu);
         other.load(&path).unwrap();
-        assert_eq!(other.weight.to_vec(), model.weight.to_vec());
+        assert_eq!(other.weight().to_vec(), model.weight().to_vec());
         let _ = model.parameters();
     }
     std::fs::remove_file(&path).ok();
