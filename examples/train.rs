@@ -12,8 +12,15 @@
 //! cargo run --release --example train -- --mnist DIR      # MNIST from IDX files in DIR
 //! cargo run --release --example train -- --epochs 5       # fewer or more epochs
 //! cargo run --release --example train -- --out model.safetensors
+//! cargo run --release --example train -- --amp bf16       # mixed precision (or f16)
 //! ```
+//!
+//! With `--amp`, the products of the linear layers run in `bf16` or `f16` inside
+//! `devtype::amp::autocast` while the parameters, the loss and Adam stay `f32`; with `f16`, a
+//! `GradScaler` scales the loss so small gradients survive, and skips the steps whose gradients
+//! overflowed, deciding on the device.
 
+use devtype::amp::{autocast_dtype, GradScaler};
 use devtype::data::{spirals, DataLoader, Dataset, Mnist};
 use devtype::device::{run_on_best_device, DeviceJob};
 use devtype::nn::{CrossEntropyLoss, Linear, ReLU};
@@ -59,6 +66,16 @@ struct Job {
     batch: usize,
     lr: f64,
     out: PathBuf,
+    /// The type products run in (`--amp`), if not `f32`.
+    amp: Option<DType>,
+}
+
+/// `f` inside `autocast` when mixed precision is on.
+fn maybe_autocast<R>(amp: Option<DType>, f: impl FnOnce() -> R) -> R {
+    match amp {
+        Some(dtype) => autocast_dtype(dtype, f).expect("--amp takes f16 or bf16"),
+        None => f(),
+    }
 }
 
 impl DeviceJob for Job {
@@ -66,16 +83,20 @@ impl DeviceJob for Job {
 
     fn run<D: Device>(self, dev: D) -> f64 {
         println!(
-            "training on {dev}: {} train / {} held-out points, {} epochs",
+            "training on {dev}: {} train / {} held-out points, {} epochs, products in {}",
             self.train.len(),
             self.test.len(),
-            self.epochs
+            self.epochs,
+            self.amp
+                .map_or("f32", |d| if d == DType::F16 { "f16" } else { "bf16" })
         );
         devtype::manual_seed(0);
         let model = Mlp::new(self.train.features(), self.hidden, self.train.classes);
         let mut model = model.to(dev); // the model moves once
         let criterion = CrossEntropyLoss::new();
         let mut opt = Adam::new(self.lr);
+        // f16 needs loss scaling (its smallest normal is 6e-5); bf16 has f32's range.
+        let mut scaler = (self.amp == Some(DType::F16)).then(|| GradScaler::new(dev));
         // Shuffled with a fixed seed (the same batches on every run, a new order each epoch),
         // prepared by two threads while the model computes.
         let loader = DataLoader::new(self.train, dev)
@@ -107,9 +128,19 @@ impl DeviceJob for Job {
                     }
                 };
                 model.zero_grad();
-                let loss = criterion.forward(&model.forward(&x), &y);
-                loss.backward();
-                opt.step(&mut model);
+                let logits = maybe_autocast(self.amp, || model.forward(&x));
+                let loss = criterion.forward(&logits, &y); // the loss in f32, as autocast does
+                match scaler.as_mut() {
+                    Some(scaler) => {
+                        scaler.scale(&loss).backward();
+                        scaler.step(&mut opt, &mut model); // skipped on the device if inf/NaN
+                        scaler.update();
+                    }
+                    None => {
+                        loss.backward();
+                        opt.step(&mut model);
+                    }
+                }
                 total = &total + &loss.detach(); // no host sync here
                 bar.inc(1);
             }
@@ -134,8 +165,7 @@ impl DeviceJob for Job {
         model.eval();
         let (x, y) = (self.test.inputs.to(dev), self.test.labels.to(dev));
         let correct = no_grad(|| {
-            model
-                .forward(&x)
+            maybe_autocast(self.amp, || model.forward(&x))
                 .argmax(1)
                 .eq(&y)
                 .to_dtype::<f32>()
@@ -184,6 +214,7 @@ fn main() {
                 batch: 128,
                 lr: 1e-3,
                 out: PathBuf::from("mnist-mlp.safetensors"),
+                amp: None,
             }
         }
         None => {
@@ -196,6 +227,7 @@ fn main() {
                 batch: 64,
                 lr: 3e-3,
                 out: PathBuf::from("spirals-mlp.safetensors"),
+                amp: None,
             }
         }
     };
@@ -207,9 +239,19 @@ fn main() {
             std::process::exit(2);
         }
     };
+    let amp = match value("--amp").as_deref() {
+        None => None,
+        Some("bf16") => Some(DType::BF16),
+        Some("f16") => Some(DType::F16),
+        Some(other) => {
+            eprintln!("--amp takes bf16 or f16, not {other}");
+            std::process::exit(2);
+        }
+    };
     let job = Job {
         out: value("--out").map(PathBuf::from).unwrap_or(job.out),
         epochs,
+        amp,
         ..job
     };
     let accuracy = run_on_best_device(job);

@@ -125,6 +125,14 @@ pub mod cuda {
     };
     pub use crate::ops::kernels::{compile_kernels, KernelReport};
 }
+/// Mixed precision, as PyTorch's `torch.amp`: [`autocast`](amp::autocast) runs matrix
+/// products in `f16` or `bf16` inside a scope while parameters stay `f32`, and
+/// [`GradScaler`](amp::GradScaler) scales the loss so `f16` gradients do not underflow, and
+/// skips the steps whose gradients overflowed, deciding on the device (no host sync).
+pub mod amp {
+    pub use crate::api::{autocast, autocast_dtype, autocast_type, LowPrecision};
+    pub use crate::optim::GradScaler;
+}
 pub mod data;
 pub mod device;
 mod dyn_tensor;

@@ -2,6 +2,7 @@
 //! `dx = g @ W`, `dW = g^T @ x` (a transposed view fed to the GEMM, never copied) and
 //! `db = g` summed over rows (row by row, vectorised).
 
+use super::autocast;
 use super::declare::declare_ops;
 use super::kit;
 use crate::core::error::Result;
@@ -12,6 +13,18 @@ use crate::tensor::ArgumentOn;
 
 /// `x @ weight.T + bias`, recorded.
 pub(crate) fn linear(x: In<'_>, weight: In<'_>, bias: Option<In<'_>>) -> Result<Out> {
+    match bias {
+        Some(b) => {
+            if let Some(low) = autocast::product_type(&[x, weight, b]) {
+                return autocast::in_low(low, [x, weight, b], |[x, w, b]| linear(x, w, Some(b)));
+            }
+        }
+        None => {
+            if let Some(low) = autocast::product_type(&[x, weight]) {
+                return autocast::in_low(low, [x, weight], |[x, w]| linear(x, w, None));
+            }
+        }
+    }
     // The node first, so the kernel's result goes straight into `Out` (no move of the tensor
     // through a local: this runs once per layer per step). A node made for a product that
     // then fails is only dropped.

@@ -2,6 +2,7 @@
 //! vectors): `dA = G @ B^T` and `dB = A^T @ G`, with transposed views (never copies), summed
 //! back over broadcast batch dims.
 
+use super::autocast;
 use super::declare::declare_ops;
 use super::kit;
 use crate::core::error::{Error, Result};
@@ -27,6 +28,9 @@ fn t_last(t: &RawTensor) -> Result<RawTensor> {
 
 /// `a @ b`, recorded.
 pub(crate) fn matmul(a: In<'_>, b: In<'_>) -> Result<Out> {
+    if let Some(low) = autocast::product_type(&[a, b]) {
+        return autocast::in_low(low, [a, b], |[a, b]| matmul(a, b));
+    }
     let value = ops::matmul::matmul(a.value, b.value)?;
     let node = record("MmBackward0", &[a.node, b.node], |needs| {
         let (need_a, need_b) = (needs[0], needs[1]);
@@ -59,6 +63,9 @@ pub(crate) fn matmul(a: In<'_>, b: In<'_>) -> Result<Out> {
 
 /// `a @ b` of two 3-D tensors with the same batch size (PyTorch's `bmm`), recorded.
 fn bmm(a: In<'_>, b: In<'_>) -> Result<Out> {
+    if let Some(low) = autocast::product_type(&[a, b]) {
+        return autocast::in_low(low, [a, b], |[a, b]| bmm(a, b));
+    }
     let (sa, sb) = (a.value.shape(), b.value.shape());
     if sa.len() != 3 {
         return Err(Error::Shape("batch1 must be a 3D tensor".into()));

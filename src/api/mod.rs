@@ -12,6 +12,8 @@
 
 pub(crate) mod declare;
 
+mod autocast;
+
 mod binary;
 mod cat;
 mod copy;
@@ -27,6 +29,7 @@ mod shape;
 mod softmax;
 mod unary;
 
+pub use autocast::{autocast, autocast_dtype, autocast_type, LowPrecision};
 pub use cat::TensorList;
 pub use copy::MaskFor;
 pub use gradcheck::{gradcheck, gradcheck_dyn, gradcheck_with, GradcheckOptions};

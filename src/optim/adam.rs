@@ -202,6 +202,34 @@ impl<D: Device, E: Float> Optimizer<D, E> for Adam<D, E> {
         })
     }
 
+    /// The moments are put back where `skip` holds; the step counts still advance (they are
+    /// host numbers, and reading `skip` would be a host sync), so after a skipped step the
+    /// bias corrections run one step ahead of PyTorch's (which does not call `step` then).
+    fn try_step_unless<M: ModelOn<D, E>>(
+        &mut self,
+        model: &mut M,
+        skip: &Tensor<D, bool>,
+    ) -> Result<()> {
+        let before = super::snapshot(model);
+        let moments: HashMap<String, (Option<RawTensor>, Option<RawTensor>)> = self
+            .state
+            .iter()
+            .map(|(k, m)| (k.clone(), (m.exp_avg.clone(), m.exp_avg_sq.clone())))
+            .collect();
+        self.try_step(model)?;
+        super::restore_unless(model, &before, &skip.raw)?;
+        for (name, m) in &mut self.state {
+            let old = moments.get(name);
+            if let Some(a) = &mut m.exp_avg {
+                super::keep_unless(&skip.raw, old.and_then(|o| o.0.as_ref()), a)?;
+            }
+            if let Some(a) = &mut m.exp_avg_sq {
+                super::keep_unless(&skip.raw, old.and_then(|o| o.1.as_ref()), a)?;
+            }
+        }
+        Ok(())
+    }
+
     fn lr(&self) -> f64 {
         self.update.lr
     }

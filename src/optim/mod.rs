@@ -24,9 +24,11 @@
 //! ```
 
 mod adam;
+mod grad_scaler;
 mod sgd;
 
 pub use adam::Adam;
+pub use grad_scaler::GradScaler;
 pub use sgd::Sgd;
 
 use crate::core::error::Result;
@@ -35,7 +37,8 @@ use crate::device::Device;
 use crate::nn::{Module, Placed, Placement};
 use crate::tensor::operand::sealed::AsRaw;
 use crate::tensor::Float;
-use std::collections::HashSet;
+use crate::tensor::Tensor;
+use std::collections::{HashMap, HashSet};
 
 /// A model whose parameters are on `D`, as an optimizer with its state on `D` asks for.
 ///
@@ -79,6 +82,23 @@ pub trait Optimizer<D: Device, E: Float = f32> {
         if let Err(e) = self.try_step(model) {
             panic!("{e}");
         }
+    }
+
+    /// One step, or none where `skip` is `true`, decided on the device: no host sync. What
+    /// [`GradScaler::step`](crate::amp::GradScaler::step) calls (PyTorch's fused and
+    /// capturable optimizers take the same `found_inf` tensor).
+    ///
+    /// The step runs, then every parameter (and, for [`Sgd`] and [`Adam`], every state buffer)
+    /// is put back where `skip` holds: `p = where(skip, p_before, p_after)`. The default,
+    /// for optimizers outside devtype, puts back the parameters only.
+    fn try_step_unless<M: ModelOn<D, E>>(
+        &mut self,
+        model: &mut M,
+        skip: &Tensor<D, bool>,
+    ) -> Result<()> {
+        let before = snapshot(model);
+        self.try_step(model)?;
+        restore_unless(model, &before, &skip.raw)
     }
 
     /// Clears the gradients of `model` (PyTorch's `opt.zero_grad()`).
@@ -136,6 +156,59 @@ pub(crate) fn check_state_names<'a>(
         }),
         None => Ok(()),
     }
+}
+
+/// New handles to the parameters that have a gradient, by name: their values before a step
+/// (a step then writes new buffers for them, as it never writes into shared storage).
+pub(crate) fn snapshot<D: Device, E: Float, M: Module<D, E>>(
+    model: &M,
+) -> HashMap<String, RawTensor> {
+    let mut before = HashMap::new();
+    model.visit_parameters("", &mut |name, p| {
+        if p.node().and_then(|n| n.grad()).is_some() {
+            before.insert(name.to_string(), p.raw().clone());
+        }
+    });
+    before
+}
+
+/// `p = where(skip, before, p)` for every parameter in `before`.
+pub(crate) fn restore_unless<D: Device, E: Float, M: Module<D, E>>(
+    model: &mut M,
+    before: &HashMap<String, RawTensor>,
+    skip: &RawTensor,
+) -> Result<()> {
+    let mut result = Ok(());
+    model.visit_parameters_mut("", &mut |name, p| {
+        if let (Ok(()), Some(old)) = (&result, before.get(name)) {
+            result = keep_unless(skip, Some(old), p.raw_mut());
+        }
+    });
+    result
+}
+
+/// `after = where(skip, before, after)`; a state buffer the step created (`before` is `None`)
+/// becomes zeros where `skip` holds.
+pub(crate) fn keep_unless(
+    skip: &RawTensor,
+    before: Option<&RawTensor>,
+    after: &mut RawTensor,
+) -> Result<()> {
+    let zeros;
+    let old = match before {
+        Some(old) => old,
+        None => {
+            zeros = crate::ops::creation::create(
+                after.layout.shape,
+                after.dtype,
+                after.device,
+                crate::ops::creation::Fill::Constant(crate::core::Scalar::Float(0.0)),
+            )?;
+            &zeros
+        }
+    };
+    *after = crate::ops::where_cond::where_cond(skip, old, after)?;
+    Ok(())
 }
 
 /// Runs `update` on every parameter of `model` that has a gradient, with its name.

@@ -200,6 +200,23 @@ impl<D: Device, E: Float> Optimizer<D, E> for Sgd<D, E> {
         })
     }
 
+    fn try_step_unless<M: ModelOn<D, E>>(
+        &mut self,
+        model: &mut M,
+        skip: &Tensor<D, bool>,
+    ) -> Result<()> {
+        let before = super::snapshot(model);
+        let buffers = self.momentum_buffers.clone();
+        self.try_step(model)?;
+        super::restore_unless(model, &before, &skip.raw)?;
+        // A buffer the skipped step created becomes zeros: the next step then starts it from
+        // the gradient, as PyTorch's first step does (exactly so with `dampening = 0`).
+        for (name, buf) in &mut self.momentum_buffers {
+            super::keep_unless(&skip.raw, buffers.get(name), buf)?;
+        }
+        Ok(())
+    }
+
     fn lr(&self) -> f64 {
         self.update.lr
     }

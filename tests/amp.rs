@@ -1,0 +1,345 @@
+//! Mixed precision: `autocast` against products computed by hand from rounded operands, and
+//! `GradScaler` against plain optimizer steps (finite gradients), untouched state (non-finite
+//! ones) and PyTorch's scale schedule. The GPU case counts host syncs.
+
+mod common;
+
+use common::Rng;
+use devtype::amp::{autocast, autocast_dtype, autocast_type, GradScaler};
+use devtype::nn::{CrossEntropyLoss, Linear, Module};
+use devtype::optim::{Adam, Optimizer, Sgd};
+use devtype::prelude::*;
+
+fn random(rng: &mut Rng, shape: &[usize]) -> Tensor<Cpu> {
+    let n = shape.iter().product();
+    let v: Vec<f32> = rng.values(n, -2.0, 2.0).iter().map(|&x| x as f32).collect();
+    Tensor::from_vec(v, shape, Cpu)
+}
+
+/// `a @ b` in f64 from operands rounded to bf16, rounded once to bf16: what a bf16 product with
+/// f32 accumulation gives, to within one bf16 ulp (the f32 sum may round differently).
+fn bf16_product(a: &[f32], b: &[f32], (m, k, n): (usize, usize, usize)) -> Vec<f32> {
+    let r = |x: f32| bf16::from_f32(x).to_f32() as f64;
+    (0..m * n)
+        .map(|ij| {
+            let (i, j) = (ij / n, ij % n);
+            let s: f64 = (0..k).map(|p| r(a[i * k + p]) * r(b[p * n + j])).sum();
+            bf16::from_f64(s).to_f32()
+        })
+        .collect()
+}
+
+fn within_one_bf16_ulp(got: &[f32], want: &[f32]) {
+    assert_eq!(got.len(), want.len());
+    for (g, w) in got.iter().zip(want) {
+        let ulp = (bf16::from_f32(*w).to_f32().abs() / 128.0).max(f32::MIN_POSITIVE);
+        assert!((g - w).abs() <= ulp, "{g} vs {w}");
+    }
+}
+
+#[test]
+fn autocast_matmul_is_a_bf16_product_in_an_f32_tensor() {
+    let mut rng = Rng::new("autocast_matmul");
+    for (m, k, n) in [(1, 1, 1), (4, 10, 3), (7, 33, 5)] {
+        let (a, b) = (random(&mut rng, &[m, k]), random(&mut rng, &[k, n]));
+        let out: Tensor<Cpu> = autocast::<bf16, _>(|| a.matmul(&b));
+        within_one_bf16_ulp(
+            &out.to_vec(),
+            &bf16_product(&a.to_vec(), &b.to_vec(), (m, k, n)),
+        );
+        // Outside the scope the same product is f32 again, and differs.
+        assert_ne!(a.matmul(&b).to_vec(), out.to_vec());
+    }
+}
+
+#[test]
+fn autocast_linear_keeps_f32_parameters_and_f32_gradients() {
+    let mut rng = Rng::new("autocast_linear");
+    let model = Linear::new(10, 3, Cpu);
+    let x = random(&mut rng, &[6, 10]);
+    let w_t = model.weight().t().contiguous();
+    let y = autocast::<bf16, _>(|| model.forward(&x));
+    let mut want = bf16_product(&x.to_vec(), &w_t.to_vec(), (6, 10, 3));
+    // The bias is added inside the product (addmm), in f32, then rounded once.
+    let bias = model.bias().unwrap().to_vec();
+    for (i, v) in want.iter_mut().enumerate() {
+        let exact: f64 = (0..10)
+            .map(|p| {
+                let r = |t: f32| bf16::from_f32(t).to_f32() as f64;
+                r(x.to_vec()[(i / 3) * 10 + p]) * r(w_t.to_vec()[p * 3 + i % 3])
+            })
+            .sum::<f64>()
+            + bf16::from_f32(bias[i % 3]).to_f32() as f64;
+        *v = bf16::from_f64(exact).to_f32();
+    }
+    within_one_bf16_ulp(&y.to_vec(), &want);
+    y.sum_all().backward();
+    let g = model
+        .weight()
+        .grad()
+        .expect("the f32 weight gets a gradient");
+    assert_eq!(g.shape(), &[3, 10]);
+    // d(sum)/dW[j][p] = sum_i x[i][p]: in f32 up to the bf16 rounding of the cast's gradient.
+    let xs = x.to_vec();
+    for (jp, gv) in g.to_vec().iter().enumerate() {
+        let p = jp % 10;
+        let want: f32 = (0..6).map(|i| xs[i * 10 + p]).sum();
+        assert!(
+            (gv - want).abs() <= 0.02 * want.abs().max(1.0),
+            "{gv} vs {want}"
+        );
+    }
+}
+
+#[test]
+fn autocast_scopes_nest_restore_and_refuse_full_precision() {
+    assert_eq!(autocast_type(), None);
+    autocast::<f16, _>(|| {
+        assert_eq!(autocast_type(), Some(DType::F16));
+        autocast::<bf16, _>(|| assert_eq!(autocast_type(), Some(DType::BF16)));
+        assert_eq!(autocast_type(), Some(DType::F16));
+    });
+    let caught = std::panic::catch_unwind(|| autocast::<f16, _>(|| panic!("inside")));
+    assert!(caught.is_err());
+    assert_eq!(
+        autocast_type(),
+        None,
+        "a panic inside must not leave autocast on"
+    );
+    assert!(autocast_dtype(DType::F32, || ()).is_err());
+    assert_eq!(
+        autocast_dtype(DType::BF16, autocast_type).unwrap(),
+        Some(DType::BF16)
+    );
+    // f64 products are not autocast (PyTorch casts float32 operands only).
+    let a = Tensor::<Cpu, f64>::from_vec(vec![1.0 + 1e-9, 2.0], [1, 2], Cpu);
+    let b = Tensor::<Cpu, f64>::from_vec(vec![1.0, 1.0], [2, 1], Cpu);
+    let out = autocast::<bf16, _>(|| a.matmul(&b));
+    assert_eq!(out.to_vec(), vec![3.0 + 1e-9]);
+}
+
+#[test]
+fn dyn_autocast_runs_products_in_the_given_type() {
+    let a =
+        DynTensor::from_vec(vec![1.0f32 + 1.0 / 1024.0, 0.0], [1, 2], DynDevice::cpu()).unwrap();
+    let b = DynTensor::from_vec(vec![1.0f32, 1.0], [2, 1], DynDevice::cpu()).unwrap();
+    let out = autocast_dtype(DType::BF16, || a.matmul(&b))
+        .unwrap()
+        .unwrap();
+    assert_eq!(out.dtype(), DType::F32);
+    // 1 + 2^-10 is not a bf16 (8 bits of mantissa): it rounds to 1.
+    assert_eq!(out.to_vec::<f32>().unwrap(), vec![1.0]);
+}
+
+/// A model and a batch whose loss has finite gradients.
+fn setup(seed: &str) -> (Linear<Cpu>, Tensor<Cpu>, Tensor<Cpu, i64>) {
+    let mut rng = Rng::new(seed);
+    let model = Linear::new(5, 3, Cpu);
+    let x = random(&mut rng, &[8, 5]);
+    let y = Tensor::from_vec((0..8).map(|i| i % 3).collect(), [8], Cpu);
+    (model, x, y)
+}
+
+/// Another model with the same values and parameters of its own (`clone` shares them).
+fn copy_of(m: &Linear<Cpu>) -> Linear<Cpu> {
+    Linear::from_parameters(m.weight().detach(), m.bias().map(|b| b.detach()))
+}
+
+fn params(m: &Linear<Cpu>) -> Vec<Vec<f32>> {
+    m.parameters().iter().map(|p| p.to_vec()).collect()
+}
+
+#[test]
+fn a_finite_step_is_the_plain_step() {
+    let (mut model, x, y) = setup("scaler_finite");
+    let mut plain = copy_of(&model);
+    let loss_fn = CrossEntropyLoss::new();
+    let mut opt = Sgd::new(0.1).momentum(0.9);
+    let mut plain_opt = Sgd::new(0.1).momentum(0.9);
+    let mut scaler = GradScaler::new(Cpu);
+    for _ in 0..3 {
+        opt.zero_grad(&model);
+        scaler
+            .scale(&loss_fn.forward(&model.forward(&x), &y))
+            .backward();
+        scaler.step(&mut opt, &mut model);
+        scaler.update();
+        plain_opt.zero_grad(&plain);
+        loss_fn.forward(&plain.forward(&x), &y).backward();
+        plain_opt.step(&mut plain);
+    }
+    // The scale is a power of two: scaling and unscaling are exact.
+    assert_eq!(params(&model), params(&plain));
+    assert_eq!(scaler.get_scale(), 65536.0);
+    assert_eq!(scaler.growth_tracker(), 3);
+}
+
+#[test]
+fn a_non_finite_gradient_skips_the_step_and_backs_off() {
+    for adam in [false, true] {
+        let (mut model, x, y) = setup("scaler_inf");
+        let loss_fn = CrossEntropyLoss::new();
+        let mut sgd = Sgd::new(0.1).momentum(0.9);
+        let mut adam_opt = Adam::new(0.01);
+        let mut scaler = GradScaler::new(Cpu);
+        let mut step = |model: &mut Linear<Cpu>, scaler: &mut GradScaler<Cpu>, poison: bool| {
+            model.zero_grad();
+            scaler
+                .scale(&loss_fn.forward(&model.forward(&x), &y))
+                .backward();
+            if poison {
+                let w = model.weight();
+                let mut g = w.grad().unwrap().to_vec();
+                g[3] = f32::INFINITY;
+                w.try_set_grad(Some(Tensor::from_vec(g, [3, 5], Cpu)))
+                    .unwrap();
+            }
+            if adam {
+                scaler.step(&mut adam_opt, model);
+            } else {
+                scaler.step(&mut sgd, model);
+            }
+            scaler.update();
+        };
+        step(&mut model, &mut scaler, false); // creates the optimizer state
+        let before = params(&model);
+        step(&mut model, &mut scaler, true);
+        assert_eq!(
+            params(&model),
+            before,
+            "adam={adam}: a skipped step changed a parameter"
+        );
+        assert_eq!(scaler.get_scale(), 32768.0);
+        assert_eq!(scaler.growth_tracker(), 0);
+        step(&mut model, &mut scaler, false);
+        assert_ne!(
+            params(&model),
+            before,
+            "adam={adam}: the next good step runs"
+        );
+    }
+}
+
+#[test]
+fn a_skipped_step_leaves_momentum_as_it_was() {
+    let (mut model, x, y) = setup("scaler_momentum");
+    let loss_fn = CrossEntropyLoss::new();
+    let mut opt = Sgd::new(0.1).momentum(0.9);
+    let mut reference = Sgd::new(0.1).momentum(0.9);
+    let mut plain = copy_of(&model);
+    let mut scaler = GradScaler::new(Cpu);
+    // good, poisoned (skipped), good: the same as two plain good steps.
+    for poison in [false, true, false] {
+        model.zero_grad();
+        scaler
+            .scale(&loss_fn.forward(&model.forward(&x), &y))
+            .backward();
+        if poison {
+            let w = model.weight();
+            w.try_set_grad(Some(Tensor::full([3, 5], f32::NAN, Cpu)))
+                .unwrap();
+        }
+        scaler.step(&mut opt, &mut model);
+        scaler.update();
+    }
+    for _ in 0..2 {
+        reference.zero_grad(&plain);
+        loss_fn.forward(&plain.forward(&x), &y).backward();
+        reference.step(&mut plain);
+    }
+    let (a, b) = (params(&model), params(&plain));
+    for (pa, pb) in a.iter().zip(&b) {
+        for (u, v) in pa.iter().zip(pb) {
+            // The scale halved in between; unscaling by 1/32768 is exact too.
+            assert_eq!(u, v);
+        }
+    }
+}
+
+#[test]
+fn the_scale_grows_after_the_interval_but_never_to_inf() {
+    let (mut model, x, y) = setup("scaler_growth");
+    let loss_fn = CrossEntropyLoss::new();
+    let mut opt = Sgd::new(0.01);
+    let mut scaler = GradScaler::try_with(Cpu, 4.0, 2.0, 0.5, 3).unwrap();
+    let mut seen = Vec::new();
+    for _ in 0..7 {
+        opt.zero_grad(&model);
+        scaler
+            .scale(&loss_fn.forward(&model.forward(&x), &y))
+            .backward();
+        scaler.step(&mut opt, &mut model);
+        scaler.update();
+        seen.push((scaler.get_scale(), scaler.growth_tracker()));
+    }
+    assert_eq!(
+        seen,
+        vec![
+            (4.0, 1),
+            (4.0, 2),
+            (8.0, 0),
+            (8.0, 1),
+            (8.0, 2),
+            (16.0, 0),
+            (16.0, 1)
+        ]
+    );
+    let mut huge = GradScaler::try_with(Cpu, f32::MAX / 1.5, 2.0, 0.5, 1).unwrap();
+    opt.zero_grad(&model);
+    loss_fn.forward(&model.forward(&x), &y).backward(); // unscaled: finite grads
+    huge.step(&mut opt, &mut model);
+    huge.update();
+    assert_eq!(
+        huge.get_scale(),
+        f32::MAX / 1.5,
+        "growing to inf is not applied"
+    );
+    assert_eq!(huge.growth_tracker(), 0);
+}
+
+#[test]
+fn settings_and_call_order_are_checked_as_in_pytorch() {
+    let err = |r: devtype::Result<GradScaler<Cpu>>| r.unwrap_err().to_string();
+    assert!(err(GradScaler::try_with(Cpu, 1.0, 1.0, 0.5, 1))
+        .contains("The growth factor must be > 1.0."));
+    assert!(err(GradScaler::try_with(Cpu, 1.0, 2.0, 1.0, 1))
+        .contains("The backoff factor must be < 1.0."));
+    assert!(GradScaler::try_with(Cpu, f32::NAN, 2.0, 0.5, 1).is_err());
+    assert!(GradScaler::try_with(Cpu, 1.0, 2.0, 0.5, 0).is_err());
+    let (model, x, y) = setup("scaler_twice");
+    let mut scaler = GradScaler::new(Cpu);
+    scaler
+        .scale(&CrossEntropyLoss::new().forward(&model.forward(&x), &y))
+        .backward();
+    scaler.try_unscale_(&model).unwrap();
+    let e = scaler.try_unscale_(&model).unwrap_err().to_string();
+    assert!(
+        e.contains("unscale_() has already been called on this optimizer since the last update()."),
+        "{e}"
+    );
+    scaler.update();
+    assert_eq!(scaler.get_scale(), 65536.0);
+}
+
+#[test]
+fn a_gpu_amp_step_makes_no_host_sync() {
+    let Some(gpu) = common::gpu() else { return };
+    use devtype::cuda::sync_count;
+    let mut model = Linear::new(10, 3, Cpu).to(gpu);
+    let mut opt = Sgd::new(0.1).momentum(0.9);
+    let mut scaler = GradScaler::new(gpu);
+    let loss_fn = CrossEntropyLoss::new();
+    let x = Tensor::<Cpu>::randn([8, 10], Cpu).to(gpu);
+    let y = Tensor::<Cpu, i64>::from_vec((0..8).map(|i| i % 3).collect(), [8], Cpu).to(gpu);
+    let before = sync_count();
+    for _ in 0..3 {
+        opt.zero_grad(&model);
+        scaler
+            .scale(&loss_fn.forward(&model.forward(&x), &y))
+            .backward();
+        scaler.step(&mut opt, &mut model);
+        scaler.update();
+    }
+    assert_eq!(sync_count(), before, "an AMP step waited for the GPU");
+    assert_eq!(scaler.get_scale(), 65536.0);
+}
