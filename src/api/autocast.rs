@@ -61,6 +61,7 @@ pub fn autocast_dtype<R>(dtype: DType, f: impl FnOnce() -> R) -> Result<R> {
 }
 
 /// The type products run in on this thread, if inside an [`autocast`] scope.
+#[inline]
 pub fn autocast_type() -> Option<DType> {
     AUTOCAST.with(Cell::get)
 }
