@@ -1,7 +1,9 @@
 // Fused optimizer updates, in place on the parameter and its state (src/ops/optim). One thread
 // per element (grid-stride); every buffer is contiguous. The arithmetic is the CPU kernel's,
-// operation for operation (the hyper-parameters arrive already converted to the element
-// type), so both devices take the same steps.
+// operation for operation (the hyper-parameters arrive already converted to the compute type
+// A = Acc<T>::type: f32 for f16/bf16, T otherwise), so both devices take the same steps. Half
+// parameters and state are widened on load, updated in f32 and rounded once on store, as
+// PyTorch's fused optimizers do (eps = 1e-8 would be zero in f16, beta2 = 0.999 one in bf16).
 //
 // sgd_<dtype>(p, g, b, n, lr, wd, momentum, keep, nesterov, first, has_momentum)
 //     d = g + wd * p; with momentum: b = first ? d : momentum * b + keep * d,
@@ -11,18 +13,18 @@
 //     p = p * decay - step_size * m / (sqrt(v) * inv_sqrt_bc2 + eps).
 #include "common.cuh"
 
-template <typename T>
-__device__ __forceinline__ void sgd_impl(T* __restrict__ p, const T* __restrict__ g, T* __restrict__ b, u64 n, T lr,
-                                         T wd, T momentum, T keep, u32 nesterov, u32 first, u32 has_momentum) {
+template <typename T, typename A = typename Acc<T>::type>
+__device__ __forceinline__ void sgd_impl(T* __restrict__ p, const T* __restrict__ g, T* __restrict__ b, u64 n, A lr,
+                                         A wd, A momentum, A keep, u32 nesterov, u32 first, u32 has_momentum) {
     for (u64 i = global_thread(); i < n; i += global_threads()) {
-        const T pi = p[i];
-        T d = g[i] + wd * pi;
+        const A pi = up(p[i]);
+        A d = up(g[i]) + wd * pi;
         if (has_momentum) {
-            const T bi = first ? d : momentum * b[i] + keep * d;
-            b[i] = bi;
+            const A bi = first ? d : momentum * up(b[i]) + keep * d;
+            b[i] = down<T>(bi);
             d = nesterov ? d + momentum * bi : bi;
         }
-        p[i] = pi - lr * d;
+        p[i] = down<T>(pi - lr * d);
     }
 }
 
@@ -30,32 +32,35 @@ template <typename T> __device__ __forceinline__ T square_root(T x);
 template <> __device__ __forceinline__ float square_root<float>(float x) { return sqrtf(x); }
 template <> __device__ __forceinline__ double square_root<double>(double x) { return sqrt(x); }
 
-template <typename T>
+template <typename T, typename A = typename Acc<T>::type>
 __device__ __forceinline__ void adam_impl(T* __restrict__ p, const T* __restrict__ g, T* __restrict__ m,
-                                          T* __restrict__ v, u64 n, T b1, T b2, T one_b1, T one_b2, T eps, T l2,
-                                          T decay, T step_size, T inv_sqrt_bc2) {
+                                          T* __restrict__ v, u64 n, A b1, A b2, A one_b1, A one_b2, A eps, A l2,
+                                          A decay, A step_size, A inv_sqrt_bc2) {
     for (u64 i = global_thread(); i < n; i += global_threads()) {
-        const T pi = p[i];
-        const T gi = g[i] + l2 * pi;
-        const T mi = b1 * m[i] + one_b1 * gi;
-        const T vi = b2 * v[i] + one_b2 * gi * gi;
-        m[i] = mi;
-        v[i] = vi;
-        const T denom = square_root(vi) * inv_sqrt_bc2 + eps;
-        p[i] = pi * decay - step_size * mi / denom;
+        const A pi = up(p[i]);
+        const A gi = up(g[i]) + l2 * pi;
+        const A mi = b1 * up(m[i]) + one_b1 * gi;
+        const A vi = b2 * up(v[i]) + one_b2 * gi * gi;
+        m[i] = down<T>(mi);
+        v[i] = down<T>(vi);
+        const A denom = square_root(vi) * inv_sqrt_bc2 + eps;
+        p[i] = down<T>(pi * decay - step_size * mi / denom);
     }
 }
 
-#define OPTIM(T, SUFFIX)                                                                               \
-    extern "C" __global__ void sgd_##SUFFIX(T* p, const T* g, T* b, u64 n, T lr, T wd, T momentum, T keep, \
+// T: the stored type; A: the compute type, which the hyper-parameters arrive in.
+#define OPTIM(T, A, SUFFIX)                                                                            \
+    extern "C" __global__ void sgd_##SUFFIX(T* p, const T* g, T* b, u64 n, A lr, A wd, A momentum, A keep, \
                                            u32 nesterov, u32 first, u32 has_momentum) {                \
-        sgd_impl(p, g, b, n, lr, wd, momentum, keep, nesterov, first, has_momentum);                   \
+        sgd_impl<T, A>(p, g, b, n, lr, wd, momentum, keep, nesterov, first, has_momentum);             \
     }                                                                                                  \
-    extern "C" __global__ void adam_##SUFFIX(T* p, const T* g, T* m, T* v, u64 n, T b1, T b2, T one_b1,  \
-                                            T one_b2, T eps, T l2, T decay, T step_size,               \
-                                            T inv_sqrt_bc2) {                                          \
-        adam_impl(p, g, m, v, n, b1, b2, one_b1, one_b2, eps, l2, decay, step_size, inv_sqrt_bc2);     \
+    extern "C" __global__ void adam_##SUFFIX(T* p, const T* g, T* m, T* v, u64 n, A b1, A b2, A one_b1,  \
+                                            A one_b2, A eps, A l2, A decay, A step_size,               \
+                                            A inv_sqrt_bc2) {                                          \
+        adam_impl<T, A>(p, g, m, v, n, b1, b2, one_b1, one_b2, eps, l2, decay, step_size, inv_sqrt_bc2); \
     }
 
-OPTIM(float, f32)
-OPTIM(double, f64)
+OPTIM(float, float, f32)
+OPTIM(double, double, f64)
+OPTIM(f16_t, float, f16)
+OPTIM(bf16_t, float, bf16)

@@ -11,8 +11,7 @@
 //! in `f32` in another order: within an ulp of the 16-bit type plus the `f32` rounding bound of
 //! that order.
 //!
-//! The optimizers have no half kernels (master weights stay `f32`, as in PyTorch's AMP); their
-//! clean error is checked at the end.
+//! The optimizers step 16-bit parameters in f32 and store them rounded, on both devices.
 //!
 //! Without a GPU every test prints why it skips and passes; with `DEVTYPE_REQUIRE_CUDA=1` a
 //! missing GPU fails (see `tests/common`). The random seed is printed; set `DEVTYPE_TEST_SEED`
@@ -760,23 +759,60 @@ fn gradients_match_the_cpu() {
     }
 }
 
+/// Three optimizer steps on a 16-bit parameter on `D` (Nesterov SGD, or Adam with L2 weight
+/// decay, or AdamW), from `init` with `grads`.
+fn optimizer_steps<D: Device, H: devtype::Float>(
+    dev: D,
+    init: &DynTensor,
+    grads: &[DynTensor],
+    which: &str,
+) -> Result<DynTensor> {
+    let to_d = |t: &DynTensor| -> Result<Tensor<D, H>> {
+        t.to(dev.dyn_device())?.try_into_tensor::<D, H>()
+    };
+    let mut p = Tensor::parameter(to_d(init)?);
+    let mut sgd = Sgd::<D, H>::new(0.1).momentum(0.9).nesterov(true);
+    let mut adam = Adam::<D, H>::new(0.01).weight_decay(0.1);
+    let mut adamw = Adam::<D, H>::new(0.01).decoupled_weight_decay(0.1);
+    for g in grads {
+        p.try_set_grad(Some(to_d(g)?))?;
+        match which {
+            "sgd" => sgd.try_step(&mut p)?,
+            "adam" => adam.try_step(&mut p)?,
+            _ => adamw.try_step(&mut p)?,
+        }
+    }
+    Ok(p.detach().to_dyn())
+}
+
 #[test]
-fn optimizers_refuse_half_parameters_cleanly() {
+fn optimizers_on_half_parameters_match_the_cpu() {
     let Some(gpu) = common::gpu() else { return };
-    // No half optimizer kernels: mixed precision keeps f32 master weights, as PyTorch's AMP.
-    let mut p = Tensor::parameter(Tensor::<Cuda<0>, f16>::ones([4], gpu));
-    p.try_set_grad(Some(Tensor::ones([4], gpu))).unwrap();
-    let e = Sgd::<Cuda<0>, f16>::new(0.1)
-        .try_step(&mut p)
-        .unwrap_err()
-        .to_string();
-    assert_eq!(e, "\"sgd\" not implemented for 'Half'");
-    let mut p = Tensor::parameter(Tensor::<Cuda<0>, bf16>::ones([4], gpu));
-    p.try_set_grad(Some(Tensor::ones([4], gpu))).unwrap();
-    let e = Adam::<Cuda<0>, bf16>::new(0.1)
-        .try_step(&mut p)
-        .unwrap_err()
-        .to_string();
-    assert_eq!(e, "\"adam\" not implemented for 'BFloat16'");
-    assert_eq!(p.detach().to_dtype::<f32>().to_vec(), vec![1.0; 4]);
+    // Pure 16-bit parameters and state: the update runs in f32 on both devices and each stored
+    // value rounds once. CUDA contracts a * b + c into one FMA where the CPU rounds twice, so an
+    // f32 result may differ in its last bit and move a 16-bit value by one ulp, which the next
+    // steps carry.
+    let tol = Tol {
+        ulps: 2.0,
+        abs: 1e-6,
+    };
+    for dtype in HALVES {
+        let init = randn(&[257], dtype);
+        let grads: Vec<DynTensor> = (0..3).map(|_| randn(&[257], dtype)).collect();
+        for which in ["sgd", "adam", "adamw"] {
+            let (got, want) = if dtype == DType::F16 {
+                (
+                    optimizer_steps::<_, f16>(gpu, &init, &grads, which),
+                    optimizer_steps::<_, f16>(Cpu, &init, &grads, which),
+                )
+            } else {
+                (
+                    optimizer_steps::<_, bf16>(gpu, &init, &grads, which),
+                    optimizer_steps::<_, bf16>(Cpu, &init, &grads, which),
+                )
+            };
+            let (got, want) = (got.unwrap(), want.unwrap());
+            assert_matches(&got, &want, tol, &format!("{which} {dtype:?}"));
+        }
+    }
 }

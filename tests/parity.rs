@@ -5,10 +5,12 @@
 //! (`devtype::declared_ops()`) and runs each op on both fronts on the same fresh random
 //! inputs: a declared op missing from the table below fails it, so a new op is tested on both
 //! fronts from the day it lands. The ops that were once missing on one front are listed too,
-//! so they cannot go missing again.
+//! so they cannot go missing again. Every case runs in each float element type (f64, f32, f16,
+//! bf16): an op that lacks a dtype on one front fails here.
 
 use devtype::nn::Reduction;
 use devtype::prelude::*;
+use devtype::Float;
 use std::collections::BTreeSet;
 
 type Out = (Vec<usize>, Vec<f64>);
@@ -26,26 +28,27 @@ fn dynamic(t: DynTensor) -> Out {
     )
 }
 
-struct Inputs {
-    a: Tensor<Cpu, f64>,
-    b: Tensor<Cpu, f64>,
-    pos: Tensor<Cpu, f64>,
-    m: Tensor<Cpu, f64>,
-    bat1: Tensor<Cpu, f64>,
-    bat2: Tensor<Cpu, f64>,
-    w: Tensor<Cpu, f64>,
-    bias: Tensor<Cpu, f64>,
+struct Inputs<E: Float> {
+    a: Tensor<Cpu, E>,
+    b: Tensor<Cpu, E>,
+    pos: Tensor<Cpu, E>,
+    m: Tensor<Cpu, E>,
+    bat1: Tensor<Cpu, E>,
+    bat2: Tensor<Cpu, E>,
+    w: Tensor<Cpu, E>,
+    bias: Tensor<Cpu, E>,
     idx: Tensor<Cpu, i64>,
     gidx: Tensor<Cpu, i64>,
     targets: Tensor<Cpu, i64>,
 }
 
-fn inputs() -> Inputs {
-    let r = |shape: &[usize]| Tensor::<Cpu>::randn(shape, Cpu).to_dtype::<f64>();
+/// Fresh random inputs in `E` (drawn in f32, then converted).
+fn inputs<E: Float>() -> Inputs<E> {
+    let r = |shape: &[usize]| Tensor::<Cpu>::randn(shape, Cpu).to_dtype::<E>();
     Inputs {
         a: r(&[3, 4]),
         b: r(&[3, 4]),
-        pos: Tensor::<Cpu>::rand([3, 4], Cpu).to_dtype::<f64>() + 0.5,
+        pos: (Tensor::<Cpu>::rand([3, 4], Cpu) + 0.5).to_dtype::<E>(),
         m: r(&[4, 5]),
         bat1: r(&[2, 3, 4]),
         bat2: r(&[2, 4, 5]),
@@ -57,15 +60,22 @@ fn inputs() -> Inputs {
     }
 }
 
-/// One case per declared op: the typed call and the dynamic call on the same inputs.
-fn cases() -> Vec<(&'static str, Case)> {
+/// A scalar argument in the inputs' element type (the typed front takes `E`, the dynamic one
+/// `f64`, as PyTorch's Python numbers).
+fn s<E: Float>(v: f64) -> E {
+    E::from_f64(v)
+}
+
+/// One case per declared op, in element type `E`: the typed call and the dynamic call on the
+/// same inputs.
+fn cases<E: Float>() -> Vec<(&'static str, Case)> {
     let mut cases: Vec<(&'static str, Case)> = Vec::new();
     macro_rules! case {
         ($name:literal, |$i:ident| $typed:expr, $dynamic:expr) => {
             cases.push((
                 $name,
                 Box::new(|| {
-                    let $i = inputs();
+                    let $i = inputs::<E>();
                     let t = typed($typed);
                     let d = dynamic($dynamic?);
                     Ok((t, d))
@@ -120,42 +130,42 @@ fn cases() -> Vec<(&'static str, Case)> {
     // Binary with scalars.
     case!(
         "add_scalar",
-        |i| i.a.add_scalar(1.5),
+        |i| i.a.add_scalar(s(1.5)),
         i.a.to_dyn().add_scalar(1.5)
     );
     case!(
         "sub_scalar",
-        |i| i.a.sub_scalar(1.5),
+        |i| i.a.sub_scalar(s(1.5)),
         i.a.to_dyn().sub_scalar(1.5)
     );
     case!(
         "mul_scalar",
-        |i| i.a.mul_scalar(-2.0),
+        |i| i.a.mul_scalar(s(-2.0)),
         i.a.to_dyn().mul_scalar(-2.0)
     );
     case!(
         "div_scalar",
-        |i| i.a.div_scalar(4.0),
+        |i| i.a.div_scalar(s(4.0)),
         i.a.to_dyn().div_scalar(4.0)
     );
     case!(
         "pow_scalar",
-        |i| i.pos.pow_scalar(1.5),
+        |i| i.pos.pow_scalar(s(1.5)),
         i.pos.to_dyn().pow_scalar(1.5)
     );
     case!(
         "clamp_min",
-        |i| i.a.clamp_min(-0.2),
+        |i| i.a.clamp_min(s(-0.2)),
         i.a.to_dyn().clamp_min(-0.2)
     );
     case!(
         "clamp_max",
-        |i| i.a.clamp_max(0.3),
+        |i| i.a.clamp_max(s(0.3)),
         i.a.to_dyn().clamp_max(0.3)
     );
     case!(
         "clamp",
-        |i| i.a.clamp(-0.2, 0.3),
+        |i| i.a.clamp(s(-0.2), s(0.3)),
         i.a.to_dyn().clamp(-0.2, 0.3)
     );
     // Comparisons.
@@ -185,22 +195,22 @@ fn cases() -> Vec<(&'static str, Case)> {
     );
     case!(
         "lt_scalar",
-        |i| i.a.lt_scalar(0.1),
+        |i| i.a.lt_scalar(s(0.1)),
         i.a.to_dyn().lt_scalar(0.1)
     );
     case!(
         "le_scalar",
-        |i| i.a.le_scalar(0.1),
+        |i| i.a.le_scalar(s(0.1)),
         i.a.to_dyn().le_scalar(0.1)
     );
     case!(
         "gt_scalar",
-        |i| i.a.gt_scalar(0.1),
+        |i| i.a.gt_scalar(s(0.1)),
         i.a.to_dyn().gt_scalar(0.1)
     );
     case!(
         "ge_scalar",
-        |i| i.a.ge_scalar(0.1),
+        |i| i.a.ge_scalar(s(0.1)),
         i.a.to_dyn().ge_scalar(0.1)
     );
     // Reductions.
@@ -337,7 +347,7 @@ fn cases() -> Vec<(&'static str, Case)> {
 #[test]
 fn every_declared_op_is_tested_on_both_fronts() {
     let declared: BTreeSet<&str> = devtype::declared_ops().into_iter().collect();
-    let tested: BTreeSet<&str> = cases().iter().map(|(name, _)| *name).collect();
+    let tested: BTreeSet<&str> = cases::<f64>().iter().map(|(name, _)| *name).collect();
     let untested: Vec<_> = declared.difference(&tested).collect();
     let undeclared: Vec<_> = tested.difference(&declared).collect();
     assert!(
@@ -376,13 +386,14 @@ fn the_ops_once_missing_on_one_front_are_declared() {
     }
 }
 
-#[test]
-fn both_fronts_give_the_same_values() {
+/// Runs every case in `E` and checks that both fronts agree exactly.
+fn both_fronts_agree<E: Float>() {
     devtype::manual_seed(7);
-    for (name, case) in cases() {
-        let ((ts, tv), (ds, dv)) = case().unwrap_or_else(|e| panic!("{name}: {e}"));
-        assert_eq!(ts, ds, "{name}: shapes differ");
-        assert_eq!(tv.len(), dv.len(), "{name}");
+    let dtype = E::DTYPE;
+    for (name, case) in cases::<E>() {
+        let ((ts, tv), (ds, dv)) = case().unwrap_or_else(|e| panic!("{name} ({dtype:?}): {e}"));
+        assert_eq!(ts, ds, "{name} ({dtype:?}): shapes differ");
+        assert_eq!(tv.len(), dv.len(), "{name} ({dtype:?})");
         for (k, (x, y)) in tv.iter().zip(&dv).enumerate() {
             // Exactly equal: both fronts run the same kernel. Miri adds a few ulps of random
             // error to transcendental functions, separately on each call.
@@ -393,14 +404,34 @@ fn both_fronts_give_the_same_values() {
             };
             assert!(
                 (x - y).abs() <= tolerance || (x.is_nan() && y.is_nan()),
-                "{name}[{k}]: typed {x} vs dynamic {y}"
+                "{name}[{k}] ({dtype:?}): typed {x} vs dynamic {y}"
             );
         }
         // Fresh random inputs every case: a constant result would mean a broken op.
         assert!(
             tv.iter().any(|&v| v != tv[0]) || tv.len() <= 1 || name.ends_with("scalar"),
-            "{name}: every value is {}",
+            "{name} ({dtype:?}): every value is {}",
             tv[0]
         );
     }
+}
+
+#[test]
+fn both_fronts_give_the_same_values_in_f64() {
+    both_fronts_agree::<f64>();
+}
+
+#[test]
+fn both_fronts_give_the_same_values_in_f32() {
+    both_fronts_agree::<f32>();
+}
+
+#[test]
+fn both_fronts_give_the_same_values_in_f16() {
+    both_fronts_agree::<f16>();
+}
+
+#[test]
+fn both_fronts_give_the_same_values_in_bf16() {
+    both_fronts_agree::<bf16>();
 }

@@ -169,27 +169,6 @@ pub(crate) fn suffix(dtype: DType) -> &'static str {
     }
 }
 
-/// PyTorch's `"<op>" not implemented for 'Half'`: the error of a CUDA op family that has no
-/// `f16`/`bf16` kernels (see [`half_gate`]).
-#[cold]
-pub(crate) fn no_cuda_kernels(op: &'static str, dtype: DType) -> crate::core::error::Error {
-    crate::core::error::Error::UnsupportedDType { op, dtype }
-}
-
-/// **The CUDA side's dtype gate.** `f16` and `bf16` live on GPUs (`CudaStorage::F16`/`BF16`)
-/// and most kernel families have half instantiations (math in `f32`, rounded once; see
-/// `kernels/common.cuh`). A family without them calls this first, so a half operand gets
-/// [`no_cuda_kernels`] instead of a launch of a kernel that does not exist. To add half
-/// kernels to such a family: instantiate its kernels for `f16_t`/`bf16_t` in `kernels/*.cu`,
-/// list the names (`HALF_TYPES` in `ops::kernels`), and drop its call to this.
-pub(crate) fn half_gate(op: &'static str, dtype: DType) -> crate::core::error::Result<()> {
-    if dtype.is_half() {
-        Err(no_cuda_kernels(op, dtype))
-    } else {
-        Ok(())
-    }
-}
-
 /// Runs `$body` with `$T` bound to the Rust type of a [`DType`](crate::core::DType) (`$op`
 /// names the op in errors; every dtype has a CUDA storage type, so none is returned here).
 macro_rules! with_dtype {

@@ -21,7 +21,7 @@ pub(crate) const NUMERIC_TYPES: [&str; 5] = ["f32", "f64", "i64", "f16", "bf16"]
 /// (`f16`, `bf16`) compute in `f32` and round once.
 pub(crate) const FLOAT_TYPES: [&str; 4] = ["f32", "f64", "f16", "bf16"];
 /// `f32` and `f64` only: the families whose 16-bit floats run the `f32` kernels on widened
-/// copies (losses, scatter-adds), or have no half kernels (optimizers, see `half_gate`).
+/// copies (losses, scatter-adds).
 pub(crate) const WIDE_FLOAT_TYPES: [&str; 2] = ["f32", "f64"];
 
 /// `<base>_<t>` for each type suffix `t`.

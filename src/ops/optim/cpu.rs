@@ -1,10 +1,10 @@
 //! CPU kernels of the fused optimizer updates: one pass over parameter, gradient and state,
 //! in place, split across threads for large parameters.
 
-use super::{AdamScalars, AdamUpdate, SgdUpdate};
+use super::{AdamScalars, AdamUpdate, OpMath, SgdUpdate};
 use crate::core::error::{Error, Result};
 use crate::core::raw::RawTensor;
-use crate::core::{DType, Float};
+use crate::core::{DType, Element, Float};
 use rayon::prelude::*;
 
 /// Elements per parallel task.
@@ -44,7 +44,7 @@ fn parallel(len: usize) -> bool {
     len >= crate::backend::cpu::strided::PARALLEL_THRESHOLD && !cfg!(miri)
 }
 
-fn sgd_typed<T: Float>(
+fn sgd_typed<T: OpMath>(
     param: &mut RawTensor,
     grad: &RawTensor,
     buffer: &mut Option<RawTensor>,
@@ -55,12 +55,14 @@ fn sgd_typed<T: Float>(
     make_unique::<T>(param)?;
     let p = param.unique_cpu_data::<T>().expect("made unique");
     same_lengths(&[p.len(), gs.len()])?;
-    let (lr, wd) = (T::from_f64(u.lr), T::from_f64(u.weight_decay));
+    // Hyper-parameters and arithmetic in the compute type; each stored value rounds once.
+    let (lr, wd) = (T::Acc::from_f64(u.lr), T::Acc::from_f64(u.weight_decay));
     if u.momentum == 0.0 {
         let step = |p: &mut [T], g: &[T]| {
             for (p, &g) in p.iter_mut().zip(g) {
-                let d = g + wd * *p;
-                *p = *p - lr * d;
+                let pi = p.up();
+                let d = g.up() + wd * pi;
+                *p = T::down(pi - lr * d);
             }
         };
         if parallel(p.len()) {
@@ -81,14 +83,19 @@ fn sgd_typed<T: Float>(
     let b = buf.unique_cpu_data::<T>().expect("made unique");
     let p = param.unique_cpu_data::<T>().expect("made unique");
     same_lengths(&[p.len(), gs.len(), b.len()])?;
-    let (mom, keep) = (T::from_f64(u.momentum), T::from_f64(1.0 - u.dampening));
+    let (mom, keep) = (
+        T::Acc::from_f64(u.momentum),
+        T::Acc::from_f64(1.0 - u.dampening),
+    );
     let nesterov = u.nesterov;
     let step = |p: &mut [T], g: &[T], b: &mut [T]| {
         for ((p, &g), b) in p.iter_mut().zip(g).zip(b.iter_mut()) {
-            let d = g + wd * *p;
-            *b = if first { d } else { mom * *b + keep * d };
-            let d = if nesterov { d + mom * *b } else { *b };
-            *p = *p - lr * d;
+            let pi = p.up();
+            let d = g.up() + wd * pi;
+            let bi = if first { d } else { mom * b.up() + keep * d };
+            *b = T::down(bi);
+            let d = if nesterov { d + mom * bi } else { bi };
+            *p = T::down(pi - lr * d);
         }
     };
     if parallel(p.len()) {
@@ -102,7 +109,7 @@ fn sgd_typed<T: Float>(
     Ok(())
 }
 
-fn adam_typed<T: Float>(
+fn adam_typed<T: OpMath>(
     param: &mut RawTensor,
     grad: &RawTensor,
     exp_avg: &mut Option<RawTensor>,
@@ -138,14 +145,17 @@ fn adam_typed<T: Float>(
         decay,
         step_size,
         inv_sqrt_bc2,
-    } = u.scalars::<T>();
+    } = u.scalars::<T::Acc>();
     let step = |p: &mut [T], g: &[T], m: &mut [T], v: &mut [T]| {
         for (((p, &g), m), v) in p.iter_mut().zip(g).zip(m.iter_mut()).zip(v.iter_mut()) {
-            let g = g + l2 * *p;
-            *m = b1 * *m + one_b1 * g;
-            *v = b2 * *v + one_b2 * g * g;
-            let denom = v.sqrt() * inv_sqrt_bc2 + eps;
-            *p = *p * decay - step_size * *m / denom;
+            let pi = p.up();
+            let g = g.up() + l2 * pi;
+            let mi = b1 * m.up() + one_b1 * g;
+            let vi = b2 * v.up() + one_b2 * g * g;
+            *m = T::down(mi);
+            *v = T::down(vi);
+            let denom = vi.sqrt() * inv_sqrt_bc2 + eps;
+            *p = T::down(pi * decay - step_size * mi / denom);
         }
     };
     if parallel(p.len()) {
@@ -170,7 +180,7 @@ pub(crate) fn sgd(
         DType::F32 => sgd_typed::<f32>(param, grad, buffer, u),
         DType::F64 => sgd_typed::<f64>(param, grad, buffer, u),
         // Half parameters (PyTorch keeps f32 master weights under AMP; these are for pure
-        // half training): each arithmetic step runs in f32 and rounds.
+        // half training): the update runs in f32 and each stored value rounds once.
         DType::F16 => sgd_typed::<half::f16>(param, grad, buffer, u),
         DType::BF16 => sgd_typed::<half::bf16>(param, grad, buffer, u),
         _ => unreachable!("checked in sgd"),

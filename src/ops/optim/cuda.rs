@@ -4,16 +4,18 @@
 //! (or is a view) is first replaced by a private contiguous copy, so other handles never see
 //! the update, as on the CPU.
 
-use super::{AdamScalars, AdamUpdate, SgdUpdate};
+use super::{AdamScalars, AdamUpdate, OpMath, SgdUpdate};
 use crate::backend::cuda::context::GpuContext;
 use crate::backend::cuda::kernels::KernelFile;
 use crate::backend::cuda::launch::{self, Kernel};
 use crate::backend::cuda::memory;
-use crate::core::cuda_storage::{half_gate, with_dtype, CudaElement};
+use crate::core::cuda_storage::CudaElement;
 use crate::core::error::{Error, Result};
 use crate::core::raw::RawTensor;
+use crate::core::{DType, Element};
 use crate::ops::copy::cuda::{contiguous, contiguous_or_self};
-use crate::ops::kernels::{typed, WIDE_FLOAT_TYPES};
+use crate::ops::kernels::{typed, FLOAT_TYPES};
+use cudarc::driver::DeviceRepr;
 
 /// `kernels/optim.cu`: `sgd_<T>` and `adam_<T>`.
 pub(crate) static KERNELS: KernelFile = KernelFile {
@@ -21,8 +23,8 @@ pub(crate) static KERNELS: KernelFile = KernelFile {
     source: include_str!("../../../kernels/optim.cu"),
     names: || {
         let mut n = Vec::new();
-        typed(&mut n, "sgd", &WIDE_FLOAT_TYPES);
-        typed(&mut n, "adam", &WIDE_FLOAT_TYPES);
+        typed(&mut n, "sgd", &FLOAT_TYPES);
+        typed(&mut n, "adam", &FLOAT_TYPES);
         n
     },
 };
@@ -68,15 +70,16 @@ pub(crate) fn sgd(
     buffer: &mut Option<RawTensor>,
     u: &SgdUpdate,
 ) -> Result<()> {
-    // No half kernels: mixed precision keeps master weights (and optimizer state) in f32, as
-    // PyTorch's AMP does, so an f16/bf16 parameter is refused (see `half_gate`).
-    half_gate("sgd", param.dtype)?;
-    with_dtype!(param.dtype, "sgd", |T| sgd_typed::<T>(
-        gpu, param, grad, buffer, u
-    ))
+    match param.dtype {
+        DType::F32 => sgd_typed::<f32>(gpu, param, grad, buffer, u),
+        DType::F64 => sgd_typed::<f64>(gpu, param, grad, buffer, u),
+        DType::F16 => sgd_typed::<half::f16>(gpu, param, grad, buffer, u),
+        DType::BF16 => sgd_typed::<half::bf16>(gpu, param, grad, buffer, u),
+        _ => unreachable!("checked in sgd"),
+    }
 }
 
-fn sgd_typed<T: CudaElement>(
+fn sgd_typed<T: CudaElement + OpMath<Acc: DeviceRepr>>(
     gpu: &'static GpuContext,
     param: &mut RawTensor,
     grad: &RawTensor,
@@ -106,8 +109,9 @@ fn sgd_typed<T: CudaElement>(
         (true, Some(b)) => memory::ptr(b)?,
         _ => 0,
     };
-    // sgd_<T>(T* p, const T* g, T* b, u64 n, T lr, T wd, T momentum, T keep, u32 nesterov,
-    // u32 first, u32 has_momentum): `p` is a contiguous buffer of n elements owned by `param`
+    // sgd_<T>(T* p, const T* g, T* b, u64 n, A lr, A wd, A momentum, A keep, u32 nesterov,
+    // u32 first, u32 has_momentum), A the compute type (`OpMath::Acc`: f32 for f16/bf16, the
+    // kernel's `Acc<T>::type`): `p` is a contiguous buffer of n elements owned by `param`
     // alone (made unique above), `g` a contiguous n-element gradient, `b` the n-element
     // momentum buffer (read and written only when `has_momentum`).
     launch::flat(
@@ -116,10 +120,10 @@ fn sgd_typed<T: CudaElement>(
         [memory::ptr(param)?, memory::ptr(&g)?, pb],
         n,
         (
-            T::from_f64(u.lr),
-            T::from_f64(u.weight_decay),
-            T::from_f64(u.momentum),
-            T::from_f64(1.0 - u.dampening),
+            T::Acc::from_f64(u.lr),
+            T::Acc::from_f64(u.weight_decay),
+            T::Acc::from_f64(u.momentum),
+            T::Acc::from_f64(1.0 - u.dampening),
             u.nesterov as u32,
             first as u32,
             has_momentum as u32,
@@ -136,13 +140,16 @@ pub(crate) fn adam(
     v: &mut Option<RawTensor>,
     u: &AdamUpdate,
 ) -> Result<()> {
-    half_gate("adam", param.dtype)?;
-    with_dtype!(param.dtype, "adam", |T| adam_typed::<T>(
-        gpu, param, grad, m, v, u
-    ))
+    match param.dtype {
+        DType::F32 => adam_typed::<f32>(gpu, param, grad, m, v, u),
+        DType::F64 => adam_typed::<f64>(gpu, param, grad, m, v, u),
+        DType::F16 => adam_typed::<half::f16>(gpu, param, grad, m, v, u),
+        DType::BF16 => adam_typed::<half::bf16>(gpu, param, grad, m, v, u),
+        _ => unreachable!("checked in adam"),
+    }
 }
 
-fn adam_typed<T: CudaElement>(
+fn adam_typed<T: CudaElement + OpMath<Acc: DeviceRepr>>(
     gpu: &'static GpuContext,
     param: &mut RawTensor,
     grad: &RawTensor,
@@ -165,7 +172,7 @@ fn adam_typed<T: CudaElement>(
     if n == 0 {
         return Ok(());
     }
-    // The same scalars as the CPU kernel, from one place.
+    // The same scalars as the CPU kernel, from one place, in the compute type.
     let AdamScalars {
         b1,
         b2,
@@ -176,12 +183,12 @@ fn adam_typed<T: CudaElement>(
         decay,
         step_size,
         inv_sqrt_bc2,
-    } = u.scalars::<T>();
+    } = u.scalars::<T::Acc>();
     let name = format!("adam_{}", T::SUFFIX);
     let pm = memory::ptr(exp_avg.as_ref().expect("created above"))?;
     let pv = memory::ptr(exp_avg_sq.as_ref().expect("created above"))?;
-    // adam_<T>(T* p, const T* g, T* m, T* v, u64 n, T b1, T b2, T one_b1, T one_b2, T eps,
-    // T l2, T decay, T step_size, T inv_sqrt_bc2): `p`, `m` and `v` are contiguous n-element
+    // adam_<T>(T* p, const T* g, T* m, T* v, u64 n, A b1, A b2, A one_b1, A one_b2, A eps,
+    // A l2, A decay, A step_size, A inv_sqrt_bc2), A the compute type: `p`, `m` and `v` are contiguous n-element
     // buffers owned by this optimizer step alone (made unique above) and `g` a contiguous
     // n-element gradient.
     launch::flat(

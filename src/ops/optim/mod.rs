@@ -30,8 +30,56 @@ pub(crate) struct AdamUpdate {
     pub(crate) step: u64,
 }
 
-/// The per-step scalars both Adam kernels take, in the parameters' element type: computed
-/// once here so the CPU and the GPU update with identical numbers.
+/// The type an optimizer computes a parameter's update in, PyTorch's `opmath_type`: `f32` for
+/// the 16-bit floats, the type itself otherwise. Every value is read, widened, updated in
+/// `Acc` with `Acc` hyper-parameters and rounded once when it is stored, as PyTorch's fused
+/// optimizers do: in `f16`, `eps = 1e-8` would round to zero and in `bf16` `beta2 = 0.999` to
+/// one, so the hyper-parameters must never be rounded to the parameter's type.
+pub(crate) trait OpMath: crate::core::Float {
+    /// The compute type.
+    type Acc: crate::core::Float;
+    /// Widens exactly.
+    fn up(self) -> Self::Acc;
+    /// Rounds to nearest, ties to even.
+    fn down(v: Self::Acc) -> Self;
+}
+
+macro_rules! opmath_self {
+    ($($t:ty),*) => {$(
+        impl OpMath for $t {
+            type Acc = $t;
+            #[inline(always)]
+            fn up(self) -> $t {
+                self
+            }
+            #[inline(always)]
+            fn down(v: $t) -> $t {
+                v
+            }
+        }
+    )*};
+}
+opmath_self!(f32, f64);
+
+macro_rules! opmath_half {
+    ($($t:ty),*) => {$(
+        impl OpMath for $t {
+            type Acc = f32;
+            #[inline(always)]
+            fn up(self) -> f32 {
+                self.to_f32()
+            }
+            #[inline(always)]
+            fn down(v: f32) -> $t {
+                <$t>::from_f32(v)
+            }
+        }
+    )*};
+}
+opmath_half!(half::f16, half::bf16);
+
+/// The per-step scalars both Adam kernels take, in the parameters' compute type
+/// ([`OpMath::Acc`]): computed once here so the CPU and the GPU update with identical numbers.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct AdamScalars<T> {
     pub(crate) b1: T,
