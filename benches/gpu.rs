@@ -6,7 +6,10 @@
 //! - a host-to-device copy of 256 MiB: GB/s, from pageable memory (`to`) and from pinned
 //!   memory (`pin_memory` + `to_async`);
 //! - one training step of the peers' workload D (784-512-10 MLP, batch 256, class-weighted
-//!   cross-entropy, SGD): milliseconds, against PyTorch on the same GPU.
+//!   cross-entropy, SGD): milliseconds, against PyTorch on the same GPU;
+//! - mixed precision (issue 13): matmul 8192^3 bf16 against cuBLAS's `GemmEx` called directly,
+//!   `relu(x + y)` on 256M bf16 against the copy bandwidth, and workload D's step inside a bf16
+//!   autocast (PyTorch: `torch.autocast("cuda", torch.bfloat16)`).
 //!
 //! GPU times come from CUDA events (devtype's `Timer`, cudarc events for the baselines); the
 //! launch-overhead and upload numbers are host wall-clock times that end in a synchronize.
@@ -85,8 +88,30 @@ fn main() {
     results.push(("matmul_ms", mm_ms));
     results.push(("matmul_tflops", flops / (mm_ms * 1e-3) / 1e12));
     drop((a, b));
-    let blas_ms = cublas_ms(reps.min(5), MM);
+    let blas_ms = cublas_ms::<f32>(reps.min(5), MM, |v| v);
     results.push(("cublas_tflops", flops / (blas_ms * 1e-3) / 1e12));
+
+    // The same product in bf16 (f32 accumulation), against cublasGemmEx on bf16.
+    let a = Tensor::<Cuda<0>>::randn([MM, MM], gpu).to_dtype::<bf16>();
+    let b = Tensor::<Cuda<0>>::randn([MM, MM], gpu).to_dtype::<bf16>();
+    let mm_ms = gpu_ms(reps.min(5), || drop(a.matmul(&b)));
+    results.push(("matmul_bf16_ms", mm_ms));
+    results.push(("matmul_bf16_tflops", flops / (mm_ms * 1e-3) / 1e12));
+    drop((a, b));
+    let blas_ms = cublas_ms::<bf16>(reps.min(5), MM, bf16::from_f32);
+    results.push(("cublas_bf16_tflops", flops / (blas_ms * 1e-3) / 1e12));
+
+    // relu(x + y) and the fused add_relu on 256M bf16: half the bytes of the f32 case, against
+    // the same copy bandwidth.
+    let x = Tensor::<Cuda<0>>::randn([ELEMS], gpu).to_dtype::<bf16>();
+    let y = Tensor::<Cuda<0>>::randn([ELEMS], gpu).to_dtype::<bf16>();
+    let half_bytes = (ELEMS * 2) as f64;
+    let ms = gpu_ms(reps, || drop((&x + &y).relu_owned()));
+    results.push(("relu_add_bf16_ms", ms));
+    results.push(("relu_add_bf16_gbs", 3.0 * half_bytes / (ms * 1e-3) / 1e9));
+    let ms = gpu_ms(reps, || drop(x.add_relu(&y)));
+    results.push(("add_relu_bf16_gbs", 3.0 * half_bytes / (ms * 1e-3) / 1e9));
+    drop((x, y));
 
     // 1000 tiny element-wise ops: host time to queue them and finish.
     let t = Tensor::<Cuda<0>>::ones([TINY], gpu);
@@ -145,7 +170,8 @@ fn main() {
     results.push(("h2d_pinned_gbs", pinned_gbs));
     drop(pinned);
 
-    results.push(("train_step_ms", train_step_ms(gpu, reps.max(20))));
+    results.push(("train_step_ms", train_step_ms(gpu, reps.max(20), false)));
+    results.push(("train_step_amp_ms", train_step_ms(gpu, reps.max(20), true)));
 
     // An MNIST-shaped epoch (60 batches of 256 x 784): batches from a DataLoader with pinned
     // buffers and prefetching (uploads overlap compute), against the same steps on batches
@@ -196,7 +222,26 @@ fn main() {
         get("h2d_pinned_gbs"),
         get("h2d_pinned_gbs") / get("h2d_gbs")
     );
+    println!(
+        "  matmul 8192^3 bf16      {:8.3} ms  {:7.1} TFLOP/s  cuBLAS {:.1} TFLOP/s  ({:.0}% of cuBLAS)",
+        get("matmul_bf16_ms"),
+        get("matmul_bf16_tflops"),
+        get("cublas_bf16_tflops"),
+        100.0 * get("matmul_bf16_tflops") / get("cublas_bf16_tflops")
+    );
+    println!(
+        "  relu(x + y), 256M bf16  {:8.3} ms  {:7.1} GB/s effective  ({:.0}% of copy); fused {:.1} GB/s ({:.0}%)",
+        get("relu_add_bf16_ms"),
+        get("relu_add_bf16_gbs"),
+        100.0 * get("relu_add_bf16_gbs") / get("copy_gbs"),
+        get("add_relu_bf16_gbs"),
+        100.0 * get("add_relu_bf16_gbs") / get("copy_gbs")
+    );
     println!("  MLP train step (D)      {:8.3} ms", get("train_step_ms"));
+    println!(
+        "  ... in a bf16 autocast  {:8.3} ms",
+        get("train_step_amp_ms")
+    );
     println!(
         "  MNIST-shaped epoch      {:8.1} ms from a pinned, prefetching loader, {:.1} ms resident ({:.2}x); {:.2} host syncs per step",
         get("epoch_loader_ms"),
@@ -266,8 +311,9 @@ fn median(v: &mut [f64]) -> f64 {
 
 /// Median GPU milliseconds of `f` (after one warm-up run), timed with CUDA events.
 /// Milliseconds per training step of workload D on `gpu`: the model built on the host and
-/// moved once, the batch moved once, then zero_grad, forward, backward and SGD per step.
-fn train_step_ms(gpu: Cuda<0>, reps: usize) -> f64 {
+/// moved once, the batch moved once, then zero_grad, forward, backward and SGD per step. With
+/// `amp`, the forward pass runs in a bf16 autocast (products in bf16, f32 master weights).
+fn train_step_ms(gpu: Cuda<0>, reps: usize, amp: bool) -> f64 {
     const B: usize = 256;
     const I: usize = 784;
     const H: usize = 512;
@@ -284,7 +330,12 @@ fn train_step_ms(gpu: Cuda<0>, reps: usize) -> f64 {
     let mut opt = Sgd::new(0.01);
     gpu_ms(reps, || {
         model.zero_grad();
-        let loss = criterion.forward(&model.forward(&x), &y);
+        let logits = if amp {
+            devtype::amp::autocast::<bf16, _>(|| model.forward(&x))
+        } else {
+            model.forward(&x)
+        };
+        let loss = criterion.forward(&logits, &y);
         loss.backward();
         opt.step(&mut model);
     })
@@ -368,39 +419,44 @@ fn cudarc_copy_ms(reps: usize, n: usize) -> f64 {
     })
 }
 
-/// Milliseconds of one cublasSgemm of `n x n x n` f32, called directly through cudarc.
-fn cublas_ms(reps: usize, n: usize) -> f64 {
+/// Milliseconds of one `n x n x n` product called directly through cudarc: cublasSgemm for
+/// f32, cublasGemmEx with f32 compute for bf16; `from_f32` makes the operands' values.
+fn cublas_ms<T>(reps: usize, n: usize, from_f32: fn(f32) -> T) -> f64
+where
+    CudaBlas: Gemm<T>,
+    T: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits + Copy,
+{
     use cudarc::cublas::sys::cublasOperation_t::CUBLAS_OP_N;
     let ctx = cudarc::driver::CudaContext::new(0).unwrap();
     let stream = ctx.default_stream();
     let blas = CudaBlas::new(stream.clone()).unwrap();
     // Random operands, as devtype's side uses (a GPU's clocks depend a little on the data).
     let mut state = 0x2545_F491_4F6C_DD1Du64;
-    let host: Vec<f32> = (0..n * n)
+    let host: Vec<T> = (0..n * n)
         .map(|_| {
             state ^= state << 13;
             state ^= state >> 7;
             state ^= state << 17;
-            (state >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+            from_f32((state >> 40) as f32 / (1u64 << 23) as f32 - 1.0)
         })
         .collect();
     let a = stream.clone_htod(&host).unwrap();
     let b = stream.clone_htod(&host).unwrap();
-    let mut c = stream.alloc_zeros::<f32>(n * n).unwrap();
+    let mut c = stream.alloc_zeros::<T>(n * n).unwrap();
     let cfg = GemmConfig {
         transa: CUBLAS_OP_N,
         transb: CUBLAS_OP_N,
         m: n as i32,
         n: n as i32,
         k: n as i32,
-        alpha: 1.0f32,
+        alpha: from_f32(1.0),
         lda: n as i32,
         ldb: n as i32,
-        beta: 0.0f32,
+        beta: from_f32(0.0),
         ldc: n as i32,
     };
     event_median_ms(&ctx, &stream, reps, || {
-        // SAFETY: a, b and c each hold n * n f32 on this stream's device, matching the config
+        // SAFETY: a, b and c each hold n * n values of T on this stream's device, matching the config
         // (column-major n x n, leading dimension n); the events order the timing around it.
         unsafe { blas.gemm(cfg, &a, &b, &mut c) }.unwrap();
     })

@@ -8,8 +8,10 @@ Workloads (same shapes and timing method as the Rust side):
   a device-to-device copy of the same 1 GiB;
   matmul 8192^3 f32 (TF32 off, PyTorch's default), CUDA events;
   1000 tiny element-wise ops on 64 elements, host time including the final synchronize;
-  a host-to-device copy of 256 MiB from pageable memory (and pinned, for reference).
-Prints a short table with the targets of issue 3, section 8.
+  a host-to-device copy of 256 MiB from pageable memory (and pinned, for reference);
+  mixed precision (issue 13): matmul 8192^3 bf16, relu(x + y) on 256M bf16, and workload D's
+  step with the forward pass in torch.autocast("cuda", dtype=torch.bfloat16).
+Prints a short table with the targets of issue 3, section 8, and issue 13, section 4.
 """
 import argparse
 import json
@@ -64,7 +66,17 @@ def measure(torch, reps):
     ms = gpu_ms(torch, lambda: torch.mm(a, b), min(reps, 5))
     r["matmul_ms"] = ms
     r["matmul_tflops"] = 2 * MM**3 / (ms * 1e-3) / 1e12
+    a, b = a.bfloat16(), b.bfloat16()
+    ms = gpu_ms(torch, lambda: torch.mm(a, b), min(reps, 5))
+    r["matmul_bf16_tflops"] = 2 * MM**3 / (ms * 1e-3) / 1e12
     del a, b
+
+    x = torch.randn(ELEMS, device=dev, dtype=torch.bfloat16)
+    y = torch.randn(ELEMS, device=dev, dtype=torch.bfloat16)
+    ms = gpu_ms(torch, lambda: torch.relu(x + y), reps)
+    r["relu_add_bf16_ms"] = ms
+    r["relu_add_bf16_gbs"] = 3 * ELEMS * 2 / (ms * 1e-3) / 1e9
+    del x, y
 
     t = torch.ones(TINY, device=dev)
 
@@ -110,6 +122,15 @@ def measure(torch, reps):
         opt.step()
 
     r["train_step_ms"] = gpu_ms(torch, step, max(reps, 20))
+
+    def amp_step():
+        opt.zero_grad()
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            logits = model(x)
+        crit(logits.float(), y).backward()
+        opt.step()
+
+    r["train_step_amp_ms"] = gpu_ms(torch, amp_step, max(reps, 20))
     return r
 
 
@@ -166,6 +187,15 @@ def main():
         f">= 2x pageable ({ratio(dv('h2d_pinned_gbs'), dv('h2d_gbs')):.1f}x)",
         f"{'MLP train step (workload D), ms':<34}{dv('train_step_ms'):>14.3f}{t['train_step_ms']:>14.3f}"
         f"{ratio(t['train_step_ms'], dv('train_step_ms')):>8.2f}x  (speed-up over PyTorch)",
+        f"{'matmul 8192^3 bf16, TFLOP/s':<34}{dv('matmul_bf16_tflops'):>14.2f}{t['matmul_bf16_tflops']:>14.2f}"
+        f"{ratio(dv('matmul_bf16_tflops'), t['matmul_bf16_tflops']):>8.0%}   >= 100% of torch.mm bf16",
+        f"{'  vs cuBLAS GemmEx called directly':<34}{dv('matmul_bf16_tflops'):>14.2f}{dv('cublas_bf16_tflops'):>14.2f}"
+        f"{ratio(dv('matmul_bf16_tflops'), dv('cublas_bf16_tflops')):>8.0%}   >= 95% of cuBLAS",
+        f"{'relu(x+y) 256M bf16, GB/s':<34}{dv('relu_add_bf16_gbs'):>14.1f}{t['relu_add_bf16_gbs']:>14.1f}"
+        f"{ratio(dv('relu_add_bf16_gbs'), dv('copy_gbs')):>8.0%}   >= 90% of copy (fused add_relu: "
+        f"{ratio(dv('add_relu_bf16_gbs'), dv('copy_gbs')):.0%})",
+        f"{'AMP bf16 train step (D), ms':<34}{dv('train_step_amp_ms'):>14.3f}{t['train_step_amp_ms']:>14.3f}"
+        f"{ratio(t['train_step_amp_ms'], dv('train_step_amp_ms')):>8.2f}x  (speed-up over PyTorch AMP)",
     ]
     table = "\n".join(lines)
     print(table)

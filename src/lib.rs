@@ -124,6 +124,11 @@ pub mod cuda {
         empty_pinned_cache, pinned_memory_allocated, pinned_memory_reserved,
     };
     pub use crate::ops::kernels::{compile_kernels, KernelReport};
+
+    /// Matrix-product settings, as `torch.backends.cuda.matmul`.
+    pub mod matmul {
+        pub use crate::backend::cuda::{allow_tf32, set_allow_tf32};
+    }
 }
 /// Mixed precision, as PyTorch's `torch.amp`: [`autocast`](amp::autocast) runs matrix
 /// products in `f16` or `bf16` inside a scope while parameters stay `f32`, and
