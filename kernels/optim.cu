@@ -11,6 +11,9 @@
 // adam_<dtype>(p, g, m, v, n, b1, b2, one_b1, one_b2, eps, l2, decay, step_size, inv_sqrt_bc2)
 //     g = g + l2 * p; m = b1 * m + one_b1 * g; v = b2 * v + one_b2 * g * g;
 //     p = p * decay - step_size * m / (sqrt(v) * inv_sqrt_bc2 + eps).
+// adam_dev_<dtype>(p, g, m, v, corr, n, b1, b2, one_b1, one_b2, eps, l2, decay)
+//     the same, with step_size = corr[0] and inv_sqrt_bc2 = corr[1] read from device memory:
+//     the bias corrections of a step count kept on the device (steps a GradScaler may skip).
 #include "common.cuh"
 
 template <typename T, typename A = typename Acc<T>::type>
@@ -58,6 +61,10 @@ __device__ __forceinline__ void adam_impl(T* __restrict__ p, const T* __restrict
                                             A one_b2, A eps, A l2, A decay, A step_size,               \
                                             A inv_sqrt_bc2) {                                          \
         adam_impl<T, A>(p, g, m, v, n, b1, b2, one_b1, one_b2, eps, l2, decay, step_size, inv_sqrt_bc2); \
+    }                                                                                                  \
+    extern "C" __global__ void adam_dev_##SUFFIX(T* p, const T* g, T* m, T* v, const A* corr, u64 n, A b1, \
+                                                A b2, A one_b1, A one_b2, A eps, A l2, A decay) {      \
+        adam_impl<T, A>(p, g, m, v, n, b1, b2, one_b1, one_b2, eps, l2, decay, corr[0], corr[1]);      \
     }
 
 OPTIM(float, float, f32)

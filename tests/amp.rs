@@ -257,6 +257,49 @@ fn a_skipped_step_leaves_momentum_as_it_was() {
 }
 
 #[test]
+fn a_skipped_adam_step_does_not_count_in_the_bias_corrections() {
+    let (mut model, x, y) = setup("scaler_adam_count");
+    let loss_fn = CrossEntropyLoss::new();
+    let mut opt = Adam::new(0.01);
+    let mut reference = Adam::new(0.01);
+    let mut plain = copy_of(&model);
+    let mut scaler = GradScaler::new(Cpu);
+    // Skipped first (before any state exists), good, skipped, good, good: PyTorch calls
+    // `step` three times, so Adam's step count, and its bias corrections, are those of three
+    // plain steps. Counting the skipped ones would make the corrections of steps 5, not 3.
+    for poison in [true, false, true, false, false] {
+        model.zero_grad();
+        scaler
+            .scale(&loss_fn.forward(&model.forward(&x), &y))
+            .backward();
+        if poison {
+            let w = model.weight();
+            w.try_set_grad(Some(Tensor::full([3, 5], f32::INFINITY, Cpu)))
+                .unwrap();
+        }
+        scaler.step(&mut opt, &mut model);
+        scaler.update();
+    }
+    for _ in 0..3 {
+        reference.zero_grad(&plain);
+        loss_fn.forward(&plain.forward(&x), &y).backward();
+        reference.step(&mut plain);
+    }
+    let (a, b) = (params(&model), params(&plain));
+    for (pa, pb) in a.iter().zip(&b) {
+        for (u, v) in pa.iter().zip(pb) {
+            // The corrections come from f64 `pow` on the tensor side and `powi` on the host:
+            // they may differ in the last f32 bit.
+            assert!((u - v).abs() <= 1e-6 * v.abs().max(1e-3), "{a:?} vs {b:?}");
+        }
+    }
+    let (m, v) = opt.moments("weight").unwrap();
+    let (rm, rv) = reference.moments("weight").unwrap();
+    assert_eq!(m.to_vec(), rm.to_vec());
+    assert_eq!(v.to_vec(), rv.to_vec());
+}
+
+#[test]
 fn the_scale_grows_after_the_interval_but_never_to_inf() {
     let (mut model, x, y) = setup("scaler_growth");
     let loss_fn = CrossEntropyLoss::new();
@@ -331,13 +374,19 @@ fn a_gpu_amp_step_makes_no_host_sync() {
     let loss_fn = CrossEntropyLoss::new();
     let x = Tensor::<Cpu>::randn([8, 10], Cpu).to(gpu);
     let y = Tensor::<Cpu, i64>::from_vec((0..8).map(|i| i % 3).collect(), [8], Cpu).to(gpu);
+    let mut adam = Adam::new(0.01);
     let before = sync_count();
-    for _ in 0..3 {
+    for k in 0..6 {
         opt.zero_grad(&model);
         scaler
             .scale(&loss_fn.forward(&model.forward(&x), &y))
             .backward();
-        scaler.step(&mut opt, &mut model);
+        // Sgd, then Adam (its step count lives on the device).
+        if k < 3 {
+            scaler.step(&mut opt, &mut model);
+        } else {
+            scaler.step(&mut adam, &mut model);
+        }
         scaler.update();
     }
     assert_eq!(sync_count(), before, "an AMP step waited for the GPU");

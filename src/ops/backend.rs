@@ -221,6 +221,7 @@ pub(crate) trait Backend {
         m: &mut Option<RawTensor>,
         v: &mut Option<RawTensor>,
         u: &AdamUpdate,
+        corrections: Option<&RawTensor>,
     ) -> Result<()>;
 }
 
@@ -410,8 +411,9 @@ macro_rules! backend_impl {
                 m: &mut Option<RawTensor>,
                 v: &mut Option<RawTensor>,
                 u: &AdamUpdate,
+                corrections: Option<&RawTensor>,
             ) -> Result<()> {
-                optim::$module::adam($($gpu,)? param, grad, m, v, u)
+                optim::$module::adam($($gpu,)? param, grad, m, v, u, corrections)
             }
         }
     };

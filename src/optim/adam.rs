@@ -4,6 +4,7 @@ use super::ModelOn;
 use super::{check_each_with_grad, check_state_names, for_each_with_grad, Optimizer};
 use crate::core::error::Result;
 use crate::core::raw::RawTensor;
+use crate::core::DType;
 use crate::device::Device;
 use crate::ops::optim::AdamUpdate;
 use crate::tensor::{Float, Tensor};
@@ -15,7 +16,38 @@ use std::marker::PhantomData;
 struct Moments {
     exp_avg: Option<RawTensor>,
     exp_avg_sq: Option<RawTensor>,
+    /// Steps taken, counted on the host.
     step: u64,
+    /// Steps taken, as a 0-dim `f64` tensor on the parameter's device, once a step could be
+    /// skipped there ([`try_step_unless`](Optimizer::try_step_unless), a `GradScaler`): a
+    /// skipped step does not count, as in PyTorch, where `step` is not called then. From then
+    /// on it, not `step`, gives the bias corrections.
+    device_step: Option<RawTensor>,
+}
+
+/// `[lr / (1 - beta1^t), 1 / sqrt(1 - beta2^t)]` for the step count `t` (a 0-dim `f64`
+/// tensor), on its device, computed there (no host sync) and converted to `dtype`, the
+/// kernels' compute type.
+fn bias_corrections(t: &RawTensor, u: &AdamUpdate, dtype: DType) -> Result<RawTensor> {
+    use crate::core::Scalar::Float;
+    use crate::ops::binary::{binary_scalar, BinaryOp};
+    use crate::ops::unary::{unary, UnaryOp};
+    use std::borrow::Cow;
+    // 1 - beta^t.
+    let correction = |beta: f64| -> Result<RawTensor> {
+        let power = binary_scalar(Cow::Borrowed(t), Float(beta), BinaryOp::Pow, true)?;
+        binary_scalar(Cow::Owned(power), Float(1.0), BinaryOp::Sub, true)
+    };
+    let step_size = binary_scalar(
+        Cow::Owned(correction(u.beta1)?),
+        Float(u.lr),
+        BinaryOp::Div,
+        true,
+    )?;
+    let root = unary(Cow::Owned(correction(u.beta2)?), UnaryOp::Sqrt)?;
+    let inv_sqrt_bc2 = unary(Cow::Owned(root), UnaryOp::Reciprocal)?;
+    let both = crate::ops::cat::stack(&[&step_size, &inv_sqrt_bc2], 0)?;
+    crate::ops::copy::cast(&both, dtype)
 }
 
 /// Adam (`torch.optim.Adam`): bias-corrected moment estimates, kept on `D`. With
@@ -149,6 +181,7 @@ impl<D: Device, E: Float> Adam<D, E> {
                         exp_avg: mv(&m.exp_avg)?,
                         exp_avg_sq: mv(&m.exp_avg_sq)?,
                         step: m.step,
+                        device_step: mv(&m.device_step)?,
                     },
                 ))
             })
@@ -171,8 +204,15 @@ impl<D: Device, E: Float> Adam<D, E> {
     }
 }
 
-impl<D: Device, E: Float> Optimizer<D, E> for Adam<D, E> {
-    fn try_step<M: ModelOn<D, E>>(&mut self, model: &mut M) -> Result<()> {
+impl<D: Device, E: Float> Adam<D, E> {
+    /// One step; with `skip`, a step that does not count where `skip` holds (the caller puts
+    /// the parameters and moments back): the step count on the device advances only where it
+    /// does not.
+    fn step_counting<M: ModelOn<D, E>>(
+        &mut self,
+        model: &mut M,
+        skip: Option<&RawTensor>,
+    ) -> Result<()> {
         let update = self.update;
         update.validate()?;
         let state = &mut self.state;
@@ -196,15 +236,63 @@ impl<D: Device, E: Float> Optimizer<D, E> for Adam<D, E> {
                 step: m.step + 1,
                 ..update
             };
-            crate::ops::optim::adam(name, p, g, &mut m.exp_avg, &mut m.exp_avg_sq, &u)?;
+            // The step count on the device, once a step could be skipped.
+            let device_step = match (skip, &m.device_step) {
+                (None, None) => None,
+                (_, counted) => {
+                    let t = match counted {
+                        Some(t) => t.clone(),
+                        None => crate::ops::creation::create(
+                            crate::core::layout::Dims::EMPTY,
+                            DType::F64,
+                            p.device,
+                            crate::ops::creation::Fill::Constant(crate::core::Scalar::Float(
+                                m.step as f64,
+                            )),
+                        )?,
+                    };
+                    let next = crate::ops::binary::binary_scalar(
+                        std::borrow::Cow::Borrowed(&t),
+                        crate::core::Scalar::Float(1.0),
+                        crate::ops::binary::BinaryOp::Add,
+                        false,
+                    )?;
+                    Some(match skip {
+                        Some(skip) => crate::ops::where_cond::where_cond(skip, &t, &next)?,
+                        None => next,
+                    })
+                }
+            };
+            let corrections = device_step
+                .as_ref()
+                .map(|t| bias_corrections(t, &update, crate::ops::optim::acc_dtype(p.dtype)))
+                .transpose()?;
+            crate::ops::optim::adam(
+                name,
+                p,
+                g,
+                &mut m.exp_avg,
+                &mut m.exp_avg_sq,
+                &u,
+                corrections.as_ref(),
+            )?;
             m.step += 1;
+            if device_step.is_some() {
+                m.device_step = device_step;
+            }
             Ok(())
         })
     }
+}
 
-    /// The moments are put back where `skip` holds; the step counts still advance (they are
-    /// host numbers, and reading `skip` would be a host sync), so after a skipped step the
-    /// bias corrections run one step ahead of PyTorch's (which does not call `step` then).
+impl<D: Device, E: Float> Optimizer<D, E> for Adam<D, E> {
+    fn try_step<M: ModelOn<D, E>>(&mut self, model: &mut M) -> Result<()> {
+        self.step_counting(model, None)
+    }
+
+    /// The parameters and moments are put back where `skip` holds, and the step count, kept
+    /// on the device from the first such call on, does not advance there: the bias
+    /// corrections stay PyTorch's, whose `GradScaler` does not call `step` then. No host sync.
     fn try_step_unless<M: ModelOn<D, E>>(
         &mut self,
         model: &mut M,
@@ -216,7 +304,7 @@ impl<D: Device, E: Float> Optimizer<D, E> for Adam<D, E> {
             .iter()
             .map(|(k, m)| (k.clone(), (m.exp_avg.clone(), m.exp_avg_sq.clone())))
             .collect();
-        self.try_step(model)?;
+        self.step_counting(model, Some(&skip.raw))?;
         super::restore_unless(model, &before, &skip.raw)?;
         for (name, m) in &mut self.state {
             let old = moments.get(name);

@@ -115,7 +115,10 @@ fn adam_typed<T: OpMath>(
     exp_avg: &mut Option<RawTensor>,
     exp_avg_sq: &mut Option<RawTensor>,
     u: &AdamUpdate,
+    corrections: Option<&RawTensor>,
 ) -> Result<()> {
+    // Bias corrections of a step count kept in a tensor (checked in `ops::optim::adam`).
+    let corrections = corrections.map(|c| c.to_vec::<T::Acc>()).transpose()?;
     let g = grad.contiguous()?;
     let gs = &g.cpu_slice::<T>().expect("cpu")[g.layout.contiguous_range().expect("contiguous")];
     make_unique::<T>(param)?;
@@ -143,9 +146,13 @@ fn adam_typed<T: OpMath>(
         eps,
         l2,
         decay,
-        step_size,
-        inv_sqrt_bc2,
+        mut step_size,
+        mut inv_sqrt_bc2,
     } = u.scalars::<T::Acc>();
+    if let Some(c) = &corrections {
+        same_lengths(&[c.len(), 2])?;
+        (step_size, inv_sqrt_bc2) = (c[0], c[1]);
+    }
     let step = |p: &mut [T], g: &[T], m: &mut [T], v: &mut [T]| {
         for (((p, &g), m), v) in p.iter_mut().zip(g).zip(m.iter_mut()).zip(v.iter_mut()) {
             let pi = p.up();
@@ -193,12 +200,13 @@ pub(crate) fn adam(
     m: &mut Option<RawTensor>,
     v: &mut Option<RawTensor>,
     u: &AdamUpdate,
+    c: Option<&RawTensor>,
 ) -> Result<()> {
     match param.dtype {
-        DType::F32 => adam_typed::<f32>(param, grad, m, v, u),
-        DType::F64 => adam_typed::<f64>(param, grad, m, v, u),
-        DType::F16 => adam_typed::<half::f16>(param, grad, m, v, u),
-        DType::BF16 => adam_typed::<half::bf16>(param, grad, m, v, u),
+        DType::F32 => adam_typed::<f32>(param, grad, m, v, u, c),
+        DType::F64 => adam_typed::<f64>(param, grad, m, v, u, c),
+        DType::F16 => adam_typed::<half::f16>(param, grad, m, v, u, c),
+        DType::BF16 => adam_typed::<half::bf16>(param, grad, m, v, u, c),
         _ => unreachable!("checked in adam"),
     }
 }

@@ -25,6 +25,7 @@ pub(crate) static KERNELS: KernelFile = KernelFile {
         let mut n = Vec::new();
         typed(&mut n, "sgd", &FLOAT_TYPES);
         typed(&mut n, "adam", &FLOAT_TYPES);
+        typed(&mut n, "adam_dev", &FLOAT_TYPES);
         n
     },
 };
@@ -139,12 +140,13 @@ pub(crate) fn adam(
     m: &mut Option<RawTensor>,
     v: &mut Option<RawTensor>,
     u: &AdamUpdate,
+    c: Option<&RawTensor>,
 ) -> Result<()> {
     match param.dtype {
-        DType::F32 => adam_typed::<f32>(gpu, param, grad, m, v, u),
-        DType::F64 => adam_typed::<f64>(gpu, param, grad, m, v, u),
-        DType::F16 => adam_typed::<half::f16>(gpu, param, grad, m, v, u),
-        DType::BF16 => adam_typed::<half::bf16>(gpu, param, grad, m, v, u),
+        DType::F32 => adam_typed::<f32>(gpu, param, grad, m, v, u, c),
+        DType::F64 => adam_typed::<f64>(gpu, param, grad, m, v, u, c),
+        DType::F16 => adam_typed::<half::f16>(gpu, param, grad, m, v, u, c),
+        DType::BF16 => adam_typed::<half::bf16>(gpu, param, grad, m, v, u, c),
         _ => unreachable!("checked in adam"),
     }
 }
@@ -156,6 +158,7 @@ fn adam_typed<T: CudaElement + OpMath<Acc: DeviceRepr>>(
     exp_avg: &mut Option<RawTensor>,
     exp_avg_sq: &mut Option<RawTensor>,
     u: &AdamUpdate,
+    corrections: Option<&RawTensor>,
 ) -> Result<()> {
     let g = contiguous_or_self(gpu, grad)?;
     make_unique(gpu, param)?;
@@ -184,13 +187,45 @@ fn adam_typed<T: CudaElement + OpMath<Acc: DeviceRepr>>(
         step_size,
         inv_sqrt_bc2,
     } = u.scalars::<T::Acc>();
-    let name = format!("adam_{}", T::SUFFIX);
     let pm = memory::ptr(exp_avg.as_ref().expect("created above"))?;
     let pv = memory::ptr(exp_avg_sq.as_ref().expect("created above"))?;
+    if let Some(c) = corrections {
+        // The bias corrections from device memory (checked in `ops::optim::adam`: two values
+        // of the compute type on this device).
+        let c = contiguous_or_self(gpu, c)?;
+        memory::same_gpu(gpu, &[&c])?;
+        // The kernel's own guard: it reads two values of A.
+        if c.numel() != 2 || c.dtype != super::acc_dtype(T::DTYPE) {
+            return Err(Error::Shape(format!(
+                "adam: bias corrections of shape {:?} ({})",
+                c.shape(),
+                c.dtype
+            )));
+        }
+        let name = format!("adam_dev_{}", T::SUFFIX);
+        // adam_dev_<T>(T* p, const T* g, T* m, T* v, const A* corr, u64 n, A b1, A b2,
+        // A one_b1, A one_b2, A eps, A l2, A decay): as `adam_<T>` below, with `corr` two
+        // contiguous values of A (step_size, inv_sqrt_bc2) that every thread reads.
+        return launch::flat(
+            gpu,
+            Kernel::new(&KERNELS, &name, "cuLaunchKernel(adam_dev)"),
+            [
+                memory::ptr(param)?,
+                memory::ptr(&g)?,
+                pm,
+                pv,
+                memory::ptr(&c)?,
+            ],
+            n,
+            (b1, b2, one_b1, one_b2, eps, l2, decay),
+            1,
+        );
+    }
+    let name = format!("adam_{}", T::SUFFIX);
     // adam_<T>(T* p, const T* g, T* m, T* v, u64 n, A b1, A b2, A one_b1, A one_b2, A eps,
-    // A l2, A decay, A step_size, A inv_sqrt_bc2), A the compute type: `p`, `m` and `v` are contiguous n-element
-    // buffers owned by this optimizer step alone (made unique above) and `g` a contiguous
-    // n-element gradient.
+    // A l2, A decay, A step_size, A inv_sqrt_bc2), A the compute type: `p`, `m` and `v` are
+    // contiguous n-element buffers owned by this optimizer step alone (made unique above) and
+    // `g` a contiguous n-element gradient.
     launch::flat(
         gpu,
         Kernel::new(&KERNELS, &name, "cuLaunchKernel(adam)"),

@@ -6,6 +6,7 @@ pub(super) mod cuda;
 
 use crate::core::error::{Error, Result};
 use crate::core::raw::RawTensor;
+use crate::core::DType;
 
 /// The hyper-parameters of one SGD update (`torch.optim.SGD`).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -297,7 +298,39 @@ pub(crate) fn sgd(
     ))
 }
 
-/// One Adam step on `param`; the moment estimates are created on the first step.
+/// The compute type of a parameter dtype ([`OpMath::Acc`]): `f64` for `f64`, `f32` otherwise.
+pub(crate) fn acc_dtype(dtype: DType) -> DType {
+    if dtype == DType::F64 {
+        DType::F64
+    } else {
+        DType::F32
+    }
+}
+
+/// Checks `corrections`: `[step_size, 1 / sqrt(1 - beta2^t)]`, two values of the parameter's
+/// compute type on its device.
+fn check_corrections(param: &RawTensor, corrections: &RawTensor) -> Result<()> {
+    if corrections.device != param.device {
+        return Err(Error::DeviceMismatch {
+            first: param.device,
+            second: corrections.device,
+        });
+    }
+    if corrections.numel() != 2 || corrections.dtype != acc_dtype(param.dtype) {
+        return Err(Error::Shape(format!(
+            "adam: bias corrections must be 2 values of {}, got {:?} of {}",
+            acc_dtype(param.dtype),
+            corrections.shape(),
+            corrections.dtype
+        )));
+    }
+    Ok(())
+}
+
+/// One Adam step on `param`; the moment estimates are created on the first step. With
+/// `corrections` (`[lr / (1 - beta1^t), 1 / sqrt(1 - beta2^t)]` on the device, for a step
+/// count kept there), the kernel reads the bias corrections from it instead of computing them
+/// from `update.step` on the host.
 ///
 /// Checks its own preconditions first ([`check_adam`]).
 pub(crate) fn adam(
@@ -307,6 +340,7 @@ pub(crate) fn adam(
     exp_avg: &mut Option<RawTensor>,
     exp_avg_sq: &mut Option<RawTensor>,
     update: &AdamUpdate,
+    corrections: Option<&RawTensor>,
 ) -> Result<()> {
     check_adam(
         name,
@@ -316,8 +350,17 @@ pub(crate) fn adam(
         exp_avg_sq.as_ref(),
         update,
     )?;
-    dispatch!([param, grad], |be| be
-        .adam(param, grad, exp_avg, exp_avg_sq, update))
+    if let Some(c) = corrections {
+        check_corrections(param, c)?;
+    }
+    dispatch!([param, grad], |be| be.adam(
+        param,
+        grad,
+        exp_avg,
+        exp_avg_sq,
+        update,
+        corrections
+    ))
 }
 
 #[cfg(test)]
@@ -354,7 +397,7 @@ mod tests {
             step: 1,
         };
         let (mut m, mut v) = (Some(t(&[0.0; 3], &[3])), Some(t(&[0.0; 4], &[4])));
-        let err = adam("w", &mut p, &g, &mut m, &mut v, &adam_update).unwrap_err();
+        let err = adam("w", &mut p, &g, &mut m, &mut v, &adam_update, None).unwrap_err();
         assert!(err.to_string().contains("exp_avg_sq"), "{err}");
         assert_eq!(p.to_vec::<f32>().unwrap(), [1.0, 2.0, 3.0]);
         // A gradient of another shape with as many elements.
