@@ -396,9 +396,16 @@ fn both_fronts_agree<E: Float>() {
         assert_eq!(tv.len(), dv.len(), "{name} ({dtype:?})");
         for (k, (x, y)) in tv.iter().zip(&dv).enumerate() {
             // Exactly equal: both fronts run the same kernel. Miri adds a few ulps of random
-            // error to transcendental functions, separately on each call.
+            // error to transcendental functions, separately on each call (in f32 for the
+            // 16-bit types, which can move their rounding by one of their ulps).
+            let ulp = match dtype {
+                DType::F64 => 1e-12,
+                DType::F32 => 1e-6,
+                DType::F16 => 2e-3,
+                _ => 1.6e-2,
+            };
             let tolerance = if cfg!(miri) {
-                1e-12 * x.abs().max(1.0)
+                ulp * x.abs().max(1.0)
             } else {
                 0.0
             };
