@@ -153,6 +153,8 @@ pub use autograd::{no_grad, DynVar, Var};
 pub use device::{Cpu, Cuda, Device, DynDevice};
 pub use dyn_tensor::DynTensor;
 pub use random::manual_seed;
+#[doc(hidden)]
+pub use tensor::Is;
 pub use tensor::{
     ArgumentOn, DType, Element, ElementIs, Float, HasDevice, IntoShape, MatrixElementIs,
     ModuleInput, Numeric, OperandOn, Scalar, Tensor, MAX_DIMS,
