@@ -78,7 +78,7 @@ pub trait Forward<D: Device, E: Float = f32> {
 /// What a module's `forward` returns for an input `I`: `Tensor<D, E>`, on the module's device
 /// `D`, for every input on `D` (generic code included: `I: ModuleInput<D>` says so).
 ///
-/// Spelled through [`ModuleInput::Out`](crate::ModuleInput::Out) so that an input on another
+/// Spelled through [`ModuleInput::Out`] so that an input on another
 /// device is one error, at the model: the output then has no type, and nothing that uses it
 /// (the loss, with targets on the batch's device) reports a second one.
 pub type Output<I, D, E = f32> =
