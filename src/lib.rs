@@ -148,6 +148,8 @@ pub use crate::core::pool::empty_host_cache;
 pub use crate::core::{format_size, Error, Result, ResultType};
 #[doc(hidden)]
 pub use api::declared_ops;
+#[doc(hidden)]
+pub use api::JoinList;
 pub use api::{MaskFor, TensorList};
 pub use autograd::{no_grad, DynVar, Var};
 pub use device::{Cpu, Cuda, Device, DynDevice};
