@@ -29,7 +29,7 @@
 //! | [`add_assign_across_devices`] | `running += stat` with the accumulator on another device | [`OperandOn`](crate::OperandOn) via `AddAssign` |
 //! | [`sequential_layer_not_moved`] | a `Sequential` with one layer left on the CPU | [`LayerAt`](crate::nn::LayerAt) at `Sequential::new` |
 //! | [`train_optimizer_built_before_move`] | an optimizer that stepped before the model moved: its state stayed behind | [`ModelOn`](crate::optim::ModelOn) |
-//! | [`train_model_not_moved`] | in the training loop: the batch moved, the model never did | [`ModuleInput`](crate::ModuleInput), then [`TargetOn`](crate::nn::TargetOn) |
+//! | [`train_model_not_moved`] | in the training loop: the batch moved, the model never did | [`ModuleInput`](crate::ModuleInput) |
 //! | [`parameter_replaced_on_cpu`] | `model.weight = nn.Parameter(cpu_tensor)` after `model.to(gpu)` | [`ParameterOn`](crate::nn::ParameterOn) via `Linear::set_weight` |
 //! | [`matmul_f32_with_i64`] | `float @ long`: `expected m1 and m2 to have the same dtype` | [`MatrixElementIs`](crate::MatrixElementIs) |
 //! | [`add_f32_with_i64`] | `float + long`, which PyTorch promotes silently | [`ElementIs`](crate::ElementIs) |

@@ -153,11 +153,15 @@ pub use crate::core::pool::empty_host_cache;
 pub use crate::core::{format_size, Error, Result, ResultType};
 #[doc(hidden)]
 pub use api::declared_ops;
+#[doc(hidden)]
+pub use api::JoinList;
 pub use api::{MaskFor, TensorList};
 pub use autograd::{no_grad, DynVar, Var};
 pub use device::{Cpu, Cuda, Device, DynDevice};
 pub use dyn_tensor::DynTensor;
 pub use random::manual_seed;
+#[doc(hidden)]
+pub use tensor::Is;
 pub use tensor::{
     ArgumentOn, DType, Element, ElementIs, Float, HasDevice, IntoShape, MatrixElementIs,
     ModuleInput, Numeric, OperandOn, Scalar, Tensor, MAX_DIMS,

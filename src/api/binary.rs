@@ -10,7 +10,7 @@ use crate::core::{DType, Element, ResultType, Scalar};
 use crate::dyn_tensor::check::same_device_elementwise;
 use crate::graph::{record, In, Out};
 use crate::ops::{self, BinaryOp, CompareOp, UnaryOp};
-use crate::tensor::OperandOn;
+use crate::tensor::{ElementIs, OperandOn};
 
 fn name(op: BinaryOp) -> &'static str {
     match op {
@@ -337,36 +337,36 @@ fn clamp(a: In<'_>, min: Scalar, max: Scalar) -> Result<Out> {
 
 declare_ops! {
     /// `self + other` with broadcasting: the fallible form of `+`.
-    Numeric fn add(x, other: OperandOn<D>) -> Same
+    Numeric fn add(x, other: (impl OperandOn<D> + ElementIs<E>)) -> Same
         check { same_device_elementwise(&[x.value, other.value], true)?; }
         = elementwise(x, other, BinaryOp::Add);
     /// `self - other` with broadcasting: the fallible form of `-`.
-    Numeric fn sub(x, other: OperandOn<D>) -> Same
+    Numeric fn sub(x, other: (impl OperandOn<D> + ElementIs<E>)) -> Same
         check { same_device_elementwise(&[x.value, other.value], true)?; }
         = elementwise(x, other, BinaryOp::Sub);
     /// `self * other` with broadcasting: the fallible form of `*`.
-    Numeric fn mul(x, other: OperandOn<D>) -> Same
+    Numeric fn mul(x, other: (impl OperandOn<D> + ElementIs<E>)) -> Same
         check { same_device_elementwise(&[x.value, other.value], true)?; }
         = elementwise(x, other, BinaryOp::Mul);
     /// `self / other` with broadcasting: the fallible form of `/`.
-    Numeric fn div(x, other: OperandOn<D>) -> Same
+    Numeric fn div(x, other: (impl OperandOn<D> + ElementIs<E>)) -> Same
         check { same_device_elementwise(&[x.value, other.value], true)?; }
         = elementwise(x, other, BinaryOp::Div);
     /// The larger of each pair (`torch.maximum`); ties split the gradient evenly.
-    Numeric fn maximum(x, other: OperandOn<D>) -> Same
+    Numeric fn maximum(x, other: (impl OperandOn<D> + ElementIs<E>)) -> Same
         check { same_device_elementwise(&[x.value, other.value], true)?; }
         = elementwise(x, other, BinaryOp::Maximum);
     /// The smaller of each pair (`torch.minimum`); ties split the gradient evenly.
-    Numeric fn minimum(x, other: OperandOn<D>) -> Same
+    Numeric fn minimum(x, other: (impl OperandOn<D> + ElementIs<E>)) -> Same
         check { same_device_elementwise(&[x.value, other.value], true)?; }
         = elementwise(x, other, BinaryOp::Minimum);
     /// `self` to the power `other`, element-wise (`torch.pow`).
-    Numeric fn pow(x, other: OperandOn<D>) -> Same
+    Numeric fn pow(x, other: (impl OperandOn<D> + ElementIs<E>)) -> Same
         check { same_device_elementwise(&[x.value, other.value], true)?; }
         = elementwise(x, other, BinaryOp::Pow);
     /// `relu(self + other)` in one pass, with broadcasting (PyTorch's fused `_add_relu`): the
     /// sum is never written out, so it moves 3 tensors' worth of memory instead of 5.
-    Numeric fn add_relu(x, other: OperandOn<D>) -> Same
+    Numeric fn add_relu(x, other: (impl OperandOn<D> + ElementIs<E>)) -> Same
         check { same_device_elementwise(&[x.value, other.value], true)?; }
         = elementwise(x, other, BinaryOp::AddRelu);
 
@@ -396,27 +396,27 @@ declare_ops! {
         = clamp(x, min, max);
 
     /// Element-wise `==` (a `bool` tensor).
-    Element fn eq(x, other: OperandOn<D>) -> Bool
+    Element fn eq(x, other: (impl OperandOn<D> + ElementIs<E>)) -> Bool
         check { same_device_elementwise(&[x.value, other.value], true)?; }
         = compare(x, other, CompareOp::Eq);
     /// Element-wise `!=` (a `bool` tensor).
-    Element fn ne(x, other: OperandOn<D>) -> Bool
+    Element fn ne(x, other: (impl OperandOn<D> + ElementIs<E>)) -> Bool
         check { same_device_elementwise(&[x.value, other.value], true)?; }
         = compare(x, other, CompareOp::Ne);
     /// Element-wise `<` (a `bool` tensor).
-    Element fn lt(x, other: OperandOn<D>) -> Bool
+    Element fn lt(x, other: (impl OperandOn<D> + ElementIs<E>)) -> Bool
         check { same_device_elementwise(&[x.value, other.value], true)?; }
         = compare(x, other, CompareOp::Lt);
     /// Element-wise `<=` (a `bool` tensor).
-    Element fn le(x, other: OperandOn<D>) -> Bool
+    Element fn le(x, other: (impl OperandOn<D> + ElementIs<E>)) -> Bool
         check { same_device_elementwise(&[x.value, other.value], true)?; }
         = compare(x, other, CompareOp::Le);
     /// Element-wise `>` (a `bool` tensor).
-    Element fn gt(x, other: OperandOn<D>) -> Bool
+    Element fn gt(x, other: (impl OperandOn<D> + ElementIs<E>)) -> Bool
         check { same_device_elementwise(&[x.value, other.value], true)?; }
         = compare(x, other, CompareOp::Gt);
     /// Element-wise `>=` (a `bool` tensor).
-    Element fn ge(x, other: OperandOn<D>) -> Bool
+    Element fn ge(x, other: (impl OperandOn<D> + ElementIs<E>)) -> Bool
         check { same_device_elementwise(&[x.value, other.value], true)?; }
         = compare(x, other, CompareOp::Ge);
     /// Element-wise `== s` (a `bool` tensor; integers compare exactly).

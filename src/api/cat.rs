@@ -70,32 +70,48 @@ fn empty_stack() -> Error {
 /// Tensors to join with [`Tensor::cat`] or [`Tensor::stack`]: a slice or `Vec` of tensors or
 /// references, or a tuple `(&a, &b, ...)` whose later members must be on the first one's
 /// device (a tensor on another device does not compile, with PyTorch's words).
+///
+/// One blanket impl over the hidden `JoinList`: a tuple with a tensor on another device is
+/// then reported with PyTorch's sentence and without rustc's list of every tuple size.
 pub trait TensorList<D: Device, E: Element> {
     #[doc(hidden)]
     fn inputs(&self) -> Vec<In<'_>>;
 }
 
-impl<D: Device, E: Element> TensorList<D, E> for [Tensor<D, E>] {
+impl<D: Device, E: Element, T: JoinList<D, E> + ?Sized> TensorList<D, E> for T {
+    fn inputs(&self) -> Vec<In<'_>> {
+        JoinList::inputs(self)
+    }
+}
+
+/// [`TensorList`] for each kind of list.
+#[doc(hidden)]
+pub trait JoinList<D: Device, E: Element> {
+    /// The tensors, in order.
+    fn inputs(&self) -> Vec<In<'_>>;
+}
+
+impl<D: Device, E: Element> JoinList<D, E> for [Tensor<D, E>] {
     fn inputs(&self) -> Vec<In<'_>> {
         self.iter().map(|t| t.input()).collect()
     }
 }
-impl<D: Device, E: Element> TensorList<D, E> for [&Tensor<D, E>] {
+impl<D: Device, E: Element> JoinList<D, E> for [&Tensor<D, E>] {
     fn inputs(&self) -> Vec<In<'_>> {
         self.iter().map(|t| t.input()).collect()
     }
 }
-impl<D: Device, E: Element, const N: usize> TensorList<D, E> for [&Tensor<D, E>; N] {
+impl<D: Device, E: Element, const N: usize> JoinList<D, E> for [&Tensor<D, E>; N] {
     fn inputs(&self) -> Vec<In<'_>> {
         self.iter().map(|t| t.input()).collect()
     }
 }
-impl<D: Device, E: Element> TensorList<D, E> for Vec<Tensor<D, E>> {
+impl<D: Device, E: Element> JoinList<D, E> for Vec<Tensor<D, E>> {
     fn inputs(&self) -> Vec<In<'_>> {
         self.iter().map(|t| t.input()).collect()
     }
 }
-impl<D: Device, E: Element, T: TensorList<D, E> + ?Sized> TensorList<D, E> for &T {
+impl<D: Device, E: Element, T: JoinList<D, E> + ?Sized> JoinList<D, E> for &T {
     fn inputs(&self) -> Vec<In<'_>> {
         (**self).inputs()
     }
@@ -104,7 +120,7 @@ impl<D: Device, E: Element, T: TensorList<D, E> + ?Sized> TensorList<D, E> for &
 macro_rules! tuple_list {
     ($first:ident $(, $rest:ident)*) => {
         impl<$first: HasDevice $(, $rest: ArgumentOn<$first::Device> + HasDevice<Element = $first::Element>)*>
-            TensorList<$first::Device, $first::Element> for ($first, $($rest,)*)
+            JoinList<$first::Device, $first::Element> for ($first, $($rest,)*)
         {
             #[allow(non_snake_case)]
             fn inputs(&self) -> Vec<In<'_>> {

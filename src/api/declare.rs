@@ -19,43 +19,37 @@
 //!
 //! | kind        | typed front                                      | dynamic front            | the body sees     |
 //! |-------------|--------------------------------------------------|--------------------------|-------------------|
-//! | `OperandOn<D>` | `impl OperandOn<D> + HasDevice<Element = E>`  | `&DynTensor`             | `In`              |
-//! | `ArgumentOn<D>` | `impl ArgumentOn<D> + HasDevice<Element = E>` | `&DynTensor`          | `In`              |
+//! | `(impl B)`  | `impl B`, the bounds `B` as declared             | `&DynTensor`             | `In`              |
 //! | `OptTensor` | `Option<&Tensor<D, E>>`                          | `Option<&DynTensor>`     | `Option<In>`      |
-//! | `Index`     | `impl ArgumentOn<D> + HasDevice<Element = i64>`  | `&DynTensor`             | `&RawTensor`      |
-//!
-//! `OperandOn` is for element-wise ops (its message names the first non-CPU device first, as
-//! PyTorch's TensorIterator check), `ArgumentOn` for argument-checked ones (first argument
-//! first).
 //! | `Scalar`    | `E`                                              | `impl Into<Scalar>`      | `Scalar`          |
 //! | `Dims`      | `&[isize]`                                       | `&[isize]`               | `&[isize]`        |
 //! | any type    | itself                                           | itself                   | itself            |
+//!
+//! A tensor argument is declared with its typed front's bounds, in parentheses:
+//! `(impl OperandOn<D> + ElementIs<E>)` for element-wise ops (the message names the first
+//! non-CPU device first, as PyTorch's TensorIterator check, and the dtype check is
+//! TensorIterator's), `(impl ArgumentOn<D> + MatrixElementIs<E>)` for argument-checked matrix
+//! products (first argument first; `mm`'s dtype check), `(impl ArgumentOn<D> + HasDevice<Element =
+//! i64>)` for indices. The bounds are the declaration's own tokens, so when one does not hold,
+//! rustc's "required by a bound" note shows the op's declaration line, not this macro.
 //!
 //! Results: `Same` (`Tensor<D, E>`), `Bool` (`Tensor<D, bool>`), `Long` (`Tensor<D, i64>`); the
 //! dynamic front returns a `DynTensor` for each.
 
 /// The typed front's parameter type for an argument kind.
 macro_rules! typed_param {
+    // A tensor argument: the bounds as declared, with the declaration's spans.
+    ((impl $($bound:tt)*)) => { impl $($bound)* };
     (OptTensor) => { Option<&$crate::tensor::Tensor<D, E>> };
-    (Index) => { impl $crate::tensor::ArgumentOn<D> + $crate::tensor::HasDevice<Element = i64> };
     (Scalar) => { E };
     (Dims) => { &[isize] };
-    // `OperandOn<D>` (or `ArgumentOn<D>`), spelled in the declaration. rustc's "required by a
-    // bound" snippet still shows this macro, not the declaration: it points at the macro for
-    // any bound a `macro_rules!` macro assembles (issue 10, item 9).
-    // The element type is asked for through a trait whose message is PyTorch's dtype sentence
-    // (element-wise: TensorIterator's; `ArgumentOn` ops are matrix products: `mm`'s).
-    (OperandOn $lt:tt $d:ident $gt:tt) => { impl OperandOn<D> + $crate::tensor::ElementIs<E> };
-    (ArgumentOn $lt:tt $d:ident $gt:tt) => { impl ArgumentOn<D> + $crate::tensor::MatrixElementIs<E> };
     ($t:ty) => { $t };
 }
 
 /// The dynamic front's parameter type for an argument kind.
 macro_rules! dyn_param {
-    (OperandOn<D>) => { &$crate::DynTensor };
-    (ArgumentOn<D>) => { &$crate::DynTensor };
+    ((impl $($bound:tt)*)) => { &$crate::DynTensor };
     (OptTensor) => { Option<&$crate::DynTensor> };
-    (Index) => { &$crate::DynTensor };
     (Scalar) => { impl Into<$crate::core::Scalar> };
     (Dims) => { &[isize] };
     ($t:ty) => { $t };
@@ -63,17 +57,11 @@ macro_rules! dyn_param {
 
 /// What the body sees of a typed argument.
 macro_rules! typed_arg {
-    (OperandOn<D>, $a:ident) => {
-        $crate::tensor::operand::sealed::AsRaw::input(&$a)
-    };
-    (ArgumentOn<D>, $a:ident) => {
+    ((impl $($bound:tt)*), $a:ident) => {
         $crate::tensor::operand::sealed::AsRaw::input(&$a)
     };
     (OptTensor, $a:ident) => {
         $a.map(|t| $crate::tensor::operand::sealed::AsRaw::input(t))
-    };
-    (Index, $a:ident) => {
-        $crate::tensor::operand::sealed::AsRaw::raw(&$a)
     };
     (Scalar, $a:ident) => {
         $crate::core::Element::to_scalar($a)
@@ -85,17 +73,11 @@ macro_rules! typed_arg {
 
 /// What the body sees of a dynamic argument.
 macro_rules! dyn_arg {
-    (OperandOn<D>, $a:ident) => {
-        $crate::tensor::operand::sealed::AsRaw::input($a)
-    };
-    (ArgumentOn<D>, $a:ident) => {
+    ((impl $($bound:tt)*), $a:ident) => {
         $crate::tensor::operand::sealed::AsRaw::input($a)
     };
     (OptTensor, $a:ident) => {
         $a.map(|t| $crate::tensor::operand::sealed::AsRaw::input(t))
-    };
-    (Index, $a:ident) => {
-        &$a.raw
     };
     (Scalar, $a:ident) => {
         $a.into()
@@ -116,7 +98,7 @@ macro_rules! typed_out {
 macro_rules! declare_ops {
     ($(
         $(#[$doc:meta])*
-        $bound:ident fn $name:ident($x:ident $(, $arg:ident: $kind:tt $(<$gen:ident>)?)*) -> $out:ident
+        $bound:ident fn $name:ident($x:ident $(, $arg:ident: $kind:tt)*) -> $out:ident
             check $check:block
             = $body:expr;
     )*) => {
@@ -129,11 +111,11 @@ macro_rules! declare_ops {
                     #[inline]
                     // `HasDevice<Element = E>` names the element type; it is not redundant.
                     #[allow(clippy::implied_bounds_in_impls)]
-                    pub fn [<try_ $name>](&self $(, $arg: $crate::api::declare::typed_param!($kind $(<$gen>)?))*)
+                    pub fn [<try_ $name>](&self $(, $arg: $crate::api::declare::typed_param!($kind))*)
                         -> $crate::core::error::Result<$crate::api::declare::typed_out!($out)>
                     {
                         let $x = $crate::tensor::operand::sealed::AsRaw::input(self);
-                        $(let $arg = $crate::api::declare::typed_arg!($kind $(<$gen>)?, $arg);)*
+                        $(let $arg = $crate::api::declare::typed_arg!($kind, $arg);)*
                         let device = self.device();
                         let out: $crate::core::error::Result<$crate::graph::Out> = $body;
                         out.map(|out| $crate::tensor::Tensor::from_out(out, device))
@@ -143,7 +125,7 @@ macro_rules! declare_ops {
                     #[doc = concat!("\n\nPanics with the error's text where [`try_", stringify!($name), "`](Self::try_", stringify!($name), ") returns it.")]
                     #[track_caller]
                     #[allow(clippy::implied_bounds_in_impls)]
-                    pub fn $name(&self $(, $arg: $crate::api::declare::typed_param!($kind $(<$gen>)?))*)
+                    pub fn $name(&self $(, $arg: $crate::api::declare::typed_param!($kind))*)
                         -> $crate::api::declare::typed_out!($out)
                     {
                         match self.[<try_ $name>]($($arg),*) {
@@ -156,11 +138,11 @@ macro_rules! declare_ops {
                 impl $crate::DynTensor {
                     $(#[$doc])*
                     #[doc = "\n\nDevices are checked first, as PyTorch checks them, and a mismatch is an `Err` with its text."]
-                    pub fn $name(&self $(, $arg: $crate::api::declare::dyn_param!($kind $(<$gen>)?))*)
+                    pub fn $name(&self $(, $arg: $crate::api::declare::dyn_param!($kind))*)
                         -> $crate::core::error::Result<$crate::DynTensor>
                     {
                         let $x = $crate::tensor::operand::sealed::AsRaw::input(self);
-                        $(let $arg = $crate::api::declare::dyn_arg!($kind $(<$gen>)?, $arg);)*
+                        $(let $arg = $crate::api::declare::dyn_arg!($kind, $arg);)*
                         $check
                         let out: $crate::core::error::Result<$crate::graph::Out> = $body;
                         out.map($crate::DynTensor::from_out)

@@ -8,6 +8,7 @@ use crate::core::raw::RawTensor;
 use crate::dyn_tensor::check::same_device_arguments;
 use crate::graph::{record, In, Out};
 use crate::ops;
+use crate::tensor::{ArgumentOn, HasDevice};
 
 /// `gather(a, dim, index)`, recorded.
 pub(crate) fn gather(a: In<'_>, dim: isize, index: &RawTensor) -> Result<Out> {
@@ -50,11 +51,11 @@ pub(crate) fn index_select(a: In<'_>, dim: isize, index: &RawTensor) -> Result<O
 declare_ops! {
     /// Values along `dim` at `index` (`out[i][j] = self[index[i][j]][j]` for `dim = 0`);
     /// `index` is an `i64` tensor on the same device.
-    Element fn gather(x, dim: isize, index: Index) -> Same
-        check { same_device_arguments("wrapper_CUDA_gather", &[("self", x.value), ("index", index)])?; }
-        = gather(x, dim, index);
+    Element fn gather(x, dim: isize, index: (impl ArgumentOn<D> + HasDevice<Element = i64>)) -> Same
+        check { same_device_arguments("wrapper_CUDA_gather", &[("self", x.value), ("index", index.value)])?; }
+        = gather(x, dim, index.value);
     /// The slices of `dim` listed in `index` (an `i64` vector on the same device).
-    Element fn index_select(x, dim: isize, index: Index) -> Same
-        check { same_device_arguments("wrapper_CUDA__index_select", &[("self", x.value), ("index", index)])?; }
-        = index_select(x, dim, index);
+    Element fn index_select(x, dim: isize, index: (impl ArgumentOn<D> + HasDevice<Element = i64>)) -> Same
+        check { same_device_arguments("wrapper_CUDA__index_select", &[("self", x.value), ("index", index.value)])?; }
+        = index_select(x, dim, index.value);
 }

@@ -9,7 +9,7 @@ use crate::core::error::Result;
 use crate::dyn_tensor::check::same_device_arguments;
 use crate::graph::{record, In, Out};
 use crate::ops;
-use crate::tensor::ArgumentOn;
+use crate::tensor::{ArgumentOn, MatrixElementIs};
 
 /// `x @ weight.T + bias`, recorded.
 pub(crate) fn linear(x: In<'_>, weight: In<'_>, bias: Option<In<'_>>) -> Result<Out> {
@@ -85,7 +85,7 @@ fn check_linear(x: In<'_>, weight: In<'_>, bias: Option<In<'_>>) -> Result<()> {
 declare_ops! {
     /// `self @ weight^T + bias` over the last dimension (PyTorch's `F.linear`), in one
     /// matrix product with the bias fused.
-    Float fn linear(x, weight: ArgumentOn<D>, bias: OptTensor) -> Same
+    Float fn linear(x, weight: (impl ArgumentOn<D> + MatrixElementIs<E>), bias: OptTensor) -> Same
         check { check_linear(x, weight, bias)?; }
         = linear(x, weight, bias);
 }

@@ -8,6 +8,7 @@ use crate::dyn_tensor::check::same_device_arguments;
 use crate::graph::{record, In, Out};
 use crate::ops;
 use crate::ops::loss::{CrossEntropyOptions, Reduction};
+use crate::tensor::{ArgumentOn, HasDevice};
 
 /// `cross_entropy(logits, targets, weight)`, recorded (targets and weight get no gradient).
 pub(crate) fn cross_entropy(
@@ -47,12 +48,12 @@ fn check_loss(logits: In<'_>, targets: &RawTensor, weight: Option<In<'_>>) -> Re
 declare_ops! {
     /// Mean cross-entropy of these logits (`[batch, classes]`) against class indices
     /// (`F.cross_entropy(x, t)`).
-    Float fn cross_entropy(x, targets: Index) -> Same
-        check { check_loss(x, targets, None)?; }
-        = cross_entropy(x, targets, None, CrossEntropyOptions { reduction: Reduction::Mean, ignore_index: -100 });
+    Float fn cross_entropy(x, targets: (impl ArgumentOn<D> + HasDevice<Element = i64>)) -> Same
+        check { check_loss(x, targets.value, None)?; }
+        = cross_entropy(x, targets.value, None, CrossEntropyOptions { reduction: Reduction::Mean, ignore_index: -100 });
     /// Cross-entropy of these logits against class indices, with optional class weights,
     /// PyTorch's `ignore_index` (`-100` by default) and reduction (`F.cross_entropy`).
-    Float fn cross_entropy_with(x, targets: Index, weight: OptTensor, reduction: Reduction, ignore_index: i64) -> Same
-        check { check_loss(x, targets, weight)?; }
-        = cross_entropy(x, targets, weight.map(|w| w.value), CrossEntropyOptions { reduction, ignore_index });
+    Float fn cross_entropy_with(x, targets: (impl ArgumentOn<D> + HasDevice<Element = i64>), weight: OptTensor, reduction: Reduction, ignore_index: i64) -> Same
+        check { check_loss(x, targets.value, weight)?; }
+        = cross_entropy(x, targets.value, weight.map(|w| w.value), CrossEntropyOptions { reduction, ignore_index });
 }

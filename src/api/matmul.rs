@@ -11,7 +11,7 @@ use crate::core::raw::RawTensor;
 use crate::dyn_tensor::check::same_device_arguments;
 use crate::graph::{record, In, Out};
 use crate::ops;
-use crate::tensor::ArgumentOn;
+use crate::tensor::{ArgumentOn, MatrixElementIs};
 
 /// `a` as a matrix (or batch of them): vectors become `[1, k]` (left) or `[k, 1]` (right).
 fn as_matrix(t: &RawTensor, left: bool) -> Result<RawTensor> {
@@ -93,11 +93,11 @@ fn mm_method(a: &RawTensor, b: &RawTensor) -> &'static str {
 
 declare_ops! {
     /// Matrix product with `torch.matmul`'s rules: 2-D, batched (batch dims broadcast), vectors.
-    Float fn matmul(x, other: ArgumentOn<D>) -> Same
+    Float fn matmul(x, other: (impl ArgumentOn<D> + MatrixElementIs<E>)) -> Same
         check { same_device_arguments(mm_method(x.value, other.value), &[("self", x.value), ("mat2", other.value)])?; }
         = matmul(x, other);
     /// Batched matrix product of `[b, n, k]` and `[b, k, m]` (PyTorch's `bmm`: no broadcasting).
-    Float fn bmm(x, other: ArgumentOn<D>) -> Same
+    Float fn bmm(x, other: (impl ArgumentOn<D> + MatrixElementIs<E>)) -> Same
         check { same_device_arguments("wrapper_CUDA_bmm", &[("self", x.value), ("mat2", other.value)])?; }
         = bmm(x, other);
 }

@@ -30,7 +30,7 @@ mod softmax;
 mod unary;
 
 pub use autocast::{autocast, autocast_dtype, autocast_type, LowPrecision};
-pub use cat::TensorList;
+pub use cat::{JoinList, TensorList};
 pub use copy::MaskFor;
 pub use gradcheck::{gradcheck, gradcheck_dyn, gradcheck_with, GradcheckOptions};
 

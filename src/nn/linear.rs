@@ -1,6 +1,6 @@
 //! `Linear`: `y = x @ weight.T + bias`, with PyTorch's default initialisation.
 
-use super::{Forward, Module, ParameterOn};
+use super::{Forward, Module, Output, ParameterOn};
 use crate::api::rules;
 use crate::core::error::Result;
 use crate::device::{Cpu, Device};
@@ -193,7 +193,7 @@ impl<D: Device, E: Float> Linear<D, E> {
     ///
     /// Panics with the error's text where [`try_forward`](Self::try_forward) returns it (a shape mismatch).
     #[track_caller]
-    pub fn forward<I: ModuleInput<D> + HasDevice<Element = E>>(&self, input: I) -> Tensor<D, E> {
+    pub fn forward<I: ModuleInput<D> + HasDevice<Element = E>>(&self, input: I) -> Output<I, D, E> {
         match self.try_forward(input) {
             Ok(t) => t,
             Err(e) => panic!("{e}"),

@@ -69,8 +69,20 @@ use crate::tensor::{Element, Float, HasDevice, ModuleInput, Tensor};
 /// the module's device `D`: anything else does not compile.
 pub trait Forward<D: Device, E: Float = f32> {
     /// Runs the module on `input`, which must be on the module's device.
-    fn forward<I: ModuleInput<D> + HasDevice<Element = E>>(&self, input: I) -> Tensor<D, E>;
+    ///
+    /// Implementations return `Tensor<D, E>`, which is what [`Output<I, D, E>`] is for any
+    /// input on `D`.
+    fn forward<I: ModuleInput<D> + HasDevice<Element = E>>(&self, input: I) -> Output<I, D, E>;
 }
+
+/// What a module's `forward` returns for an input `I`: `Tensor<D, E>`, on the module's device
+/// `D`, for every input on `D` (generic code included: `I: ModuleInput<D>` says so).
+///
+/// Spelled through [`ModuleInput::Out`] so that an input on another
+/// device is one error, at the model: the output then has no type, and nothing that uses it
+/// (the loss, with targets on the batch's device) reports a second one.
+pub type Output<I, D, E = f32> =
+    Tensor<<<I as ModuleInput<D>>::Out as crate::tensor::Is<D>>::Itself, E>;
 
 /// A tensor that can become a parameter of a module on device `D` with elements `E`:
 /// `Tensor<D, E>` or `&Tensor<D, E>` (a new handle to the same parameter).

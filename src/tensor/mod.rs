@@ -6,7 +6,7 @@ pub(crate) mod operand;
 mod pinned;
 
 pub use crate::core::{DType, Element, Float, Numeric, Scalar, MAX_DIMS};
-pub use operand::{ArgumentOn, ElementIs, HasDevice, MatrixElementIs, ModuleInput, OperandOn};
+pub use operand::{ArgumentOn, ElementIs, HasDevice, Is, MatrixElementIs, ModuleInput, OperandOn};
 pub use pinned::{AsyncSource, Download, PinnedTensor, Upload};
 
 use crate::core::error::Result;

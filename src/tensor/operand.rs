@@ -191,10 +191,34 @@ impl<E: Element, T: HasDevice<Element = E>> MatrixElementIs<E> for T {}
     label = "this input is on `{Found}`, but the module's parameters and buffers are on `{D}`",
     note = "move the input with `let x = x.to(dev);` (every batch, inside the loop), or the module once with `let model = model.to(dev);` (a loss with class weights too: `let loss_fn = loss_fn.to(dev);`)"
 )]
-pub trait ModuleInput<D: Device, Found: Device = <Self as HasDevice>::Device>: HasDevice {}
+pub trait ModuleInput<D: Device, Found: Device = <Self as HasDevice>::Device>: HasDevice {
+    /// The device of the module's output: `D` (its bound says so to generic code).
+    ///
+    /// A module's `forward` returns [`Output<I, D, E>`](crate::nn::Output), a tensor on this
+    /// device. For an input on another device it cannot be computed, so the compiler reports
+    /// the one error here and nothing downstream (a loss would otherwise see logits on the
+    /// model's device and targets on the batch's).
+    type Out: Is<D, Itself = D>;
+}
 
 #[diagnostic::do_not_recommend]
-impl<D: Device, E: Element> ModuleInput<D> for Tensor<D, E> {}
+impl<D: Device, E: Element> ModuleInput<D> for Tensor<D, E> {
+    type Out = D;
+}
 
 #[diagnostic::do_not_recommend]
-impl<D: Device, E: Element> ModuleInput<D> for &Tensor<D, E> {}
+impl<D: Device, E: Element> ModuleInput<D> for &Tensor<D, E> {
+    type Out = D;
+}
+
+/// `T` itself: `<T as Is<T>>::Itself` is `T`. As a bound on [`ModuleInput::Out`] it lets
+/// generic code see that a module's output is on the module's device.
+#[doc(hidden)]
+pub trait Is<T> {
+    /// `T`.
+    type Itself;
+}
+
+impl<T> Is<T> for T {
+    type Itself = T;
+}

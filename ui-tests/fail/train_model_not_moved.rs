@@ -6,9 +6,9 @@
 //     RuntimeError: Expected all tensors to be on the same device, but got mat1 is on cuda:0, different from other tensors on cpu (when checking argument in method wrapper_CUDA_addmm)
 //
 // devtype, at compile time, at the model: the batch is a `Tensor<Cuda<0>>`, not a
-// `ModuleInput<Cpu>`. The logits are typed on the model's device, so the loss then sees CPU
-// logits and GPU targets; that second error says so (a loss without buffers runs where its
-// input is) and names the model as the first suspect:
+// `ModuleInput<Cpu>`, and the note names both fixes (move the batch, or the model once). That
+// is the only error: the logits of a rejected input have no type, so the loss, which would
+// otherwise see CPU logits and GPU targets, reports nothing more:
 //     error[E0277]: Expected all tensors to be on the same device, but found at least two devices, `devtype::Cpu` and `devtype::Cuda<0>`
 //
 // Fix: move the model once, before the loop: `let mut model = model.to(gpu);`.
