@@ -350,17 +350,38 @@ fn half_speed(cfg: Cfg) {
         let t = time_per_call(cfg, || {
             black_box(a.matmul(&c));
         });
-        report("devtype", "H", &format!("gemm f32 n={n}"), "GFLOP/s", &t, &g);
+        report(
+            "devtype",
+            "H",
+            &format!("gemm f32 n={n}"),
+            "GFLOP/s",
+            &t,
+            &g,
+        );
         let (ah, ch): (Tensor<Cpu, f16>, Tensor<Cpu, f16>) = (a.to_dtype(), c.to_dtype());
         let t = time_per_call(cfg, || {
             black_box(ah.matmul(&ch));
         });
-        report("devtype", "H", &format!("gemm f16 n={n}"), "GFLOP/s", &t, &g);
+        report(
+            "devtype",
+            "H",
+            &format!("gemm f16 n={n}"),
+            "GFLOP/s",
+            &t,
+            &g,
+        );
         let (ab, cb): (Tensor<Cpu, bf16>, Tensor<Cpu, bf16>) = (a.to_dtype(), c.to_dtype());
         let t = time_per_call(cfg, || {
             black_box(ab.matmul(&cb));
         });
-        report("devtype", "H", &format!("gemm bf16 n={n}"), "GFLOP/s", &t, &g);
+        report(
+            "devtype",
+            "H",
+            &format!("gemm bf16 n={n}"),
+            "GFLOP/s",
+            &t,
+            &g,
+        );
     }
 }
 
