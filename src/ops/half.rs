@@ -1,9 +1,10 @@
 //! The CPU side of the 16-bit floats (`f16`, `bf16`): PyTorch computes them in `f32` (its
 //! `opmath_type`) and rounds once, when the result is written. Element-wise families do that
-//! per element (their `Arith`/`UnaryMath` impls); the families that accumulate (sums, means,
-//! softmax, matmul, losses, scatter-adds) run their `f32` kernel on a widened copy of the
-//! operands, [`widen`], and round its result once, [`narrow`]. Both run in blocks (below), as
-//! do the element-wise families on contiguous operands.
+//! in blocks on contiguous operands ([`zip_blocks`], [`map_blocks`]: widen a block to `f32`,
+//! the `f32` op, narrow it back) and per element otherwise (their `Arith`/`UnaryMath` impls),
+//! with the same bits either way. The families that accumulate (sums, means, softmax, matmul,
+//! losses, scatter-adds) run their `f32` kernel on a widened copy of the operands, [`widen`],
+//! and round its result once, [`narrow`]; both convert in blocks too.
 
 use crate::core::cpu_storage::CpuStorage;
 use crate::core::dtype::Half;
