@@ -5,6 +5,7 @@
 //! ```sh
 //! cargo bench --bench cpu              # everything
 //! cargo bench --bench cpu -- A C E     # a subset
+//! cargo bench --bench cpu -- H         # f32 vs f16 vs bf16, per element
 //! ```
 
 use devtype::nn::Linear;
@@ -286,6 +287,104 @@ fn dispatch() {
     );
 }
 
+/// Workload H: the same element-wise ops, casts and products on `f32`, `f16` and `bf16`, in
+/// elements (or flops) per second, so the dtypes compare per element: the 16-bit types compute
+/// in `f32` and move half the bytes, so they should be at least as fast.
+fn half_speed(cfg: Cfg) {
+    let n = ELEM_N as f64;
+    let gelem = move |s: f64| n / s / 1e9;
+    let x32 = Tensor::<Cpu>::randn([ELEM_N], Cpu);
+    let y32 = Tensor::<Cpu>::randn([ELEM_N], Cpu);
+    macro_rules! ops {
+        ($t:ty, $name:expr, $s:expr) => {{
+            let (x, y): (Tensor<Cpu, $t>, Tensor<Cpu, $t>) = (x32.to_dtype(), y32.to_dtype());
+            let case = |what: &str| format!("{} {what}", $name);
+            let t = time_per_call(cfg, || {
+                black_box(&x + &y);
+            });
+            report("devtype", "H", &case("x+y"), "Gelem/s", &t, gelem);
+            let t = time_per_call(cfg, || {
+                black_box(x.add_relu(&y));
+            });
+            report("devtype", "H", &case("add_relu"), "Gelem/s", &t, gelem);
+            let t = time_per_call(cfg, || {
+                black_box(x.relu());
+            });
+            report("devtype", "H", &case("relu"), "Gelem/s", &t, gelem);
+            let s: $t = $s;
+            let t = time_per_call(cfg, || {
+                black_box(x.mul_scalar(s));
+            });
+            report("devtype", "H", &case("x*2.5"), "Gelem/s", &t, gelem);
+            let t = time_per_call(cfg, || {
+                black_box(x.exp());
+            });
+            report("devtype", "H", &case("exp"), "Gelem/s", &t, gelem);
+        }};
+    }
+    ops!(f32, "f32", 2.5);
+    ops!(f16, "f16", f16::from_f32(2.5));
+    ops!(bf16, "bf16", bf16::from_f32(2.5));
+    let t = time_per_call(cfg, || {
+        black_box(x32.to_dtype::<f16>());
+    });
+    report("devtype", "H", "cast f32->f16", "Gelem/s", &t, gelem);
+    let t = time_per_call(cfg, || {
+        black_box(x32.to_dtype::<bf16>());
+    });
+    report("devtype", "H", "cast f32->bf16", "Gelem/s", &t, gelem);
+    let h: Tensor<Cpu, f16> = x32.to_dtype();
+    let t = time_per_call(cfg, || {
+        black_box(h.to_dtype::<f32>());
+    });
+    report("devtype", "H", "cast f16->f32", "Gelem/s", &t, gelem);
+    let b: Tensor<Cpu, bf16> = x32.to_dtype();
+    let t = time_per_call(cfg, || {
+        black_box(b.to_dtype::<f32>());
+    });
+    report("devtype", "H", "cast bf16->f32", "Gelem/s", &t, gelem);
+    for n in [1024usize, 2048] {
+        let a = Tensor::<Cpu>::randn([n, n], Cpu);
+        let c = Tensor::<Cpu>::randn([n, n], Cpu);
+        let g = gflops(2.0 * (n as f64).powi(3));
+        let t = time_per_call(cfg, || {
+            black_box(a.matmul(&c));
+        });
+        report(
+            "devtype",
+            "H",
+            &format!("gemm f32 n={n}"),
+            "GFLOP/s",
+            &t,
+            &g,
+        );
+        let (ah, ch): (Tensor<Cpu, f16>, Tensor<Cpu, f16>) = (a.to_dtype(), c.to_dtype());
+        let t = time_per_call(cfg, || {
+            black_box(ah.matmul(&ch));
+        });
+        report(
+            "devtype",
+            "H",
+            &format!("gemm f16 n={n}"),
+            "GFLOP/s",
+            &t,
+            &g,
+        );
+        let (ab, cb): (Tensor<Cpu, bf16>, Tensor<Cpu, bf16>) = (a.to_dtype(), c.to_dtype());
+        let t = time_per_call(cfg, || {
+            black_box(ab.matmul(&cb));
+        });
+        report(
+            "devtype",
+            "H",
+            &format!("gemm bf16 n={n}"),
+            "GFLOP/s",
+            &t,
+            &g,
+        );
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args()
         .skip(1)
@@ -304,5 +403,8 @@ fn main() {
     }
     if want("E") {
         dispatch();
+    }
+    if want("H") {
+        half_speed(cfg);
     }
 }

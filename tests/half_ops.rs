@@ -631,3 +631,378 @@ fn safetensors_round_trip_keeps_half_values_bit_for_bit() {
     }
     std::fs::remove_file(&path).ok();
 }
+
+// ---------------------------------------------------------------------------------------------
+// Block conversion (the element-wise families widen blocks of 512 elements to f32, run the f32
+// op and narrow the block back): every length around a block edge, the parallel split, offsets
+// and strides, in place and not, and the conversions themselves on every class of value. The
+// reference rounds the f32 result per element with the `half` crate itself.
+
+const BLOCK: usize = 512;
+
+/// Lengths around block edges and the parallel split (chunks of 2^15 from 2^16 elements).
+fn block_lengths() -> Vec<usize> {
+    if cfg!(miri) {
+        vec![0, 1, BLOCK - 1, BLOCK, BLOCK + 1, 2 * BLOCK + 3]
+    } else {
+        vec![
+            0,
+            1,
+            7,
+            BLOCK - 1,
+            BLOCK,
+            BLOCK + 1,
+            3 * BLOCK + 5,
+            (1 << 16) - 1,
+            (1 << 16) + 1,
+            100_003,
+        ]
+    }
+}
+
+/// `n` values of `dtype` (as f32 bit-exact twins): random normals, with zeros of both signs,
+/// infinities, a NaN, subnormals and values near the top of the range mixed in.
+fn half_values(n: usize, dtype: DType, seed: u64) -> Vec<f32> {
+    devtype::manual_seed(seed);
+    let mut v = DynTensor::randn([n], cpu())
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap();
+    let specials = [
+        0.0,
+        -0.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        6.0e-8,
+        -3.0e-6,
+        1.0e-39,
+        60000.0,
+        -65504.0,
+        3.0e38,
+        1.0,
+    ];
+    for (k, x) in v.iter_mut().enumerate() {
+        if k % 97 == 5 {
+            *x = specials[(k / 97) % specials.len()];
+        } else if k % 89 == 3 {
+            *x *= 3.0e4;
+        }
+    }
+    v.into_iter()
+        .map(|x| match dtype {
+            DType::F16 => f16::from_f32(x).to_f32(),
+            _ => bf16::from_f32(x).to_f32(),
+        })
+        .collect()
+}
+
+fn half_tensor(v: &[f32], dtype: DType) -> DynTensor {
+    match dtype {
+        DType::F16 => DynTensor::from_vec(
+            v.iter().map(|&x| f16::from_f32(x)).collect(),
+            [v.len()],
+            cpu(),
+        ),
+        _ => DynTensor::from_vec(
+            v.iter().map(|&x| bf16::from_f32(x)).collect(),
+            [v.len()],
+            cpu(),
+        ),
+    }
+    .unwrap()
+}
+
+/// The bits of a half tensor, as u16.
+fn half_bits(t: &DynTensor) -> Vec<u16> {
+    match t.dtype() {
+        DType::F16 => t
+            .to_vec::<f16>()
+            .unwrap()
+            .iter()
+            .map(|x| x.to_bits())
+            .collect(),
+        DType::BF16 => t
+            .to_vec::<bf16>()
+            .unwrap()
+            .iter()
+            .map(|x| x.to_bits())
+            .collect(),
+        d => panic!("not a half type: {d:?}"),
+    }
+}
+
+/// The f32 result rounded per element by `half`, as bits.
+fn rounded_bits(t: &DynTensor, dtype: DType) -> Vec<u16> {
+    t.to_vec::<f32>()
+        .unwrap()
+        .iter()
+        .map(|&x| match dtype {
+            DType::F16 => f16::from_f32(x).to_bits(),
+            _ => bf16::from_f32(x).to_bits(),
+        })
+        .collect()
+}
+
+/// Equal bits (any NaN matching any NaN), or within `tolerance` ulps.
+fn same_bits(what: &str, got: &[u16], want: &[u16], dtype: DType, tolerance: u32) {
+    assert_eq!(got.len(), want.len(), "{what}");
+    let value = |b: u16| match dtype {
+        DType::F16 => f16::from_bits(b).to_f64(),
+        _ => bf16::from_bits(b).to_f64(),
+    };
+    for (k, (&g, &w)) in got.iter().zip(want).enumerate() {
+        let (a, b) = (value(g), value(w));
+        // NaN against NaN is a match (x - x on infinities: the f32 op picks the sign).
+        let close = tolerance > 0 && ulps(dtype, a, b) <= tolerance;
+        assert!(
+            g == w || (a.is_nan() && b.is_nan()) || close,
+            "{what}[{k}]: {g:#06x} vs {w:#06x}"
+        );
+    }
+}
+
+type Elementwise = fn(&DynTensor, &DynTensor) -> devtype::Result<DynTensor>;
+
+fn elementwise_ops() -> Vec<(&'static str, Elementwise)> {
+    vec![
+        ("add", |x, y| x.add(y)),
+        ("sub", |x, y| x.sub(y)),
+        ("mul", |x, y| x.mul(y)),
+        ("div", |x, y| x.div(y)),
+        ("pow", |x, y| x.abs()?.pow(y)),
+        ("maximum", |x, y| x.maximum(y)),
+        ("minimum", |x, y| x.minimum(y)),
+        ("add_relu", |x, y| x.add_relu(y)),
+        // In place: a fresh (owned, unshared) left operand lends its buffer.
+        ("add in place", |x, y| x.mul_scalar(1.0)?.add(y)),
+        ("add_relu in place", |x, y| x.mul_scalar(1.0)?.add_relu(y)),
+        ("add_scalar", |x, _| x.add_scalar(0.1)),
+        ("mul_scalar", |x, _| x.mul_scalar(2.5)),
+        ("div_scalar", |x, _| x.div_scalar(3.0)),
+        ("sub_scalar in place", |x, _| {
+            x.mul_scalar(1.0)?.sub_scalar(1.7)
+        }),
+        ("pow_scalar", |x, _| x.abs()?.pow_scalar(1.5)),
+        ("clamp", |x, _| x.clamp(-0.2, 0.3)),
+        ("neg", |x, _| x.neg()),
+        ("relu", |x, _| x.relu()),
+        ("abs", |x, _| x.abs()),
+        ("square", |x, _| x.square()),
+        ("exp", |x, _| x.exp()),
+        ("log", |x, _| x.abs()?.log()),
+        ("sqrt", |x, _| x.abs()?.sqrt()),
+        ("tanh", |x, _| x.tanh()),
+        ("sigmoid", |x, _| x.sigmoid()),
+        ("reciprocal", |x, _| x.reciprocal()),
+        ("exp in place", |x, _| x.mul_scalar(1.0)?.exp()),
+    ]
+}
+
+/// Runs every element-wise op on `x`, `y` (half) and on their f32 twins seen through the same
+/// `view`, and checks the bits.
+fn check_blocks(n: usize, dtype: DType, view: &dyn Fn(DynTensor) -> DynTensor, what: &str) {
+    let (xv, yv) = (
+        half_values(n, dtype, 21 + n as u64),
+        half_values(n, dtype, 22 + n as u64),
+    );
+    let (x, y) = (view(half_tensor(&xv, dtype)), view(half_tensor(&yv, dtype)));
+    let xf = view(DynTensor::from_vec(xv, [n], cpu()).unwrap());
+    let yf = view(DynTensor::from_vec(yv, [n], cpu()).unwrap());
+    for (name, op) in elementwise_ops() {
+        let got = op(&x, &y).unwrap();
+        assert_eq!(got.dtype(), dtype, "{name}");
+        let want = op(&xf, &yf).unwrap();
+        // Miri adds a few ulps of random error to transcendental functions, separately on
+        // each call, so the f32 twin's result can round to a neighbour there.
+        let transcendental = [
+            "pow",
+            "pow_scalar",
+            "exp",
+            "log",
+            "tanh",
+            "sigmoid",
+            "exp in place",
+        ];
+        let tolerance = u32::from(cfg!(miri) && transcendental.contains(&name));
+        same_bits(
+            &format!("{name} {dtype:?} n={n} {what}"),
+            &half_bits(&got),
+            &rounded_bits(&want, dtype),
+            dtype,
+            tolerance,
+        );
+    }
+}
+
+#[test]
+fn elementwise_blocks_match_f32_rounded_at_every_edge() {
+    for dtype in [DType::F16, DType::BF16] {
+        for n in block_lengths() {
+            check_blocks(n, dtype, &|t| t, "plain");
+        }
+    }
+}
+
+#[test]
+fn elementwise_blocks_on_offset_and_strided_views() {
+    for dtype in [DType::F16, DType::BF16] {
+        for n in block_lengths() {
+            // An offset view, contiguous: the block path from the middle of a storage.
+            let m = n.saturating_sub(5).min(n.saturating_sub(3));
+            check_blocks(
+                n,
+                dtype,
+                &|t: DynTensor| t.narrow(0, 3.min(n), m).unwrap(),
+                "offset",
+            );
+            // Every other element: the per-element path.
+            if n >= 2 {
+                check_blocks(
+                    n,
+                    dtype,
+                    &|t: DynTensor| {
+                        let k = (n / 2) as isize;
+                        t.narrow(0, 0, n - n % 2)
+                            .and_then(|t| t.reshape(&[k, 2]))
+                            .and_then(|t| t.narrow(1, 0, 1))
+                            .unwrap()
+                    },
+                    "strided",
+                );
+            }
+        }
+    }
+}
+
+/// f32 values of every class: zeros, subnormals (of f32 and of f16), normals, the ties of
+/// both types (odd and even kept parts, just above and below), overflow to infinity,
+/// infinities, and NaNs with payloads (quiet and signaling), plus a sweep of bit patterns.
+fn f32_edge_values() -> Vec<f32> {
+    let mut bits: Vec<u32> = vec![
+        0x0000_0000,
+        0x8000_0000,
+        0x0000_0001,
+        0x8000_0001,
+        0x007f_ffff,
+        0x0000_8000,
+        0x0000_8001,
+        0x0001_8000,
+        0x0080_0000,
+        0x3f80_0000,
+        0xbf80_0000,
+        0x3f80_8000,
+        0x3f81_8000,
+        0x3f80_7fff,
+        0x3f80_8001,
+        0x3f81_7fff,
+        0x3f80_1000,
+        0x3f80_3000,
+        0x3f80_0fff,
+        0x3f80_1001,
+        0x7f7f_ffff,
+        0xff7f_ffff,
+        0x7f7f_8000,
+        0x7f7f_7fff,
+        0x7f80_0000,
+        0xff80_0000,
+        0x7fc0_0000,
+        0xffc0_0000,
+        0x7f80_0001,
+        0xff80_0001,
+        0x7fbf_ffff,
+        0x7fc1_2345,
+        0xffc1_2345,
+        0x7fff_ffff,
+        0xffff_ffff,
+        0x7f80_8000,
+        0x7f81_0000,
+        0x477f_f000,
+        0x477f_efff,
+        0x477f_f001,
+        0x4780_0000,
+        0x3380_0000,
+        0x3380_0001,
+        0x3340_0000,
+        0x33c0_0000,
+        0x3880_0000,
+        0x387f_e000,
+        0x387f_f000,
+    ];
+    let step = if cfg!(miri) { 0x0fff_fffb } else { 61_283 };
+    bits.extend((0..=u32::MAX).step_by(step));
+    bits.into_iter().map(f32::from_bits).collect()
+}
+
+#[test]
+fn casts_in_blocks_match_half_per_element_on_every_class() {
+    let v = f32_edge_values();
+    let n = v.len();
+    let t = DynTensor::from_vec(v.clone(), [n], cpu()).unwrap();
+    // f32 -> f16 / bf16, at an offset too (the block path of a view).
+    for (dtype, view) in [
+        (DType::F16, false),
+        (DType::BF16, false),
+        (DType::F16, true),
+        (DType::BF16, true),
+    ] {
+        let (src, vals) = if view {
+            (t.narrow(0, 1, n - 1).unwrap(), &v[1..])
+        } else {
+            (t.clone(), &v[..])
+        };
+        let got = half_bits(&src.to_dtype(dtype).unwrap());
+        for (k, (&g, &x)) in got.iter().zip(vals).enumerate() {
+            let want = match dtype {
+                DType::F16 => f16::from_f32(x).to_bits(),
+                _ => bf16::from_f32(x).to_bits(),
+            };
+            assert_eq!(g, want, "{dtype:?}[{k}] from {:#010x}", x.to_bits());
+        }
+    }
+    // Every f16 and bf16 bit pattern -> f32 and -> the other half type.
+    let all: Vec<u16> = if cfg!(miri) {
+        (0..=u16::MAX)
+            .step_by(257)
+            .chain([0x7c01, 0x7d00, 0xfe00, 0x7f81, 0x7fc1, 0xff81])
+            .collect()
+    } else {
+        (0..=u16::MAX).collect()
+    };
+    let n = all.len();
+    let h =
+        DynTensor::from_vec(all.iter().map(|&b| f16::from_bits(b)).collect(), [n], cpu()).unwrap();
+    let b = DynTensor::from_vec(
+        all.iter().map(|&b| bf16::from_bits(b)).collect(),
+        [n],
+        cpu(),
+    )
+    .unwrap();
+    let hf = h.to_dtype(DType::F32).unwrap().to_vec::<f32>().unwrap();
+    let bf = b.to_dtype(DType::F32).unwrap().to_vec::<f32>().unwrap();
+    let hb = half_bits(&h.to_dtype(DType::BF16).unwrap());
+    let bh = half_bits(&b.to_dtype(DType::F16).unwrap());
+    for (k, &bits) in all.iter().enumerate() {
+        let (x, y) = (f16::from_bits(bits), bf16::from_bits(bits));
+        assert_eq!(
+            hf[k].to_bits(),
+            x.to_f32().to_bits(),
+            "f16 {bits:#06x} -> f32"
+        );
+        assert_eq!(
+            bf[k].to_bits(),
+            y.to_f32().to_bits(),
+            "bf16 {bits:#06x} -> f32"
+        );
+        assert_eq!(
+            hb[k],
+            bf16::from_f32(x.to_f32()).to_bits(),
+            "f16 {bits:#06x} -> bf16"
+        );
+        assert_eq!(
+            bh[k],
+            f16::from_f32(y.to_f32()).to_bits(),
+            "bf16 {bits:#06x} -> f16"
+        );
+    }
+}

@@ -11,6 +11,9 @@ use crate::core::layout::{Dims, Layout};
 use crate::core::pool::{PooledVec, INLINE};
 use crate::core::raw::{Operand, RawTensor};
 use crate::core::{DType, Element, Float, Scalar};
+use crate::ops::half::{
+    map_blocks, map_blocks_in_place, zip_blocks, zip_blocks_in_place, HalfBlock,
+};
 use half::{bf16, f16};
 
 /// Arithmetic every numeric element type has. Integer ops wrap instead of panicking.
@@ -79,7 +82,8 @@ macro_rules! float_arith {
 float_arith!(f32);
 float_arith!(f64);
 
-// f16 and bf16: each op in f32 (exact inputs), rounded once.
+// f16 and bf16: each op in f32 (exact inputs), rounded once. The per-element path of broadcast
+// and strided operands; contiguous ones run the f32 ops in blocks (`binary_half`).
 macro_rules! half_arith {
     ($t:ty) => {
         impl Arith for $t {
@@ -350,9 +354,51 @@ pub(crate) fn binary(
         DType::F64 => binary_typed::<f64>(a, b, shape, op),
         DType::I64 => binary_typed::<i64>(a, b, shape, op),
         DType::Bool => binary_typed::<bool>(a, b, shape, op),
-        DType::F16 => binary_typed::<f16>(a, b, shape, op),
-        DType::BF16 => binary_typed::<bf16>(a, b, shape, op),
+        DType::F16 => binary_half::<f16>(a, b, shape, op),
+        DType::BF16 => binary_half::<bf16>(a, b, shape, op),
     }
+}
+
+/// `a op b` on `f16`/`bf16`: same-shape contiguous operands run in blocks (widened to `f32`,
+/// the `f32` op, narrowed once: the bits of the per-element path, at vector speed). Broadcast
+/// and strided operands, and `maximum`/`minimum` (which only pick one of the inputs, so they
+/// never round, and keep a signaling NaN's bits as they are), take the per-element path.
+fn binary_half<H: HalfBlock + Arith>(
+    mut a: Operand<'_>,
+    b: Operand<'_>,
+    shape: Dims,
+    op: BinaryOp,
+) -> Result<RawTensor> {
+    let same = a.layout.shape == shape && b.layout.shape == shape;
+    let picks = matches!(op, BinaryOp::Maximum | BinaryOp::Minimum);
+    if same && !picks {
+        if let (Some(ra), Some(rb)) = (a.layout.contiguous_range(), b.layout.contiguous_range()) {
+            if let Operand::Owned(owner) = &mut a {
+                let other = &b.cpu_slice::<H>().expect("dtype checked")[rb.clone()];
+                if let Some(dst) = owner.unique_cpu_data::<H>() {
+                    with_op!(op, |f| zip_blocks_in_place(dst, other, |p: f32, q: f32| f(
+                        p, q
+                    )));
+                    return Ok(a.into_owned());
+                }
+            }
+            let x = &a.cpu_slice::<H>().expect("cpu")[ra];
+            let y = &b.cpu_slice::<H>().expect("cpu")[rb];
+            let mut out = if x.len() <= INLINE {
+                PooledVec::<H>::inline(x.len())
+            } else {
+                PooledVec::<H>::with_len(x.len())?
+            };
+            with_op!(op, |f| zip_blocks(
+                x,
+                y,
+                out.as_mut_slice(),
+                |p: f32, q: f32| f(p, q)
+            ));
+            return Ok(RawTensor::from_cpu_buffer(out, shape));
+        }
+    }
+    binary_typed::<H>(a, b, shape, op)
 }
 
 fn scalar_typed<T: Arith>(
@@ -392,8 +438,8 @@ fn scalar_typed<T: Arith>(
 
 /// `a op s` on `f16`/`bf16`: the scalar stays an `f32` (PyTorch's CPU kernels keep a wrapped
 /// number in `opmath_type`, not rounded to the tensor's type), the op runs in `f32`, and each
-/// result is rounded once.
-fn scalar_half<H: Half>(
+/// result is rounded once; contiguous operands in blocks (`crate::ops::half`).
+fn scalar_half<H: HalfBlock>(
     mut a: Operand<'_>,
     s: Scalar,
     op: BinaryOp,
@@ -403,18 +449,30 @@ fn scalar_half<H: Half>(
     if let Operand::Owned(owner) = &mut a {
         if let Some(dst) = owner.unique_cpu_data::<H>() {
             with_op!(op, |f| {
-                crate::backend::cpu::strided::for_each_chunk(dst, |_, c| {
-                    c.iter_mut().for_each(|x| {
-                        let v = x.widen();
-                        *x = H::narrow(if scalar_first { f(s, v) } else { f(v, s) })
-                    })
-                })
+                if scalar_first {
+                    map_blocks_in_place(dst, |v: f32| f(s, v))
+                } else {
+                    map_blocks_in_place(dst, |v: f32| f(v, s))
+                }
             });
             return Ok(a.into_owned());
         }
     }
     let x = a.cpu_slice::<H>().expect("cpu");
     let mut out = PooledVec::<H>::with_len(a.numel())?;
+    if let Some(r) = a.layout.contiguous_range() {
+        // In blocks, as above.
+        let x = &x[r];
+        with_op!(op, |f| {
+            if scalar_first {
+                map_blocks(x, out.as_mut_slice(), |v: f32| f(s, v))
+            } else {
+                map_blocks(x, out.as_mut_slice(), |v: f32| f(v, s))
+            }
+        });
+        return Ok(RawTensor::from_cpu_buffer(out, a.layout.shape));
+    }
+    // A strided view: per element.
     with_op!(op, |f| {
         if scalar_first {
             map1(x, &a.layout, out.as_mut_slice(), |v| {

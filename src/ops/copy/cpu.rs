@@ -39,8 +39,50 @@ pub(crate) fn contiguous(t: &RawTensor) -> Result<RawTensor> {
 
 /// The values of a CPU tensor converted to `dtype`.
 pub(crate) fn cast(t: &RawTensor, dtype: DType) -> Result<RawTensor> {
+    if let Some(done) = cast_half(t, dtype) {
+        return done;
+    }
     let s = t.cpu_storage().expect("cpu");
     cpu_dispatch!(s, |data: T| cast_slice::<T>(data, &t.layout, dtype))
+}
+
+/// Casts between `f32`, `f16` and `bf16` of a contiguous view, in blocks (the same bits as the
+/// per-element cast: widening is exact, and `f16` <-> `bf16` goes through `f32` there too).
+/// `None` for every other pair of dtypes and for strided views.
+fn cast_half(t: &RawTensor, dtype: DType) -> Option<Result<RawTensor>> {
+    use crate::core::cpu_storage::CpuStorage as C;
+    use crate::ops::half::{convert_into, narrow_into, widen_into};
+    let r = t.layout.contiguous_range()?;
+    let n = r.len();
+    let shape = t.layout.shape;
+    fn out<U: Element>(
+        n: usize,
+        fill: impl FnOnce(&mut [U]),
+        shape: crate::core::layout::Dims,
+    ) -> Result<RawTensor> {
+        let mut v = U::pool().take(n)?;
+        fill(&mut v);
+        Ok(RawTensor::from_cpu_vec(v, shape))
+    }
+    Some(match (t.cpu_storage()?, dtype) {
+        (C::F32(v), DType::F16) => out(n, |o| narrow_into::<half::f16>(&v.as_slice()[r], o), shape),
+        (C::F32(v), DType::BF16) => {
+            out(n, |o| narrow_into::<half::bf16>(&v.as_slice()[r], o), shape)
+        }
+        (C::F16(v), DType::F32) => out(n, |o| widen_into(&v.as_slice()[r], o), shape),
+        (C::BF16(v), DType::F32) => out(n, |o| widen_into(&v.as_slice()[r], o), shape),
+        (C::F16(v), DType::BF16) => out(
+            n,
+            |o| convert_into::<half::f16, half::bf16>(&v.as_slice()[r], o),
+            shape,
+        ),
+        (C::BF16(v), DType::F16) => out(
+            n,
+            |o| convert_into::<half::bf16, half::f16>(&v.as_slice()[r], o),
+            shape,
+        ),
+        _ => return None,
+    })
 }
 
 fn cast_slice<T: Element>(data: &[T], layout: &Layout, dtype: DType) -> Result<RawTensor> {

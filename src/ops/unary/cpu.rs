@@ -7,6 +7,7 @@ use crate::core::error::Result;
 use crate::core::pool::PooledVec;
 use crate::core::raw::{Operand, RawTensor};
 use crate::core::{DType, Element, Float};
+use crate::ops::half::{map_blocks, map_blocks_in_place, HalfBlock};
 
 /// The math of a unary op on one element type.
 pub(crate) trait UnaryMath: Element {
@@ -75,7 +76,8 @@ macro_rules! float_math {
 float_math!(f32);
 float_math!(f64);
 
-// f16 and bf16: each function in f32 (exact inputs), rounded once.
+// f16 and bf16: each function in f32 (exact inputs), rounded once. The per-element path of
+// strided views; contiguous ones run the f32 functions in blocks (`half_typed`).
 macro_rules! half_math {
     ($t:ty, $($f:ident),*) => {
         impl UnaryMath for $t {
@@ -211,13 +213,31 @@ fn typed<T: UnaryMath>(mut a: Operand<'_>, op: UnaryOp) -> Result<RawTensor> {
     Ok(RawTensor::from_cpu_buffer(out, a.layout.shape))
 }
 
+/// `f16`/`bf16`: contiguous operands in blocks (widened to `f32`, the `f32` function, narrowed
+/// once: the bits of the per-element path); strided views per element.
+fn half_typed<H: HalfBlock + UnaryMath>(mut a: Operand<'_>, op: UnaryOp) -> Result<RawTensor> {
+    if let Operand::Owned(owner) = &mut a {
+        if let Some(dst) = owner.unique_cpu_data::<H>() {
+            with_unary!(op, |f| map_blocks_in_place(dst, |v: f32| f(v)));
+            return Ok(a.into_owned());
+        }
+    }
+    let Some(r) = a.layout.contiguous_range() else {
+        return typed::<H>(a, op);
+    };
+    let x = &a.cpu_slice::<H>().expect("cpu")[r];
+    let mut out = PooledVec::<H>::with_len(a.numel())?;
+    with_unary!(op, |f| map_blocks(x, out.as_mut_slice(), |v: f32| f(v)));
+    Ok(RawTensor::from_cpu_buffer(out, a.layout.shape))
+}
+
 pub(crate) fn unary(a: Operand<'_>, op: UnaryOp) -> Result<RawTensor> {
     match a.dtype {
         DType::F32 => typed::<f32>(a, op),
         DType::F64 => typed::<f64>(a, op),
         DType::I64 => typed::<i64>(a, op),
-        DType::F16 => typed::<half::f16>(a, op),
-        DType::BF16 => typed::<half::bf16>(a, op),
+        DType::F16 => half_typed::<half::f16>(a, op),
+        DType::BF16 => half_typed::<half::bf16>(a, op),
         DType::Bool => unreachable!("booleans are refused in `unary`"),
     }
 }
