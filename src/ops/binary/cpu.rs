@@ -450,9 +450,9 @@ fn scalar_half<H: HalfBlock>(
         if let Some(dst) = owner.unique_cpu_data::<H>() {
             with_op!(op, |f| {
                 if scalar_first {
-                    map_blocks_in_place(dst, |v: f32| f(s, v))
+                    map_blocks_in_place(dst, move |v: f32| f(s, v))
                 } else {
-                    map_blocks_in_place(dst, |v: f32| f(v, s))
+                    map_blocks_in_place(dst, move |v: f32| f(v, s))
                 }
             });
             return Ok(a.into_owned());
@@ -465,9 +465,9 @@ fn scalar_half<H: HalfBlock>(
         let x = &x[r];
         with_op!(op, |f| {
             if scalar_first {
-                map_blocks(x, out.as_mut_slice(), |v: f32| f(s, v))
+                map_blocks(x, out.as_mut_slice(), move |v: f32| f(s, v))
             } else {
-                map_blocks(x, out.as_mut_slice(), |v: f32| f(v, s))
+                map_blocks(x, out.as_mut_slice(), move |v: f32| f(v, s))
             }
         });
         return Ok(RawTensor::from_cpu_buffer(out, a.layout.shape));
