@@ -237,34 +237,17 @@ impl BlasFloat for f32 {
                 )
             };
         }
-        let data = sys::cudaDataType::CUDA_R_32F;
-        // SAFETY: forwarded from the caller's contract (the buffers hold f32); alpha and beta
-        // are host f32 values read during the call, the scalar type of this compute type.
+        // SAFETY: forwarded from the caller's contract (the buffers hold f32).
         unsafe {
-            sys::cublasGemmStridedBatchedEx(
+            gemm_ex(
                 handle,
-                ops.0,
-                ops.1,
-                m,
-                n,
-                k,
-                (&alpha as *const f32).cast(),
-                a.0 as *const std::ffi::c_void,
-                data,
-                a.1,
-                a.2,
-                b.0 as *const std::ffi::c_void,
-                data,
-                b.1,
-                b.2,
-                (&beta as *const f32).cast(),
-                c.0 as *mut std::ffi::c_void,
-                data,
-                c.1,
-                c.2,
+                ops,
+                (m, n, k),
+                (alpha, beta),
+                (a, b, c),
                 batch,
+                sys::cudaDataType::CUDA_R_32F,
                 sys::cublasComputeType_t::CUBLAS_COMPUTE_32F_FAST_TF32,
-                sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
             )
         }
     }
@@ -287,36 +270,18 @@ macro_rules! blas_half {
                 c: (u64, i32, i64),
                 batch: i32,
             ) -> cublasStatus_t {
-                let (alpha, beta) = (alpha.to_f32(), beta.to_f32());
-                let data = sys::cudaDataType::$data_type;
                 // SAFETY: forwarded from the caller's contract (the buffers hold this 16-bit
-                // type); alpha and beta are host f32 values read during the call, the scalar
-                // type `CUBLAS_COMPUTE_32F` takes.
+                // type).
                 unsafe {
-                    sys::cublasGemmStridedBatchedEx(
+                    gemm_ex(
                         handle,
-                        ops.0,
-                        ops.1,
-                        m,
-                        n,
-                        k,
-                        (&alpha as *const f32).cast(),
-                        a.0 as *const std::ffi::c_void,
-                        data,
-                        a.1,
-                        a.2,
-                        b.0 as *const std::ffi::c_void,
-                        data,
-                        b.1,
-                        b.2,
-                        (&beta as *const f32).cast(),
-                        c.0 as *mut std::ffi::c_void,
-                        data,
-                        c.1,
-                        c.2,
+                        ops,
+                        (m, n, k),
+                        (alpha.to_f32(), beta.to_f32()),
+                        (a, b, c),
                         batch,
+                        sys::cudaDataType::$data_type,
                         sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
-                        sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
                     )
                 }
             }
@@ -325,6 +290,57 @@ macro_rules! blas_half {
 }
 blas_half!(half::f16, CUDA_R_16F);
 blas_half!(half::bf16, CUDA_R_16BF);
+
+/// One operand of a strided-batched GEMM call: device address, leading dimension, batch stride.
+type Matrix = (u64, i32, i64);
+
+/// `cublasGemmStridedBatchedEx` with inputs and output of type `data` and an f32 compute type
+/// (`CUBLAS_COMPUTE_32F`, or its TF32 form): alpha and beta are host f32 values then.
+///
+/// # Safety
+/// As [`BlasFloat::gemm_strided_batched`], with buffers of type `data`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn gemm_ex(
+    handle: sys::cublasHandle_t,
+    ops: (cublasOperation_t, cublasOperation_t),
+    (m, n, k): (i32, i32, i32),
+    (alpha, beta): (f32, f32),
+    (a, b, c): (Matrix, Matrix, Matrix),
+    batch: i32,
+    data: sys::cudaDataType,
+    compute: sys::cublasComputeType_t,
+) -> cublasStatus_t {
+    // SAFETY: forwarded from the caller's contract; alpha and beta are host f32 values read
+    // during the call (the handle is in host pointer mode), the scalar type of an f32 compute
+    // type.
+    unsafe {
+        sys::cublasGemmStridedBatchedEx(
+            handle,
+            ops.0,
+            ops.1,
+            m,
+            n,
+            k,
+            (&alpha as *const f32).cast(),
+            a.0 as *const std::ffi::c_void,
+            data,
+            a.1,
+            a.2,
+            b.0 as *const std::ffi::c_void,
+            data,
+            b.1,
+            b.2,
+            (&beta as *const f32).cast(),
+            c.0 as *mut std::ffi::c_void,
+            data,
+            c.1,
+            c.2,
+            batch,
+            compute,
+            sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
+        )
+    }
+}
 
 fn int(v: usize, what: &str) -> Result<i32> {
     i32::try_from(v).map_err(|_| {
