@@ -320,7 +320,40 @@ fn half_speed(cfg: Cfg) {
                 black_box(x.exp());
             });
             report("devtype", "H", &case("exp"), "Gelem/s", &t, gelem);
+            let t = time_per_call(cfg, || {
+                black_box(x.log());
+            });
+            report("devtype", "H", &case("log"), "Gelem/s", &t, gelem);
+            let t = time_per_call(cfg, || {
+                black_box(x.tanh());
+            });
+            report("devtype", "H", &case("tanh"), "Gelem/s", &t, gelem);
+            let t = time_per_call(cfg, || {
+                black_box(x.sigmoid());
+            });
+            report("devtype", "H", &case("sigmoid"), "Gelem/s", &t, gelem);
         }};
+    }
+    // The reference for `exp`: the C library's `expf` per element, in the same parallel
+    // chunks (what the `f32` kernel ran before its vectorizable `exp`).
+    {
+        use rayon::prelude::*;
+        let src = x32.to_vec();
+        let t = time_per_call(cfg, || {
+            let mut out = vec![0f32; src.len()];
+            out.par_chunks_mut(1 << 16)
+                .zip(src.par_chunks(1 << 16))
+                .for_each(|(o, s)| o.iter_mut().zip(s).for_each(|(o, s)| *o = s.exp()));
+            black_box(out);
+        });
+        report(
+            "devtype",
+            "H",
+            "  ref: f32 C-library expf",
+            "Gelem/s",
+            &t,
+            gelem,
+        );
     }
     ops!(f32, "f32", 2.5);
     ops!(f16, "f16", f16::from_f32(2.5));

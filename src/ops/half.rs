@@ -6,6 +6,7 @@
 //! losses, scatter-adds) run their `f32` kernel on a widened copy of the operands, [`widen`],
 //! and round its result once, [`narrow`]; both convert in blocks too.
 
+use crate::backend::cpu::vmath::vectorized;
 use crate::core::cpu_storage::CpuStorage;
 use crate::core::dtype::Half;
 use crate::core::error::Result;
@@ -245,9 +246,14 @@ pub(crate) fn map_blocks<H: HalfBlock>(x: &[H], out: &mut [H], f: impl Fn(f32) -
     if H::FUSED {
         crate::backend::cpu::strided::for_each_chunk(out, |start, o| {
             let end = start + o.len();
-            for (o, a) in o.iter_mut().zip(&x[start..end]) {
-                *o = H::narrow(f(a.widen()));
-            }
+            vectorized(
+                #[inline(always)]
+                || {
+                    for (o, a) in o.iter_mut().zip(&x[start..end]) {
+                        *o = H::narrow(f(a.widen()));
+                    }
+                },
+            )
         });
         return;
     }
@@ -255,9 +261,14 @@ pub(crate) fn map_blocks<H: HalfBlock>(x: &[H], out: &mut [H], f: impl Fn(f32) -
         let mut a = [0f32; BLOCK];
         let a = &mut a[..o.len()];
         H::widen_block(&x[start..start + o.len()], a);
-        for p in a.iter_mut() {
-            *p = f(*p);
-        }
+        vectorized(
+            #[inline(always)]
+            || {
+                for p in a.iter_mut() {
+                    *p = f(*p);
+                }
+            },
+        );
         H::narrow_block(a, o);
     });
 }
@@ -267,9 +278,14 @@ pub(crate) fn map_blocks<H: HalfBlock>(x: &[H], out: &mut [H], f: impl Fn(f32) -
 pub(crate) fn map_blocks_in_place<H: HalfBlock>(x: &mut [H], f: impl Fn(f32) -> f32 + Sync) {
     if H::FUSED {
         crate::backend::cpu::strided::for_each_chunk(x, |_, o| {
-            for a in o.iter_mut() {
-                *a = H::narrow(f(a.widen()));
-            }
+            vectorized(
+                #[inline(always)]
+                || {
+                    for a in o.iter_mut() {
+                        *a = H::narrow(f(a.widen()));
+                    }
+                },
+            )
         });
         return;
     }
@@ -277,9 +293,14 @@ pub(crate) fn map_blocks_in_place<H: HalfBlock>(x: &mut [H], f: impl Fn(f32) -> 
         let mut a = [0f32; BLOCK];
         let a = &mut a[..o.len()];
         H::widen_block(o, a);
-        for p in a.iter_mut() {
-            *p = f(*p);
-        }
+        vectorized(
+            #[inline(always)]
+            || {
+                for p in a.iter_mut() {
+                    *p = f(*p);
+                }
+            },
+        );
         H::narrow_block(a, o);
     });
 }

@@ -2,3 +2,4 @@
 //! Each op's CPU kernel lives beside the op, in `ops/<family>/cpu.rs`.
 
 pub(crate) mod strided;
+pub(crate) mod vmath;

@@ -125,9 +125,14 @@ pub(crate) fn map1<A: Copy + Sync, O: Send>(
         let a = &a[r];
         for_each_chunk(out, |start, chunk| {
             let end = start + chunk.len();
-            for (o, &x) in chunk.iter_mut().zip(&a[start..end]) {
-                *o = f(x);
-            }
+            super::vmath::vectorized(
+                #[inline(always)]
+                || {
+                    for (o, &x) in chunk.iter_mut().zip(&a[start..end]) {
+                        *o = f(x);
+                    }
+                },
+            )
         });
         return;
     }

@@ -1,12 +1,14 @@
 //! CPU kernel of the cross-entropy gradient.
 
+use crate::backend::cpu::vmath::vectorized;
 use crate::core::error::{Error, Result};
 use crate::core::raw::RawTensor;
 use crate::core::{DType, Float};
 use crate::ops::half;
 use crate::ops::loss::{CrossEntropyOptions, Reduction};
+use crate::ops::unary::UnaryMath;
 
-fn typed<T: Float>(
+fn typed<T: Float + UnaryMath>(
     logits: &RawTensor,
     targets: &RawTensor,
     weight: Option<&RawTensor>,
@@ -49,10 +51,16 @@ fn typed<T: Float>(
             Reduction::None => class_weight(t) * go[i],
         };
         let max = row.iter().fold(T::NEG_INFINITY, |m, &v| m.max_nan(v));
+        vectorized(
+            #[inline(always)]
+            || {
+                for (d, &v) in dst.iter_mut().zip(row) {
+                    *d = UnaryMath::exp(v - max);
+                }
+            },
+        );
         let mut sum = T::ZERO;
-        for (d, &v) in dst.iter_mut().zip(row) {
-            let e = (v - max).exp();
-            *d = e;
+        for &e in dst.iter() {
             sum += e;
         }
         let k = scale / sum;

@@ -6,8 +6,9 @@ use crate::core::layout::Dims;
 use crate::core::raw::RawTensor;
 use crate::core::{DType, Float};
 use crate::ops::half;
+use crate::ops::unary::UnaryMath;
 
-fn typed<T: Float>(
+fn typed<T: Float + UnaryMath>(
     logits: &RawTensor,
     targets: &RawTensor,
     weight: Option<&RawTensor>,
@@ -31,7 +32,7 @@ fn typed<T: Float>(
             continue;
         }
         let max = row.iter().fold(T::NEG_INFINITY, |m, &v| m.max_nan(v));
-        let lse = max + row.iter().map(|&v| (v - max).exp()).sum::<T>().ln();
+        let lse = max + UnaryMath::log(row.iter().map(|&v| UnaryMath::exp(v - max)).sum::<T>());
         let w = weight.as_ref().map_or(T::ONE, |w| w[t as usize]);
         let loss = w * (lse - row[t as usize]);
         losses[i] = loss;

@@ -1,25 +1,34 @@
 //! CPU kernel for softmax over contiguous rows.
 
 use crate::backend::cpu::strided::PARALLEL_THRESHOLD;
+use crate::backend::cpu::vmath::vectorized;
 use crate::core::error::Result;
 use crate::core::raw::RawTensor;
 use crate::core::{DType, Float};
 use crate::ops::half;
+use crate::ops::unary::UnaryMath;
 use rayon::prelude::*;
 
-/// Softmax (or log-softmax) of one row, from `src` into `dst`.
+/// Softmax (or log-softmax) of one row, from `src` into `dst`. The exponentials are one loop of
+/// their own (it vectorizes: `f32`'s `exp` is `vmath`'s), summed after.
 #[inline]
-fn softmax_row<T: Float>(src: &[T], dst: &mut [T], log: bool) {
+fn softmax_row<T: Float + UnaryMath>(src: &[T], dst: &mut [T], log: bool) {
     let max = src.iter().fold(T::NEG_INFINITY, |m, &x| m.max_nan(x));
     let max = if max == T::NEG_INFINITY { T::ZERO } else { max };
+    vectorized(
+        #[inline(always)]
+        || {
+            for (d, &x) in dst.iter_mut().zip(src) {
+                *d = UnaryMath::exp(x - max);
+            }
+        },
+    );
     let mut sum = T::ZERO;
-    for (d, &x) in dst.iter_mut().zip(src) {
-        let e = (x - max).exp();
-        *d = e;
+    for &e in dst.iter() {
         sum += e;
     }
     if log {
-        let lse = sum.ln();
+        let lse = UnaryMath::log(sum);
         for (d, &x) in dst.iter_mut().zip(src) {
             *d = x - max - lse;
         }
@@ -31,7 +40,7 @@ fn softmax_row<T: Float>(src: &[T], dst: &mut [T], log: bool) {
     }
 }
 
-fn typed<T: Float>(a: RawTensor, log: bool) -> Result<RawTensor> {
+fn typed<T: Float + UnaryMath>(a: RawTensor, log: bool) -> Result<RawTensor> {
     let row = *a.shape().last().expect("rank >= 1");
     let numel = a.numel();
     let mut out = T::pool().take(numel)?;

@@ -2,6 +2,7 @@
 
 use super::UnaryOp;
 use crate::backend::cpu::strided::{for_each_chunk, map1};
+use crate::backend::cpu::vmath::{self, vectorized};
 use crate::core::dtype::Half;
 use crate::core::error::Result;
 use crate::core::pool::PooledVec;
@@ -23,8 +24,10 @@ pub(crate) trait UnaryMath: Element {
     fn reciprocal(self) -> Self;
 }
 
+// `f32`'s transcendental functions are the vectorizable ones of `vmath` (PyTorch uses SLEEF
+// there); `f64` keeps the C library's.
 macro_rules! float_math {
-    ($t:ty) => {
+    ($t:ty, $exp:path, $ln:path, $tanh:path, $sigmoid:path) => {
         impl UnaryMath for $t {
             #[inline(always)]
             fn neg(self) -> Self {
@@ -48,11 +51,11 @@ macro_rules! float_math {
             }
             #[inline(always)]
             fn exp(self) -> Self {
-                Float::exp(self)
+                $exp(self)
             }
             #[inline(always)]
             fn log(self) -> Self {
-                Float::ln(self)
+                $ln(self)
             }
             #[inline(always)]
             fn sqrt(self) -> Self {
@@ -60,11 +63,11 @@ macro_rules! float_math {
             }
             #[inline(always)]
             fn tanh(self) -> Self {
-                Float::tanh(self)
+                $tanh(self)
             }
             #[inline(always)]
             fn sigmoid(self) -> Self {
-                1.0 / (1.0 + Float::exp(-self))
+                $sigmoid(self)
             }
             #[inline(always)]
             fn reciprocal(self) -> Self {
@@ -73,8 +76,13 @@ macro_rules! float_math {
         }
     };
 }
-float_math!(f32);
-float_math!(f64);
+float_math!(f32, vmath::exp, vmath::ln, vmath::tanh, vmath::sigmoid);
+float_math!(f64, Float::exp, Float::ln, Float::tanh, sigmoid_f64);
+
+#[inline(always)]
+fn sigmoid_f64(x: f64) -> f64 {
+    1.0 / (1.0 + Float::exp(-x))
+}
 
 // f16 and bf16: each function in f32 (exact inputs), rounded once. The per-element path of
 // strided views; contiguous ones run the f32 functions in blocks (`half_typed`).
@@ -201,9 +209,15 @@ macro_rules! with_unary {
 fn typed<T: UnaryMath>(mut a: Operand<'_>, op: UnaryOp) -> Result<RawTensor> {
     if let Operand::Owned(owner) = &mut a {
         if let Some(dst) = owner.unique_cpu_data::<T>() {
-            with_unary!(op, |f| for_each_chunk(dst, |_, c| c
-                .iter_mut()
-                .for_each(|x| *x = f(*x))));
+            // `#[inline(always)]`: the loop must compile inside `vectorized`'s wide variants.
+            with_unary!(op, |f| for_each_chunk(dst, |_, c| vectorized(
+                #[inline(always)]
+                || {
+                    for x in c.iter_mut() {
+                        *x = f(*x);
+                    }
+                }
+            )));
             return Ok(a.into_owned());
         }
     }
@@ -218,7 +232,11 @@ fn typed<T: UnaryMath>(mut a: Operand<'_>, op: UnaryOp) -> Result<RawTensor> {
 fn half_typed<H: HalfBlock + UnaryMath>(mut a: Operand<'_>, op: UnaryOp) -> Result<RawTensor> {
     if let Operand::Owned(owner) = &mut a {
         if let Some(dst) = owner.unique_cpu_data::<H>() {
-            with_unary!(op, |f| map_blocks_in_place(dst, |v: f32| f(v)));
+            with_unary!(op, |f| map_blocks_in_place(
+                dst,
+                #[inline(always)]
+                |v: f32| f(v)
+            ));
             return Ok(a.into_owned());
         }
     }
@@ -227,7 +245,12 @@ fn half_typed<H: HalfBlock + UnaryMath>(mut a: Operand<'_>, op: UnaryOp) -> Resu
     };
     let x = &a.cpu_slice::<H>().expect("cpu")[r];
     let mut out = PooledVec::<H>::with_len(a.numel())?;
-    with_unary!(op, |f| map_blocks(x, out.as_mut_slice(), |v: f32| f(v)));
+    with_unary!(op, |f| map_blocks(
+        x,
+        out.as_mut_slice(),
+        #[inline(always)]
+        |v: f32| f(v)
+    ));
     Ok(RawTensor::from_cpu_buffer(out, a.layout.shape))
 }
 

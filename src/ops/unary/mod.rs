@@ -1,6 +1,7 @@
 //! Element-wise math on one tensor.
 
 pub(super) mod cpu;
+pub(crate) use cpu::UnaryMath;
 pub(super) mod cuda;
 
 use crate::core::error::{Error, Result};
