@@ -50,6 +50,70 @@ fn bias_corrections(t: &RawTensor, u: &AdamUpdate, dtype: DType) -> Result<RawTe
     crate::ops::copy::cast(&both, dtype)
 }
 
+/// One advance of a device step count, shared by the parameters that held the same count.
+#[derive(Clone)]
+struct SharedCount {
+    /// The count before the step (`None`: it starts from the host count `host_step`).
+    prev: Option<RawTensor>,
+    host_step: u64,
+    device: crate::device::DynDevice,
+    acc: DType,
+    /// The count after the step (it does not advance where the step is skipped).
+    next: RawTensor,
+    corrections: RawTensor,
+}
+
+impl SharedCount {
+    /// Whether a parameter `p` whose count is `prev` (or `host_step`, on the host) and whose
+    /// kernels compute in `acc` advances to this count.
+    fn counts(&self, prev: &Option<RawTensor>, host_step: u64, p: &RawTensor, acc: DType) -> bool {
+        let same = match (&self.prev, prev) {
+            (Some(a), Some(b)) => a.storage.ptr_eq(&b.storage) && a.layout == b.layout,
+            (None, None) => self.host_step == host_step,
+            _ => false,
+        };
+        same && self.device == p.device && self.acc == acc
+    }
+
+    fn advance(
+        prev: &Option<RawTensor>,
+        host_step: u64,
+        p: &RawTensor,
+        acc: DType,
+        skip: Option<&RawTensor>,
+        update: &AdamUpdate,
+    ) -> Result<Self> {
+        let t = match prev {
+            Some(t) => t.clone(),
+            None => crate::ops::creation::create(
+                crate::core::layout::Dims::EMPTY,
+                DType::F64,
+                p.device,
+                crate::ops::creation::Fill::Constant(crate::core::Scalar::Float(host_step as f64)),
+            )?,
+        };
+        let next = crate::ops::binary::binary_scalar(
+            std::borrow::Cow::Borrowed(&t),
+            crate::core::Scalar::Float(1.0),
+            crate::ops::binary::BinaryOp::Add,
+            false,
+        )?;
+        let next = match skip {
+            Some(skip) => crate::ops::where_cond::where_cond(skip, &t, &next)?,
+            None => next,
+        };
+        let corrections = bias_corrections(&next, update, acc)?;
+        Ok(SharedCount {
+            prev: prev.clone(),
+            host_step,
+            device: p.device,
+            acc,
+            next,
+            corrections,
+        })
+    }
+}
+
 /// Adam (`torch.optim.Adam`): bias-corrected moment estimates, kept on `D`. With
 /// [`decoupled_weight_decay`](Adam::decoupled_weight_decay), AdamW.
 ///
@@ -230,43 +294,31 @@ impl<D: Device, E: Float> Adam<D, E> {
             )
         })?;
         check_state_names(state.keys(), &names, "exp_avg")?;
+        let mut counts: Vec<SharedCount> = Vec::new();
         for_each_with_grad(model, |name, p, g| {
             let m = state.entry(name.to_string()).or_default();
             let u = AdamUpdate {
                 step: m.step + 1,
                 ..update
             };
-            // The step count on the device, once a step could be skipped.
-            let device_step = match (skip, &m.device_step) {
+            // The step count on the device, once a step could be skipped, and the bias
+            // corrections it gives: shared by the parameters whose counts are one tensor
+            // (normally all of them), so they cost a few tiny ops per step, not per parameter.
+            let acc = crate::ops::optim::acc_dtype(p.dtype);
+            let counted = match (skip, &m.device_step) {
                 (None, None) => None,
-                (_, counted) => {
-                    let t = match counted {
-                        Some(t) => t.clone(),
-                        None => crate::ops::creation::create(
-                            crate::core::layout::Dims::EMPTY,
-                            DType::F64,
-                            p.device,
-                            crate::ops::creation::Fill::Constant(crate::core::Scalar::Float(
-                                m.step as f64,
-                            )),
-                        )?,
-                    };
-                    let next = crate::ops::binary::binary_scalar(
-                        std::borrow::Cow::Borrowed(&t),
-                        crate::core::Scalar::Float(1.0),
-                        crate::ops::binary::BinaryOp::Add,
-                        false,
-                    )?;
-                    Some(match skip {
-                        Some(skip) => crate::ops::where_cond::where_cond(skip, &t, &next)?,
-                        None => next,
-                    })
-                }
+                (_, prev) => Some(
+                    match counts.iter().find(|c| c.counts(prev, m.step, p, acc)) {
+                        Some(c) => c.clone(),
+                        None => {
+                            let c = SharedCount::advance(prev, m.step, p, acc, skip, &update)?;
+                            counts.push(c.clone());
+                            c
+                        }
+                    },
+                ),
             };
-            let corrections = device_step
-                .as_ref()
-                .map(|t| bias_corrections(t, &update, crate::ops::optim::acc_dtype(p.dtype)))
-                .transpose()?;
+            let corrections = counted.as_ref().map(|c| &c.corrections);
             crate::ops::optim::adam(
                 name,
                 p,
@@ -274,11 +326,11 @@ impl<D: Device, E: Float> Adam<D, E> {
                 &mut m.exp_avg,
                 &mut m.exp_avg_sq,
                 &u,
-                corrections.as_ref(),
+                corrections,
             )?;
             m.step += 1;
-            if device_step.is_some() {
-                m.device_step = device_step;
+            if let Some(c) = counted {
+                m.device_step = Some(c.next);
             }
             Ok(())
         })
