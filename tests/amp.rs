@@ -149,25 +149,63 @@ fn params(m: &Linear<Cpu>) -> Vec<Vec<f32>> {
     m.parameters().iter().map(|p| p.to_vec()).collect()
 }
 
+/// One scaled step of `model` per entry of `poison`; where it holds, the weight's gradient is
+/// replaced by `bad` (inf or NaN) before the scaler steps, so the scaler skips that step.
+fn scaled_steps<O: Optimizer<Cpu>>(
+    model: &mut Linear<Cpu>,
+    (x, y): (&Tensor<Cpu>, &Tensor<Cpu, i64>),
+    opt: &mut O,
+    scaler: &mut GradScaler<Cpu>,
+    poison: &[bool],
+    bad: f32,
+) {
+    let loss_fn = CrossEntropyLoss::new();
+    for &poison in poison {
+        model.zero_grad();
+        scaler
+            .scale(&loss_fn.forward(&model.forward(x), y))
+            .backward();
+        if poison {
+            let w = model.weight();
+            w.try_set_grad(Some(Tensor::full([3, 5], bad, Cpu)))
+                .unwrap();
+        }
+        scaler.step(opt, model);
+        scaler.update();
+    }
+}
+
+/// `n` plain (unscaled) steps of `model`.
+fn plain_steps<O: Optimizer<Cpu>>(
+    model: &mut Linear<Cpu>,
+    (x, y): (&Tensor<Cpu>, &Tensor<Cpu, i64>),
+    opt: &mut O,
+    n: usize,
+) {
+    let loss_fn = CrossEntropyLoss::new();
+    for _ in 0..n {
+        opt.zero_grad(model);
+        loss_fn.forward(&model.forward(x), y).backward();
+        opt.step(model);
+    }
+}
+
 #[test]
 fn a_finite_step_is_the_plain_step() {
     let (mut model, x, y) = setup("scaler_finite");
     let mut plain = copy_of(&model);
-    let loss_fn = CrossEntropyLoss::new();
     let mut opt = Sgd::new(0.1).momentum(0.9);
     let mut plain_opt = Sgd::new(0.1).momentum(0.9);
     let mut scaler = GradScaler::new(Cpu);
-    for _ in 0..3 {
-        opt.zero_grad(&model);
-        scaler
-            .scale(&loss_fn.forward(&model.forward(&x), &y))
-            .backward();
-        scaler.step(&mut opt, &mut model);
-        scaler.update();
-        plain_opt.zero_grad(&plain);
-        loss_fn.forward(&plain.forward(&x), &y).backward();
-        plain_opt.step(&mut plain);
-    }
+    scaled_steps(
+        &mut model,
+        (&x, &y),
+        &mut opt,
+        &mut scaler,
+        &[false; 3],
+        f32::NAN,
+    );
+    plain_steps(&mut plain, (&x, &y), &mut plain_opt, 3);
     // The scale is a power of two: scaling and unscaling are exact.
     assert_eq!(params(&model), params(&plain));
     assert_eq!(scaler.get_scale(), 65536.0);
@@ -223,30 +261,21 @@ fn a_non_finite_gradient_skips_the_step_and_backs_off() {
 #[test]
 fn a_skipped_step_leaves_momentum_as_it_was() {
     let (mut model, x, y) = setup("scaler_momentum");
-    let loss_fn = CrossEntropyLoss::new();
     let mut opt = Sgd::new(0.1).momentum(0.9);
     let mut reference = Sgd::new(0.1).momentum(0.9);
     let mut plain = copy_of(&model);
-    let mut scaler = GradScaler::new(Cpu);
     // good, poisoned (skipped), good: the same as two plain good steps.
-    for poison in [false, true, false] {
-        model.zero_grad();
-        scaler
-            .scale(&loss_fn.forward(&model.forward(&x), &y))
-            .backward();
-        if poison {
-            let w = model.weight();
-            w.try_set_grad(Some(Tensor::full([3, 5], f32::NAN, Cpu)))
-                .unwrap();
-        }
-        scaler.step(&mut opt, &mut model);
-        scaler.update();
-    }
-    for _ in 0..2 {
-        reference.zero_grad(&plain);
-        loss_fn.forward(&plain.forward(&x), &y).backward();
-        reference.step(&mut plain);
-    }
+    let mut scaler = GradScaler::new(Cpu);
+    let poison = [false, true, false];
+    scaled_steps(
+        &mut model,
+        (&x, &y),
+        &mut opt,
+        &mut scaler,
+        &poison,
+        f32::NAN,
+    );
+    plain_steps(&mut plain, (&x, &y), &mut reference, 2);
     let (a, b) = (params(&model), params(&plain));
     for (pa, pb) in a.iter().zip(&b) {
         for (u, v) in pa.iter().zip(pb) {
@@ -259,32 +288,23 @@ fn a_skipped_step_leaves_momentum_as_it_was() {
 #[test]
 fn a_skipped_adam_step_does_not_count_in_the_bias_corrections() {
     let (mut model, x, y) = setup("scaler_adam_count");
-    let loss_fn = CrossEntropyLoss::new();
     let mut opt = Adam::new(0.01);
     let mut reference = Adam::new(0.01);
     let mut plain = copy_of(&model);
-    let mut scaler = GradScaler::new(Cpu);
     // Skipped first (before any state exists), good, skipped, good, good: PyTorch calls
     // `step` three times, so Adam's step count, and its bias corrections, are those of three
     // plain steps. Counting the skipped ones would make the corrections of steps 5, not 3.
-    for poison in [true, false, true, false, false] {
-        model.zero_grad();
-        scaler
-            .scale(&loss_fn.forward(&model.forward(&x), &y))
-            .backward();
-        if poison {
-            let w = model.weight();
-            w.try_set_grad(Some(Tensor::full([3, 5], f32::INFINITY, Cpu)))
-                .unwrap();
-        }
-        scaler.step(&mut opt, &mut model);
-        scaler.update();
-    }
-    for _ in 0..3 {
-        reference.zero_grad(&plain);
-        loss_fn.forward(&plain.forward(&x), &y).backward();
-        reference.step(&mut plain);
-    }
+    let poison = [true, false, true, false, false];
+    let mut scaler = GradScaler::new(Cpu);
+    scaled_steps(
+        &mut model,
+        (&x, &y),
+        &mut opt,
+        &mut scaler,
+        &poison,
+        f32::INFINITY,
+    );
+    plain_steps(&mut plain, (&x, &y), &mut reference, 3);
     let (a, b) = (params(&model), params(&plain));
     for (pa, pb) in a.iter().zip(&b) {
         for (u, v) in pa.iter().zip(pb) {
