@@ -55,7 +55,7 @@ pub use dynamic::{DynCrossEntropyLoss, DynLinear, DynModule, DynSequential};
 pub use linear::Linear;
 pub use loss::{CrossEntropyLoss, MSELoss, TargetOn};
 #[doc(hidden)]
-pub use place::{Agree, Keep, LayerTuple, LayerTupleN, Layers};
+pub use place::{Agree, Keep, LayerTupleN, Layers};
 pub use place::{Anywhere, LayerAt, Placed, Placement};
 pub use sequential::Sequential;
 

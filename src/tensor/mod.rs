@@ -65,7 +65,11 @@ impl IntoShape for &Vec<usize> {
 /// let ones = Tensor::ones([4, 10], dev);       // created directly on the device
 /// assert_eq!((&x + &ones).shape(), &[4, 10]);
 /// ```
-pub struct Tensor<D: Device, E: Element = f32> {
+///
+/// `D` is a [`Device`] type: every way to make or use a tensor asks for it. The struct itself
+/// leaves that bound off, so that a type that is not a device (`try_into_typed::<DynDevice>()`)
+/// is one error where it is given, not one more for each `Tensor<DynDevice>` it would name.
+pub struct Tensor<D, E: Element = f32> {
     pub(crate) raw: RawTensor,
     /// The autograd node: a parameter's leaf, or the op that made this tensor from tracked
     /// inputs; `None` when gradients do not flow into it.
