@@ -282,7 +282,12 @@ mod tests {
             let mut v = xs.clone();
             super::vectorized(|| v.iter_mut().for_each(|x| *x = f(*x)));
             for (x, y) in xs.iter().zip(&v) {
-                assert_eq!(f(*x).to_bits(), y.to_bits(), "at {x:e}");
+                // NaN: any NaN (Miri, like some hardware, picks NaN signs and payloads freely).
+                let s = f(*x);
+                assert!(
+                    s.to_bits() == y.to_bits() || (s.is_nan() && y.is_nan()),
+                    "at {x:e}"
+                );
             }
         }
     }
