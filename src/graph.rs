@@ -86,6 +86,16 @@ impl Node {
         *lock(&self.grad) = grad;
     }
 
+    /// Runs `f` on the accumulated gradient, if there is one, where it is stored: an in-place
+    /// op (loss scaling's `unscale_`) then writes the gradient's own buffer when no other
+    /// handle holds it.
+    pub(crate) fn update_grad(&self, f: impl FnOnce(&mut RawTensor) -> Result<()>) -> Result<()> {
+        match lock(&self.grad).as_mut() {
+            Some(g) => f(g),
+            None => Ok(()),
+        }
+    }
+
     fn accumulate(&self, g: RawTensor) -> Result<()> {
         let mut slot = lock(&self.grad);
         let sum = match slot.take() {

@@ -358,6 +358,8 @@ pub trait Float:
     fn powf(self, exponent: Self) -> Self;
     /// The larger of two values (NaN propagates, as in PyTorch).
     fn max_nan(self, other: Self) -> Self;
+    /// Neither infinite nor NaN.
+    fn is_finite(self) -> bool;
 }
 
 macro_rules! element {
@@ -504,6 +506,10 @@ macro_rules! float {
                     other
                 }
             }
+            #[inline]
+            fn is_finite(self) -> bool {
+                <$t>::is_finite(self)
+            }
         }
     };
 }
@@ -590,6 +596,10 @@ macro_rules! half_float {
                 } else {
                     other
                 }
+            }
+            #[inline]
+            fn is_finite(self) -> bool {
+                <$t>::is_finite(self)
             }
         }
     };

@@ -10,6 +10,7 @@
 //! kernels beside each family (`ops/<family>/{cpu,cuda}.rs`), statically: the CPU path is
 //! inlined as before.
 
+use super::amp::ScaleSchedule;
 use super::binary::{BinaryOp, CompareOp};
 use super::creation::Fill;
 use super::loss::CrossEntropyOptions;
@@ -18,8 +19,8 @@ use super::optim::{AdamUpdate, SgdUpdate};
 use super::reduce::{ReduceOp, ReducePlan};
 use super::unary::UnaryOp;
 use super::{
-    bias_grad, binary, cat, copy, creation, cross_entropy_backward, index, linear, loss, matmul,
-    optim, reduce, relu_backward, scatter, softmax, unary, where_cond,
+    amp, bias_grad, binary, cat, copy, creation, cross_entropy_backward, index, linear, loss,
+    matmul, optim, reduce, relu_backward, scatter, softmax, unary, where_cond,
 };
 use crate::backend::cuda::context::{self, GpuContext};
 use crate::core::error::{Error, Result};
@@ -213,7 +214,9 @@ pub(crate) trait Backend {
         grad: &RawTensor,
         buffer: &mut Option<RawTensor>,
         u: &SgdUpdate,
+        skip: Option<&RawTensor>,
     ) -> Result<()>;
+    #[allow(clippy::too_many_arguments)]
     fn adam(
         self,
         param: &mut RawTensor,
@@ -222,6 +225,21 @@ pub(crate) trait Backend {
         v: &mut Option<RawTensor>,
         u: &AdamUpdate,
         corrections: Option<&RawTensor>,
+        skip: Option<&RawTensor>,
+    ) -> Result<()>;
+    // loss scaling
+    fn unscale_(
+        self,
+        grad: &mut RawTensor,
+        inv_scale: &RawTensor,
+        found_inf: &mut RawTensor,
+    ) -> Result<()>;
+    fn update_scale_(
+        self,
+        scale: &mut RawTensor,
+        growth_tracker: &mut RawTensor,
+        found_inf: &RawTensor,
+        schedule: ScaleSchedule,
     ) -> Result<()>;
 }
 
@@ -400,8 +418,9 @@ macro_rules! backend_impl {
                 grad: &RawTensor,
                 buffer: &mut Option<RawTensor>,
                 u: &SgdUpdate,
+                skip: Option<&RawTensor>,
             ) -> Result<()> {
-                optim::$module::sgd($($gpu,)? param, grad, buffer, u)
+                optim::$module::sgd($($gpu,)? param, grad, buffer, u, skip)
             }
             #[inline(always)]
             fn adam(
@@ -412,8 +431,28 @@ macro_rules! backend_impl {
                 v: &mut Option<RawTensor>,
                 u: &AdamUpdate,
                 corrections: Option<&RawTensor>,
+                skip: Option<&RawTensor>,
             ) -> Result<()> {
-                optim::$module::adam($($gpu,)? param, grad, m, v, u, corrections)
+                optim::$module::adam($($gpu,)? param, grad, m, v, u, corrections, skip)
+            }
+            #[inline(always)]
+            fn unscale_(
+                $self_,
+                grad: &mut RawTensor,
+                inv_scale: &RawTensor,
+                found_inf: &mut RawTensor,
+            ) -> Result<()> {
+                amp::$module::unscale_($($gpu,)? grad, inv_scale, found_inf)
+            }
+            #[inline(always)]
+            fn update_scale_(
+                $self_,
+                scale: &mut RawTensor,
+                growth_tracker: &mut RawTensor,
+                found_inf: &RawTensor,
+                schedule: ScaleSchedule,
+            ) -> Result<()> {
+                amp::$module::update_scale_($($gpu,)? scale, growth_tracker, found_inf, schedule)
             }
         }
     };

@@ -30,7 +30,7 @@ pub(crate) fn typed(names: &mut Vec<String>, base: &str, types: &[&str]) {
 }
 
 /// Every kernel file, in the order [`compile_kernels`] reports them.
-pub(crate) static ALL: [&KernelFile; 11] = [
+pub(crate) static ALL: [&KernelFile; 12] = [
     &super::copy::cuda::KERNELS,
     &super::creation::cuda::KERNELS,
     &super::binary::cuda::KERNELS,
@@ -42,6 +42,7 @@ pub(crate) static ALL: [&KernelFile; 11] = [
     &super::loss::cuda::KERNELS,
     &super::scatter::cuda::KERNELS,
     &super::optim::cuda::KERNELS,
+    &super::amp::cuda::KERNELS,
 ];
 
 /// The result of compiling one kernel file with [`compile_kernels`].

@@ -53,6 +53,7 @@ macro_rules! cpu_dispatch {
 
 #[macro_use]
 pub(crate) mod backend;
+pub(crate) mod amp;
 pub(crate) mod bias_grad;
 pub(crate) mod binary;
 pub(crate) mod cat;

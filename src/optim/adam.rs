@@ -269,9 +269,9 @@ impl<D: Device, E: Float> Adam<D, E> {
 }
 
 impl<D: Device, E: Float> Adam<D, E> {
-    /// One step; with `skip`, a step that does not count where `skip` holds (the caller puts
-    /// the parameters and moments back): the step count on the device advances only where it
-    /// does not.
+    /// One step; with `skip`, one that changes nothing and does not count where `skip` holds
+    /// (the kernels read the flag on the device): the step count on the device advances only
+    /// where it does not.
     fn step_counting<M: ModelOn<D, E>>(
         &mut self,
         model: &mut M,
@@ -327,6 +327,7 @@ impl<D: Device, E: Float> Adam<D, E> {
                 &mut m.exp_avg_sq,
                 &u,
                 corrections,
+                skip,
             )?;
             m.step += 1;
             if let Some(c) = counted {
@@ -342,32 +343,17 @@ impl<D: Device, E: Float> Optimizer<D, E> for Adam<D, E> {
         self.step_counting(model, None)
     }
 
-    /// The parameters and moments are put back where `skip` holds, and the step count, kept
+    /// The fused kernels read `skip` on the device and change no parameter and no moment
+    /// where it holds (moments the skipped step created stay zeros), and the step count, kept
     /// on the device from the first such call on, does not advance there: the bias
-    /// corrections stay PyTorch's, whose `GradScaler` does not call `step` then. No host sync.
+    /// corrections stay PyTorch's, whose `GradScaler` does not call `step` then. No snapshot,
+    /// no host sync.
     fn try_step_unless<M: ModelOn<D, E>>(
         &mut self,
         model: &mut M,
         skip: &Tensor<D, bool>,
     ) -> Result<()> {
-        let before = super::snapshot(model);
-        let moments: HashMap<String, (Option<RawTensor>, Option<RawTensor>)> = self
-            .state
-            .iter()
-            .map(|(k, m)| (k.clone(), (m.exp_avg.clone(), m.exp_avg_sq.clone())))
-            .collect();
-        self.step_counting(model, Some(&skip.raw))?;
-        super::restore_unless(model, &before, &skip.raw)?;
-        for (name, m) in &mut self.state {
-            let old = moments.get(name);
-            if let Some(a) = &mut m.exp_avg {
-                super::keep_unless(&skip.raw, old.and_then(|o| o.0.as_ref()), a)?;
-            }
-            if let Some(a) = &mut m.exp_avg_sq {
-                super::keep_unless(&skip.raw, old.and_then(|o| o.1.as_ref()), a)?;
-            }
-        }
-        Ok(())
+        self.step_counting(model, Some(&skip.raw))
     }
 
     fn lr(&self) -> f64 {

@@ -4,6 +4,7 @@ use super::{ModelOn, Optimizer};
 use crate::core::error::{Error, Result};
 use crate::device::Device;
 use crate::nn::Module;
+use crate::ops::amp::ScaleSchedule;
 use crate::tensor::Tensor;
 
 /// Scales the loss before `backward` so that small `f16` gradients do not flush to zero,
@@ -12,8 +13,12 @@ use crate::tensor::Tensor;
 /// `growth_interval` good ones. PyTorch's defaults: 65536, 2.0, 0.5, 2000.
 ///
 /// The scale, the count of good steps and the found-`inf` flag are 0-dim tensors on `D`, and
-/// every decision is a device op (`where`): a training step with a `GradScaler` makes no host
-/// sync. Only [`get_scale`](Self::get_scale) reads the scale back, as PyTorch's does.
+/// every decision is made on the device, as PyTorch's fused path does: `unscale_` is one
+/// in-place pass per gradient that also sets the flag, the optimizer's fused kernels read the
+/// flag and write nothing when it is set, and `update` is one tiny kernel. A training step with
+/// a `GradScaler` makes no host sync and moves about the bytes of a plain step plus one read
+/// and write of the gradients. Only [`get_scale`](Self::get_scale) reads the scale back, as
+/// PyTorch's does.
 ///
 /// ```
 /// use devtype::amp::{autocast, GradScaler};
@@ -41,13 +46,11 @@ use crate::tensor::Tensor;
 #[derive(Debug)]
 pub struct GradScaler<D: Device> {
     scale: Tensor<D, f32>,
-    /// Good steps since the scale last changed, as an `f32` count (exact to 2^24).
-    growth_tracker: Tensor<D, f32>,
+    /// Good steps since the scale last changed.
+    growth_tracker: Tensor<D, i64>,
     /// Set by `unscale_`, read by `step`, cleared by `update`.
     found_inf: Option<Tensor<D, bool>>,
-    growth_factor: f32,
-    backoff_factor: f32,
-    growth_interval: u32,
+    schedule: ScaleSchedule,
 }
 
 impl<D: Device> GradScaler<D> {
@@ -78,11 +81,13 @@ impl<D: Device> GradScaler<D> {
         }
         Ok(GradScaler {
             scale: Tensor::try_full([], init_scale, dev)?,
-            growth_tracker: Tensor::try_full([], 0.0, dev)?,
+            growth_tracker: Tensor::try_full([], 0, dev)?,
             found_inf: None,
-            growth_factor,
-            backoff_factor,
-            growth_interval,
+            schedule: ScaleSchedule {
+                growth_factor,
+                backoff_factor,
+                growth_interval: growth_interval.into(),
+            },
         })
     }
 
@@ -112,25 +117,19 @@ impl<D: Device> GradScaler<D> {
                     .into(),
             ));
         }
-        let inv_scale = Tensor::try_full([], 1.0f32, self.scale.device())?.try_div(&self.scale)?;
-        // `g * 0` is 0 for every finite value and NaN for inf and NaN, so the sum of them all
-        // is NaN exactly when some gradient is not finite (a plain sum could overflow).
-        let mut poison = Tensor::try_full([], 0.0f32, self.scale.device())?;
+        let inv_scale = self.scale.try_reciprocal()?;
+        let mut found = Tensor::<D, bool>::try_full([], false, self.scale.device())?;
         let mut result = Ok(());
+        // In place, one pass per gradient (PyTorch's `_amp_foreach_non_finite_check_and_unscale_`):
+        // a gradient another handle holds is copied first, so that handle keeps its values.
         model.visit_parameters("", &mut |_, p| {
-            if result.is_err() {
-                return;
-            }
-            if let Some(g) = p.grad() {
-                result = (|| {
-                    let g = g.try_mul(&inv_scale)?;
-                    poison = poison.try_add(&g.try_mul_scalar(0.0)?.try_sum_all()?)?;
-                    p.try_set_grad(Some(g))
-                })();
+            if let (Ok(()), Some(node)) = (&result, p.node()) {
+                result = node
+                    .update_grad(|g| crate::ops::amp::unscale_(g, &inv_scale.raw, &mut found.raw));
             }
         });
         result?;
-        self.found_inf = Some(poison.try_ne(&poison)?);
+        self.found_inf = Some(found);
         Ok(())
     }
 
@@ -173,18 +172,12 @@ impl<D: Device> GradScaler<D> {
         let Some(found) = self.found_inf.take() else {
             return Ok(());
         };
-        let dev = self.scale.device();
-        let zero = Tensor::try_full([], 0.0f32, dev)?;
-        let counted = found.try_where_cond(&zero, &self.growth_tracker.try_add_scalar(1.0)?)?;
-        let grow = counted.try_ge_scalar(self.growth_interval as f32)?;
-        let grown = self.scale.try_mul_scalar(self.growth_factor)?;
-        let finite = grown.try_mul_scalar(0.0)?.try_eq_scalar(0.0)?;
-        let grown = finite.try_where_cond(&grown, &self.scale)?;
-        let kept = grow.try_where_cond(&grown, &self.scale)?;
-        let backed_off = self.scale.try_mul_scalar(self.backoff_factor)?;
-        self.scale = found.try_where_cond(&backed_off, &kept)?;
-        self.growth_tracker = grow.try_where_cond(&zero, &counted)?;
-        Ok(())
+        crate::ops::amp::update_scale_(
+            &mut self.scale.raw,
+            &mut self.growth_tracker.raw,
+            &found.raw,
+            self.schedule,
+        )
     }
 
     /// [`try_update`](Self::try_update), panicking with the error's text.

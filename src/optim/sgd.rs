@@ -175,8 +175,14 @@ impl<D: Device, E: Float> Sgd<D, E> {
     }
 }
 
-impl<D: Device, E: Float> Optimizer<D, E> for Sgd<D, E> {
-    fn try_step<M: ModelOn<D, E>>(&mut self, model: &mut M) -> Result<()> {
+impl<D: Device, E: Float> Sgd<D, E> {
+    /// One step, or where `skip` (one `bool` on `D`) holds none: the kernels read the flag on
+    /// the device and write nothing then.
+    fn step_unless<M: ModelOn<D, E>>(
+        &mut self,
+        model: &mut M,
+        skip: Option<&RawTensor>,
+    ) -> Result<()> {
         let update = self.update;
         update.validate()?;
         let buffers = &mut self.momentum_buffers;
@@ -189,32 +195,33 @@ impl<D: Device, E: Float> Optimizer<D, E> for Sgd<D, E> {
         }
         for_each_with_grad(model, |name, p, g| {
             if update.momentum == 0.0 {
-                return crate::ops::optim::sgd(name, p, g, &mut None, &update);
+                return crate::ops::optim::sgd(name, p, g, &mut None, &update, skip);
             }
             let mut buf = buffers.remove(name);
-            let r = crate::ops::optim::sgd(name, p, g, &mut buf, &update);
+            let r = crate::ops::optim::sgd(name, p, g, &mut buf, &update, skip);
             if let Some(b) = buf {
                 buffers.insert(name.to_string(), b);
             }
             r
         })
     }
+}
 
+impl<D: Device, E: Float> Optimizer<D, E> for Sgd<D, E> {
+    fn try_step<M: ModelOn<D, E>>(&mut self, model: &mut M) -> Result<()> {
+        self.step_unless(model, None)
+    }
+
+    /// The fused kernels read `skip` on the device and change nothing where it holds: no
+    /// snapshot, no host sync. A momentum buffer the skipped step created stays zeros, so the
+    /// next step starts it from the gradient, as PyTorch's first step does (exactly so with
+    /// `dampening = 0`; with dampening the first kept step damps the gradient once).
     fn try_step_unless<M: ModelOn<D, E>>(
         &mut self,
         model: &mut M,
         skip: &Tensor<D, bool>,
     ) -> Result<()> {
-        let before = super::snapshot(model);
-        let buffers = self.momentum_buffers.clone();
-        self.try_step(model)?;
-        super::restore_unless(model, &before, &skip.raw)?;
-        // A buffer the skipped step created becomes zeros: the next step then starts it from
-        // the gradient, as PyTorch's first step does (exactly so with `dampening = 0`).
-        for (name, buf) in &mut self.momentum_buffers {
-            super::keep_unless(&skip.raw, buffers.get(name), buf)?;
-        }
-        Ok(())
+        self.step_unless(model, Some(&skip.raw))
     }
 
     fn lr(&self) -> f64 {

@@ -27,7 +27,16 @@ pub(crate) fn copy_into<T: Element>(dst: &mut [T], ldst: &Layout, src: &[T], lsr
     });
 }
 
-/// Converts every element to `dtype`.
+/// Makes `t` the only owner of a contiguous buffer of `T` that it covers whole (copying it when
+/// shared or a view), so that an op can write it in place without changing what other handles
+/// see (optimizer steps, loss scaling).
+pub(crate) fn make_unique<T: Element>(t: &mut RawTensor) -> Result<()> {
+    if t.unique_cpu_data::<T>().is_none() {
+        *t = contiguous(t)?;
+    }
+    Ok(())
+}
+
 /// A contiguous copy of a CPU tensor (any view).
 pub(crate) fn contiguous(t: &RawTensor) -> Result<RawTensor> {
     let s = t.cpu_storage().expect("cpu");

@@ -229,6 +229,17 @@ pub(crate) fn contiguous(gpu: &'static GpuContext, t: &RawTensor) -> Result<RawT
     Ok(memory::tensor_from_storage(out, shape, gpu.ordinal))
 }
 
+/// Makes `t` the only owner of a contiguous buffer it covers from its start (copying it when
+/// shared or a view), so that an op can write it in place without changing what other handles
+/// see (optimizer steps, loss scaling).
+pub(crate) fn make_unique(gpu: &'static GpuContext, t: &mut RawTensor) -> Result<()> {
+    let whole = t.layout.offset == 0 && t.layout.is_contiguous();
+    if !(whole && t.storage.get_mut().is_some()) {
+        *t = contiguous(gpu, t)?;
+    }
+    Ok(())
+}
+
 /// The tensor itself when contiguous, else a contiguous copy on its GPU.
 pub(crate) fn contiguous_or_self(gpu: &'static GpuContext, t: &RawTensor) -> Result<RawTensor> {
     if t.layout.is_contiguous() {

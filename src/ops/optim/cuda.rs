@@ -13,7 +13,7 @@ use crate::core::cuda_storage::CudaElement;
 use crate::core::error::{Error, Result};
 use crate::core::raw::RawTensor;
 use crate::core::{DType, Element};
-use crate::ops::copy::cuda::{contiguous, contiguous_or_self};
+use crate::ops::copy::cuda::{contiguous_or_self, make_unique};
 use crate::ops::kernels::{typed, FLOAT_TYPES};
 use cudarc::driver::DeviceRepr;
 
@@ -29,15 +29,6 @@ pub(crate) static KERNELS: KernelFile = KernelFile {
         n
     },
 };
-
-/// Makes `t` the only owner of a contiguous buffer it covers from its start.
-fn make_unique(gpu: &'static GpuContext, t: &mut RawTensor) -> Result<()> {
-    let whole = t.layout.offset == 0 && t.layout.is_contiguous();
-    if !(whole && t.storage.get_mut().is_some()) {
-        *t = contiguous(gpu, t)?;
-    }
-    Ok(())
-}
 
 /// Zeros shaped like `like`, on `gpu`.
 fn zeros_like<T: CudaElement>(gpu: &GpuContext, like: &RawTensor) -> Result<RawTensor> {
@@ -64,18 +55,35 @@ fn fits<T: CudaElement>(gpu: &GpuContext, n: usize, buffers: &[&RawTensor]) -> R
     memory::same_gpu(gpu, buffers)
 }
 
+/// The device address of the skip flag, or 0 (null: never skip). The flag is one bool on
+/// `gpu` (checked in `ops::optim`; this is the kernels' own guard).
+fn skip_ptr(gpu: &GpuContext, skip: Option<&RawTensor>) -> Result<u64> {
+    let Some(s) = skip else { return Ok(0) };
+    if s.numel() != 1 || s.dtype != DType::Bool {
+        return Err(Error::Shape(format!(
+            "optimizer kernel: a skip flag of shape {:?} ({})",
+            s.shape(),
+            s.dtype
+        )));
+    }
+    memory::same_gpu(gpu, &[s])?;
+    memory::ptr(s)
+}
+
 pub(crate) fn sgd(
     gpu: &'static GpuContext,
     param: &mut RawTensor,
     grad: &RawTensor,
     buffer: &mut Option<RawTensor>,
     u: &SgdUpdate,
+    skip: Option<&RawTensor>,
 ) -> Result<()> {
+    let skip = skip_ptr(gpu, skip)?;
     match param.dtype {
-        DType::F32 => sgd_typed::<f32>(gpu, param, grad, buffer, u),
-        DType::F64 => sgd_typed::<f64>(gpu, param, grad, buffer, u),
-        DType::F16 => sgd_typed::<half::f16>(gpu, param, grad, buffer, u),
-        DType::BF16 => sgd_typed::<half::bf16>(gpu, param, grad, buffer, u),
+        DType::F32 => sgd_typed::<f32>(gpu, param, grad, buffer, u, skip),
+        DType::F64 => sgd_typed::<f64>(gpu, param, grad, buffer, u, skip),
+        DType::F16 => sgd_typed::<half::f16>(gpu, param, grad, buffer, u, skip),
+        DType::BF16 => sgd_typed::<half::bf16>(gpu, param, grad, buffer, u, skip),
         _ => unreachable!("checked in sgd"),
     }
 }
@@ -86,6 +94,7 @@ fn sgd_typed<T: CudaElement + OpMath<Acc: DeviceRepr>>(
     grad: &RawTensor,
     buffer: &mut Option<RawTensor>,
     u: &SgdUpdate,
+    skip: u64,
 ) -> Result<()> {
     let g = contiguous_or_self(gpu, grad)?;
     make_unique(gpu, param)?;
@@ -110,15 +119,16 @@ fn sgd_typed<T: CudaElement + OpMath<Acc: DeviceRepr>>(
         (true, Some(b)) => memory::ptr(b)?,
         _ => 0,
     };
-    // sgd_<T>(T* p, const T* g, T* b, u64 n, A lr, A wd, A momentum, A keep, u32 nesterov,
-    // u32 first, u32 has_momentum), A the compute type (`OpMath::Acc`: f32 for f16/bf16, the
-    // kernel's `Acc<T>::type`): `p` is a contiguous buffer of n elements owned by `param`
-    // alone (made unique above), `g` a contiguous n-element gradient, `b` the n-element
-    // momentum buffer (read and written only when `has_momentum`).
+    // sgd_<T>(T* p, const T* g, T* b, const bool* skip, u64 n, A lr, A wd, A momentum, A keep,
+    // u32 nesterov, u32 first, u32 has_momentum), A the compute type (`OpMath::Acc`: f32 for
+    // f16/bf16, the kernel's `Acc<T>::type`): `p` is a contiguous buffer of n elements owned
+    // by `param` alone (made unique above), `g` a contiguous n-element gradient, `b` the
+    // n-element momentum buffer (read and written only when `has_momentum`), `skip` null or
+    // one bool on this GPU.
     launch::flat(
         gpu,
         Kernel::new(&KERNELS, &name, "cuLaunchKernel(sgd)"),
-        [memory::ptr(param)?, memory::ptr(&g)?, pb],
+        [memory::ptr(param)?, memory::ptr(&g)?, pb, skip],
         n,
         (
             T::Acc::from_f64(u.lr),
@@ -133,6 +143,7 @@ fn sgd_typed<T: CudaElement + OpMath<Acc: DeviceRepr>>(
     )
 }
 
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn adam(
     gpu: &'static GpuContext,
     param: &mut RawTensor,
@@ -141,12 +152,14 @@ pub(crate) fn adam(
     v: &mut Option<RawTensor>,
     u: &AdamUpdate,
     c: Option<&RawTensor>,
+    skip: Option<&RawTensor>,
 ) -> Result<()> {
+    let s = skip_ptr(gpu, skip)?;
     match param.dtype {
-        DType::F32 => adam_typed::<f32>(gpu, param, grad, m, v, u, c),
-        DType::F64 => adam_typed::<f64>(gpu, param, grad, m, v, u, c),
-        DType::F16 => adam_typed::<half::f16>(gpu, param, grad, m, v, u, c),
-        DType::BF16 => adam_typed::<half::bf16>(gpu, param, grad, m, v, u, c),
+        DType::F32 => adam_typed::<f32>(gpu, param, grad, (m, v), u, c, s),
+        DType::F64 => adam_typed::<f64>(gpu, param, grad, (m, v), u, c, s),
+        DType::F16 => adam_typed::<half::f16>(gpu, param, grad, (m, v), u, c, s),
+        DType::BF16 => adam_typed::<half::bf16>(gpu, param, grad, (m, v), u, c, s),
         _ => unreachable!("checked in adam"),
     }
 }
@@ -155,10 +168,10 @@ fn adam_typed<T: CudaElement + OpMath<Acc: DeviceRepr>>(
     gpu: &'static GpuContext,
     param: &mut RawTensor,
     grad: &RawTensor,
-    exp_avg: &mut Option<RawTensor>,
-    exp_avg_sq: &mut Option<RawTensor>,
+    (exp_avg, exp_avg_sq): (&mut Option<RawTensor>, &mut Option<RawTensor>),
     u: &AdamUpdate,
     corrections: Option<&RawTensor>,
+    skip: u64,
 ) -> Result<()> {
     let g = contiguous_or_self(gpu, grad)?;
     make_unique(gpu, param)?;
@@ -203,9 +216,9 @@ fn adam_typed<T: CudaElement + OpMath<Acc: DeviceRepr>>(
             )));
         }
         let name = format!("adam_dev_{}", T::SUFFIX);
-        // adam_dev_<T>(T* p, const T* g, T* m, T* v, const A* corr, u64 n, A b1, A b2,
-        // A one_b1, A one_b2, A eps, A l2, A decay): as `adam_<T>` below, with `corr` two
-        // contiguous values of A (step_size, inv_sqrt_bc2) that every thread reads.
+        // adam_dev_<T>(T* p, const T* g, T* m, T* v, const bool* skip, const A* corr, u64 n,
+        // A b1, A b2, A one_b1, A one_b2, A eps, A l2, A decay): as `adam_<T>` below, with
+        // `corr` two contiguous values of A (step_size, inv_sqrt_bc2) that every thread reads.
         return launch::flat(
             gpu,
             Kernel::new(&KERNELS, &name, "cuLaunchKernel(adam_dev)"),
@@ -214,6 +227,7 @@ fn adam_typed<T: CudaElement + OpMath<Acc: DeviceRepr>>(
                 memory::ptr(&g)?,
                 pm,
                 pv,
+                skip,
                 memory::ptr(&c)?,
             ],
             n,
@@ -222,14 +236,15 @@ fn adam_typed<T: CudaElement + OpMath<Acc: DeviceRepr>>(
         );
     }
     let name = format!("adam_{}", T::SUFFIX);
-    // adam_<T>(T* p, const T* g, T* m, T* v, u64 n, A b1, A b2, A one_b1, A one_b2, A eps,
-    // A l2, A decay, A step_size, A inv_sqrt_bc2), A the compute type: `p`, `m` and `v` are
-    // contiguous n-element buffers owned by this optimizer step alone (made unique above) and
-    // `g` a contiguous n-element gradient.
+    // adam_<T>(T* p, const T* g, T* m, T* v, const bool* skip, u64 n, A b1, A b2, A one_b1,
+    // A one_b2, A eps, A l2, A decay, A step_size, A inv_sqrt_bc2), A the compute type: `p`,
+    // `m` and `v` are contiguous n-element buffers owned by this optimizer step alone (made
+    // unique above), `g` a contiguous n-element gradient and `skip` null or one bool on this
+    // GPU.
     launch::flat(
         gpu,
         Kernel::new(&KERNELS, &name, "cuLaunchKernel(adam)"),
-        [memory::ptr(param)?, memory::ptr(&g)?, pm, pv],
+        [memory::ptr(param)?, memory::ptr(&g)?, pm, pv, skip],
         n,
         (
             b1,

@@ -278,7 +278,30 @@ pub(crate) fn check_adam(
     Ok(())
 }
 
+/// Checks `skip`: one `bool` on the parameter's device, which the kernels read before they
+/// write anything.
+fn check_skip(param: &RawTensor, skip: Option<&RawTensor>) -> Result<()> {
+    let Some(skip) = skip else { return Ok(()) };
+    if skip.device != param.device {
+        return Err(Error::DeviceMismatch {
+            first: param.device,
+            second: skip.device,
+        });
+    }
+    if skip.numel() != 1 || skip.dtype != DType::Bool {
+        return Err(Error::Shape(format!(
+            "optimizer: the skip flag must be one bool, got {:?} of {}",
+            skip.shape(),
+            skip.dtype
+        )));
+    }
+    Ok(())
+}
+
 /// One SGD step on `param`; `momentum_buffer` is created on the first step when momentum is used.
+/// Where `skip` (one `bool` on the device, a `GradScaler`'s found-inf flag) holds, the kernel
+/// changes nothing: a buffer this step creates stays zeros. The flag is read on the device, so
+/// the host never waits for it.
 ///
 /// Checks its own preconditions first ([`check_sgd`]): no caller can make a kernel read or
 /// write past a buffer.
@@ -288,13 +311,16 @@ pub(crate) fn sgd(
     grad: &RawTensor,
     momentum_buffer: &mut Option<RawTensor>,
     update: &SgdUpdate,
+    skip: Option<&RawTensor>,
 ) -> Result<()> {
     check_sgd(name, param, grad, momentum_buffer.as_ref(), update)?;
+    check_skip(param, skip)?;
     dispatch!([param, grad], |be| be.sgd(
         param,
         grad,
         momentum_buffer,
-        update
+        update,
+        skip
     ))
 }
 
@@ -332,7 +358,10 @@ fn check_corrections(param: &RawTensor, corrections: &RawTensor) -> Result<()> {
 /// count kept there), the kernel reads the bias corrections from it instead of computing them
 /// from `update.step` on the host.
 ///
+/// Where `skip` holds, nothing changes, as for [`sgd`].
+///
 /// Checks its own preconditions first ([`check_adam`]).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn adam(
     name: &str,
     param: &mut RawTensor,
@@ -341,6 +370,7 @@ pub(crate) fn adam(
     exp_avg_sq: &mut Option<RawTensor>,
     update: &AdamUpdate,
     corrections: Option<&RawTensor>,
+    skip: Option<&RawTensor>,
 ) -> Result<()> {
     check_adam(
         name,
@@ -353,13 +383,15 @@ pub(crate) fn adam(
     if let Some(c) = corrections {
         check_corrections(param, c)?;
     }
+    check_skip(param, skip)?;
     dispatch!([param, grad], |be| be.adam(
         param,
         grad,
         exp_avg,
         exp_avg_sq,
         update,
-        corrections
+        corrections,
+        skip
     ))
 }
 
@@ -384,7 +416,7 @@ mod tests {
         let mut p = t(&[1.0, 2.0, 3.0], &[3]);
         let g = t(&[1.0, 1.0, 1.0], &[3]);
         let mut short = Some(t(&[0.0, 0.0], &[2]));
-        let err = sgd("w", &mut p, &g, &mut short, &SGD).unwrap_err();
+        let err = sgd("w", &mut p, &g, &mut short, &SGD, None).unwrap_err();
         assert!(matches!(err, Error::OptimizerStateMismatch { ref name, .. } if name == "w"));
         assert_eq!(p.to_vec::<f32>().unwrap(), [1.0, 2.0, 3.0]);
         let adam_update = AdamUpdate {
@@ -397,21 +429,26 @@ mod tests {
             step: 1,
         };
         let (mut m, mut v) = (Some(t(&[0.0; 3], &[3])), Some(t(&[0.0; 4], &[4])));
-        let err = adam("w", &mut p, &g, &mut m, &mut v, &adam_update, None).unwrap_err();
+        let err = adam("w", &mut p, &g, &mut m, &mut v, &adam_update, None, None).unwrap_err();
         assert!(err.to_string().contains("exp_avg_sq"), "{err}");
         assert_eq!(p.to_vec::<f32>().unwrap(), [1.0, 2.0, 3.0]);
         // A gradient of another shape with as many elements.
         let g2 = t(&[1.0, 1.0, 1.0], &[3, 1]);
-        assert!(sgd("w", &mut p, &g2, &mut None, &SGD).is_err());
+        assert!(sgd("w", &mut p, &g2, &mut None, &SGD, None).is_err());
         // A state of another dtype.
         let mut f64_state = Some(
             RawTensor::from_vec(vec![0.0f64; 3], &[3], crate::core::DynDevice::cpu()).unwrap(),
         );
-        assert!(sgd("w", &mut p, &g, &mut f64_state, &SGD).is_err());
+        assert!(sgd("w", &mut p, &g, &mut f64_state, &SGD, None).is_err());
         assert_eq!(p.to_vec::<f32>().unwrap(), [1.0, 2.0, 3.0]);
         // Hyper-parameters are the kernels' precondition too.
         let bad = SgdUpdate { lr: -1.0, ..SGD };
-        assert!(sgd("w", &mut p, &g, &mut None, &bad).is_err());
+        assert!(sgd("w", &mut p, &g, &mut None, &bad, None).is_err());
+        // So is the skip flag: one bool.
+        let flags =
+            RawTensor::from_vec(vec![false, false], &[2], crate::core::DynDevice::cpu()).unwrap();
+        assert!(sgd("w", &mut p, &g, &mut None, &SGD, Some(&flags)).is_err());
+        assert!(sgd("w", &mut p, &g, &mut None, &SGD, Some(&g)).is_err());
         assert_eq!(p.to_vec::<f32>().unwrap(), [1.0, 2.0, 3.0]);
     }
 
