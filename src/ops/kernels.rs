@@ -62,36 +62,66 @@ pub struct KernelReport {
 /// `"compute_90"` for PTX) without needing a GPU, and checks that the kernels in each file are
 /// exactly the ones the Rust side launches.
 ///
-/// Returns one report per file; warnings are in each report's `log`. Fails on the first
-/// compile error, missing library or name mismatch. This is what CI runs with the
-/// `nvidia-cuda-nvrtc` wheel (see `scripts/check-kernels.sh`).
+/// Returns one report per file, in the order of the files; warnings are in each report's
+/// `log`. Fails on a compile error, missing library or name mismatch (the first file's, in
+/// that order). This is what CI runs with the `nvidia-cuda-nvrtc` wheel (see
+/// `scripts/check-kernels.sh`).
+///
+/// The files compile on as many threads as the machine has cores (NVRTC compiles separate
+/// programs concurrently), the files with the most kernels first.
 ///
 /// Each image is also stored in the on-disk kernel cache (`DEVTYPE_KERNEL_CACHE`, see the
 /// [module documentation](crate::cuda)), where GPU processes find it instead of compiling.
 pub fn compile_kernels(arch: &str) -> Result<Vec<KernelReport>> {
-    let mut reports = Vec::new();
-    for family in ALL {
-        // Always compiled (this is the check), then stored in the on-disk cache, so that
-        // `scripts/gpu-check.sh build` ships the CUBINs and a GPU process loads them at once.
-        let compiled = compile_and_store(family, arch)?;
-        let mut found = ptx_entries(&compiled.ptx);
-        found.sort();
-        let mut expected = (family.names)();
-        expected.sort();
-        if found != expected {
-            let missing: Vec<&String> = expected.iter().filter(|n| !found.contains(n)).collect();
-            let extra: Vec<&String> = found.iter().filter(|n| !expected.contains(n)).collect();
-            return Err(Error::KernelCompile {
-                file: family.file,
-                log: format!("kernels launched from Rust but not defined: {missing:?}; defined but never launched: {extra:?}"),
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    let mut order: Vec<usize> = (0..ALL.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse((ALL[i].names)().len()));
+    let results: Vec<Mutex<Option<Result<KernelReport>>>> =
+        ALL.iter().map(|_| Mutex::new(None)).collect();
+    let next = AtomicUsize::new(0);
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    std::thread::scope(|s| {
+        for _ in 0..threads.min(ALL.len()) {
+            s.spawn(|| {
+                while let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    let report = compile_one(ALL[i], arch);
+                    *results[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(report);
+                }
             });
         }
-        reports.push(KernelReport {
+    });
+    results
+        .into_iter()
+        .map(|r| {
+            r.into_inner()
+                .unwrap_or_else(|p| p.into_inner())
+                .expect("every file was compiled")
+        })
+        .collect()
+}
+
+/// Compiles one kernel file and checks its kernels against the names launched from it.
+fn compile_one(family: &KernelFile, arch: &str) -> Result<KernelReport> {
+    // Always compiled (this is the check), then stored in the on-disk cache, so that
+    // `scripts/gpu-check.sh build` ships the CUBINs and a GPU process loads them at once.
+    let compiled = compile_and_store(family, arch)?;
+    let mut found = ptx_entries(&compiled.ptx);
+    found.sort();
+    let mut expected = (family.names)();
+    expected.sort();
+    if found != expected {
+        let missing: Vec<&String> = expected.iter().filter(|n| !found.contains(n)).collect();
+        let extra: Vec<&String> = found.iter().filter(|n| !expected.contains(n)).collect();
+        return Err(Error::KernelCompile {
             file: family.file,
-            kernels: found.len(),
-            image_bytes: compiled.image.len(),
-            log: compiled.log,
+            log: format!("kernels launched from Rust but not defined: {missing:?}; defined but never launched: {extra:?}"),
         });
     }
-    Ok(reports)
+    Ok(KernelReport {
+        file: family.file,
+        kernels: found.len(),
+        image_bytes: compiled.image.len(),
+        log: compiled.log,
+    })
 }
