@@ -412,3 +412,120 @@ fn a_gpu_amp_step_makes_no_host_sync() {
     assert_eq!(sync_count(), before, "an AMP step waited for the GPU");
     assert_eq!(scaler.get_scale(), 65536.0);
 }
+
+#[test]
+fn unscaling_in_place_leaves_a_held_gradient_as_it_was() {
+    let (model, x, y) = setup("scaler_held_grad");
+    let mut scaler = GradScaler::new(Cpu);
+    scaler
+        .scale(&CrossEntropyLoss::new().forward(&model.forward(&x), &y))
+        .backward();
+    let held = model.weight().grad().unwrap();
+    let scaled = held.to_vec();
+    scaler.unscale_(&model);
+    // The parameter's gradient is unscaled (exactly: the scale is a power of two) ...
+    let unscaled = model.weight().grad().unwrap().to_vec();
+    let want: Vec<f32> = scaled.iter().map(|g| g / 65536.0).collect();
+    assert_eq!(unscaled, want);
+    // ... and the handle taken before keeps the values it had.
+    assert_eq!(held.to_vec(), scaled);
+}
+
+/// Gradients of `shape` with values in [-2, 2), times `scale`, with `inf` at `poison`.
+fn scaled_grad(rng: &mut Rng, shape: [usize; 2], scale: f32, poison: Option<usize>) -> Vec<f32> {
+    let mut g: Vec<f32> = rng
+        .values(shape[0] * shape[1], -2.0, 2.0)
+        .iter()
+        .map(|&v| v as f32 * scale)
+        .collect();
+    if let Some(at) = poison {
+        g[at] = f32::INFINITY;
+    }
+    g
+}
+
+/// What one scaled run on `dev` leaves after each step: parameters, unscaled weight gradient,
+/// scale and growth count.
+type Trace = Vec<(Vec<Vec<f32>>, Vec<f32>, f32, u32)>;
+
+/// Five scaled steps of a `Linear(40, 30)` on `dev` with gradients set by hand (the same on
+/// every device: no product rounds differently): skipped first (the optimizer state is created
+/// by a skipped step), good, good (the scale grows), skipped, good.
+fn scaled_run<D: Device>(dev: D, adam: bool) -> Trace {
+    let mut rng = Rng::new("scaled_run");
+    let (w, b) = (random(&mut rng, &[30, 40]), random(&mut rng, &[30]));
+    let mut model = Linear::from_parameters(w, Some(b)).to(dev);
+    let mut scaler = GradScaler::try_with(dev, 1024.0, 2.0, 0.5, 2).unwrap();
+    let mut sgd = Sgd::new(0.1).momentum(0.9);
+    let mut adam_opt = Adam::new(0.01);
+    let mut trace = Vec::new();
+    for poison in [Some(7), None, None, Some(1199), None] {
+        let scale = scaler.get_scale();
+        let gw = scaled_grad(&mut rng, [30, 40], scale, poison);
+        let gb = scaled_grad(&mut rng, [1, 30], scale, None);
+        let upload = |v: Vec<f32>, shape: &[usize]| Tensor::from_vec(v, shape, Cpu).to(dev);
+        model
+            .weight()
+            .try_set_grad(Some(upload(gw, &[30, 40])))
+            .unwrap();
+        model
+            .bias()
+            .unwrap()
+            .try_set_grad(Some(upload(gb, &[30])))
+            .unwrap();
+        if adam {
+            scaler.step(&mut adam_opt, &mut model);
+        } else {
+            scaler.step(&mut sgd, &mut model);
+        }
+        scaler.update();
+        let params = model
+            .parameters()
+            .iter()
+            .map(|p| p.to(Cpu).to_vec())
+            .collect();
+        let grad = model.weight().grad().unwrap().to(Cpu).to_vec();
+        trace.push((params, grad, scaler.get_scale(), scaler.growth_tracker()));
+    }
+    trace
+}
+
+#[test]
+fn a_scaled_run_skips_backs_off_and_grows_on_schedule() {
+    for adam in [false, true] {
+        let trace = scaled_run(Cpu, adam);
+        let schedule: Vec<(f32, u32)> = trace.iter().map(|t| (t.2, t.3)).collect();
+        assert_eq!(
+            schedule,
+            [(512.0, 0), (512.0, 1), (1024.0, 0), (512.0, 0), (512.0, 1)]
+        );
+        // Skipped steps change nothing; the others do.
+        assert_ne!(trace[1].0, trace[0].0, "adam={adam}");
+        assert_ne!(trace[2].0, trace[1].0, "adam={adam}");
+        assert_eq!(trace[3].0, trace[2].0, "adam={adam}");
+        assert_ne!(trace[4].0, trace[3].0, "adam={adam}");
+        assert!(trace[3].1.iter().any(|g| g.is_infinite()));
+    }
+}
+
+#[test]
+fn gpu_loss_scaling_matches_the_cpu() {
+    let Some(gpu) = common::gpu() else { return };
+    for adam in [false, true] {
+        let (on_cpu, on_gpu) = (scaled_run(Cpu, adam), scaled_run(gpu, adam));
+        for (step, (c, g)) in on_cpu.iter().zip(&on_gpu).enumerate() {
+            // The schedule and the unscaled gradients agree exactly (power-of-two scales).
+            assert_eq!((g.2, g.3), (c.2, c.3), "adam={adam}, step {step}");
+            assert_eq!(g.1, c.1, "adam={adam}, step {step}");
+            for (pg, pc) in g.0.iter().zip(&c.0) {
+                for (a, b) in pg.iter().zip(pc) {
+                    // The GPU may contract a multiply and an add into one FMA.
+                    assert!(
+                        (a - b).abs() <= 1e-6 * b.abs().max(1.0),
+                        "adam={adam}, step {step}: {a} vs {b}"
+                    );
+                }
+            }
+        }
+    }
+}
