@@ -49,7 +49,21 @@ gpu_tests() {
 
 # Compiles every kernel file for sm_90 with the NVRTC wheel into gpu-bin/kernels, through the
 # release kernels_compile binary (devtype's own loader writes its on-disk cache entries).
+# With GPU_CHECK_KERNELS_FROM=DIR, a kernel cache that scripts/check-kernels.sh has just filled
+# from these sources (CI), the sm_90 CUBINs are copied from there instead of compiled again.
 build_kernels() {
+    local files
+    files=$(ls kernels/*.cu | wc -l)
+    if [ -n "${GPU_CHECK_KERNELS_FROM:-}" ]; then
+        rm -rf "$BIN/kernels"
+        mkdir -p "$BIN/kernels"
+        cp "$GPU_CHECK_KERNELS_FROM"/*-sm_90-*.cubin "$BIN/kernels/" 2>/dev/null
+        local n
+        n=$(find "$BIN/kernels" -name '*-sm_90-*.cubin' | wc -l)
+        [ "$n" -eq "$files" ] || die "$GPU_CHECK_KERNELS_FROM holds $n sm_90 CUBINs for $files kernel files"
+        echo "gpu-check: $n CUBINs for sm_90 copied from $GPU_CHECK_KERNELS_FROM ($(du -sh "$BIN/kernels" | cut -f1))"
+        return 0
+    fi
     # shellcheck source=scripts/nvrtc-env.sh
     . scripts/nvrtc-env.sh
     if ! nvrtc_env; then

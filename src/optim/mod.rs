@@ -88,9 +88,10 @@ pub trait Optimizer<D: Device, E: Float = f32> {
     /// [`GradScaler::step`](crate::amp::GradScaler::step) calls (PyTorch's fused and
     /// capturable optimizers take the same `found_inf` tensor).
     ///
-    /// The step runs, then every parameter (and, for [`Sgd`] and [`Adam`], every state buffer)
-    /// is put back where `skip` holds: `p = where(skip, p_before, p_after)`. The default,
-    /// for optimizers outside devtype, puts back the parameters only.
+    /// [`Sgd`] and [`Adam`] pass `skip` to their fused kernels, which read it on the device
+    /// and write nothing where it holds. The default, for optimizers outside devtype, steps
+    /// and then puts the parameters back where `skip` holds: `p = where(skip, p_before,
+    /// p_after)` (its state, if any, is not put back).
     fn try_step_unless<M: ModelOn<D, E>>(
         &mut self,
         model: &mut M,
