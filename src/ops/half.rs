@@ -170,12 +170,23 @@ impl HalfBlock for half::bf16 {
 }
 
 /// Runs `f` over `out` in parallel chunks (as the `f32` kernels split their work), each chunk
-/// in blocks of at most [`BLOCK`]: `f(start, block)` gets the block's first index.
+/// in blocks of at most [`BLOCK`]: `f(start, block, scratch)` gets the block's first index and
+/// `K` `f32` buffers of the block's length, set up once per chunk (zeroing them per block cost
+/// a `memset` of 2 KiB per buffer per 512 elements).
 #[inline]
-fn blocks<O: Send>(out: &mut [O], f: impl Fn(usize, &mut [O]) + Sync) {
+fn blocks<O: Send, const K: usize>(
+    out: &mut [O],
+    f: impl Fn(usize, &mut [O], [&mut [f32]; K]) + Sync,
+) {
     crate::backend::cpu::strided::for_each_chunk(out, |start, chunk| {
+        let mut scratch = [[0f32; BLOCK]; K];
         for (k, b) in chunk.chunks_mut(BLOCK).enumerate() {
-            f(start + k * BLOCK, b);
+            let n = b.len();
+            f(
+                start + k * BLOCK,
+                b,
+                scratch.each_mut().map(|s| &mut s[..n]),
+            );
         }
     });
 }
@@ -188,26 +199,8 @@ pub(crate) fn zip_blocks<H: HalfBlock>(
     out: &mut [H],
     f: impl Fn(f32, f32) -> f32 + Sync,
 ) {
-    assert!(x.len() == out.len() && y.len() == out.len());
-    if H::FUSED {
-        crate::backend::cpu::strided::for_each_chunk(out, |start, o| {
-            let end = start + o.len();
-            for ((o, a), b) in o.iter_mut().zip(&x[start..end]).zip(&y[start..end]) {
-                *o = H::narrow(f(a.widen(), b.widen()));
-            }
-        });
-        return;
-    }
-    blocks(out, |start, o| {
-        let (mut a, mut b) = ([0f32; BLOCK], [0f32; BLOCK]);
-        let (a, b) = (&mut a[..o.len()], &mut b[..o.len()]);
-        H::widen_block(&x[start..start + o.len()], a);
-        H::widen_block(&y[start..start + o.len()], b);
-        for (p, &q) in a.iter_mut().zip(b.iter()) {
-            *p = f(*p, q);
-        }
-        H::narrow_block(a, o);
-    });
+    assert_eq!(x.len(), out.len());
+    zip_into(Some(x), y, out, f);
 }
 
 /// In place: `x[i] = narrow(f(widen(x[i]), widen(y[i])))`; equal lengths.
@@ -217,20 +210,39 @@ pub(crate) fn zip_blocks_in_place<H: HalfBlock>(
     y: &[H],
     f: impl Fn(f32, f32) -> f32 + Sync,
 ) {
-    assert_eq!(x.len(), y.len());
+    zip_into(None, y, x, f);
+}
+
+/// `out[i] = narrow(f(widen(a[i]), widen(y[i])))`, where `a` is `x`, or `out` itself when
+/// `x` is `None` (in place); `y` and `out` have equal lengths.
+#[inline]
+fn zip_into<H: HalfBlock>(
+    x: Option<&[H]>,
+    y: &[H],
+    out: &mut [H],
+    f: impl Fn(f32, f32) -> f32 + Sync,
+) {
+    assert_eq!(y.len(), out.len());
     if H::FUSED {
-        crate::backend::cpu::strided::for_each_chunk(x, |start, o| {
-            let end = start + o.len();
-            for (a, b) in o.iter_mut().zip(&y[start..end]) {
-                *a = H::narrow(f(a.widen(), b.widen()));
+        crate::backend::cpu::strided::for_each_chunk(out, |start, o| {
+            let y = &y[start..start + o.len()];
+            match x {
+                Some(x) => {
+                    for ((o, a), b) in o.iter_mut().zip(&x[start..]).zip(y) {
+                        *o = H::narrow(f(a.widen(), b.widen()));
+                    }
+                }
+                None => {
+                    for (o, b) in o.iter_mut().zip(y) {
+                        *o = H::narrow(f(o.widen(), b.widen()));
+                    }
+                }
             }
         });
         return;
     }
-    blocks(x, |start, o| {
-        let (mut a, mut b) = ([0f32; BLOCK], [0f32; BLOCK]);
-        let (a, b) = (&mut a[..o.len()], &mut b[..o.len()]);
-        H::widen_block(o, a);
+    blocks(out, |start, o, [a, b]| {
+        H::widen_block(x.map_or(&*o, |x| &x[start..start + o.len()]), a);
         H::widen_block(&y[start..start + o.len()], b);
         for (p, &q) in a.iter_mut().zip(b.iter()) {
             *p = f(*p, q);
@@ -243,56 +255,42 @@ pub(crate) fn zip_blocks_in_place<H: HalfBlock>(
 #[inline]
 pub(crate) fn map_blocks<H: HalfBlock>(x: &[H], out: &mut [H], f: impl Fn(f32) -> f32 + Sync) {
     assert_eq!(x.len(), out.len());
-    if H::FUSED {
-        crate::backend::cpu::strided::for_each_chunk(out, |start, o| {
-            let end = start + o.len();
-            vectorized(
-                #[inline(always)]
-                || {
-                    for (o, a) in o.iter_mut().zip(&x[start..end]) {
-                        *o = H::narrow(f(a.widen()));
-                    }
-                },
-            )
-        });
-        return;
-    }
-    blocks(out, |start, o| {
-        let mut a = [0f32; BLOCK];
-        let a = &mut a[..o.len()];
-        H::widen_block(&x[start..start + o.len()], a);
-        vectorized(
-            #[inline(always)]
-            || {
-                for p in a.iter_mut() {
-                    *p = f(*p);
-                }
-            },
-        );
-        H::narrow_block(a, o);
-    });
+    map_into(Some(x), out, f);
 }
 
 /// In place: `x[i] = narrow(f(widen(x[i])))`.
 #[inline]
 pub(crate) fn map_blocks_in_place<H: HalfBlock>(x: &mut [H], f: impl Fn(f32) -> f32 + Sync) {
+    map_into(None, x, f);
+}
+
+/// `out[i] = narrow(f(widen(a[i])))`, where `a` is `x`, or `out` itself when `x` is `None`
+/// (in place). The loops run inside [`vectorized`]: `f` is often one of the vector-math
+/// functions.
+#[inline]
+fn map_into<H: HalfBlock>(x: Option<&[H]>, out: &mut [H], f: impl Fn(f32) -> f32 + Sync) {
     if H::FUSED {
-        crate::backend::cpu::strided::for_each_chunk(x, |_, o| {
+        crate::backend::cpu::strided::for_each_chunk(out, |start, o| {
             vectorized(
                 #[inline(always)]
-                || {
-                    for a in o.iter_mut() {
-                        *a = H::narrow(f(a.widen()));
+                || match x {
+                    Some(x) => {
+                        for (o, a) in o.iter_mut().zip(&x[start..]) {
+                            *o = H::narrow(f(a.widen()));
+                        }
+                    }
+                    None => {
+                        for o in o.iter_mut() {
+                            *o = H::narrow(f(o.widen()));
+                        }
                     }
                 },
             )
         });
         return;
     }
-    blocks(x, |_, o| {
-        let mut a = [0f32; BLOCK];
-        let a = &mut a[..o.len()];
-        H::widen_block(o, a);
+    blocks(out, |start, o, [a]| {
+        H::widen_block(x.map_or(&*o, |x| &x[start..start + o.len()]), a);
         vectorized(
             #[inline(always)]
             || {
@@ -308,7 +306,7 @@ pub(crate) fn map_blocks_in_place<H: HalfBlock>(x: &mut [H], f: impl Fn(f32) -> 
 /// `out[i] = widen(x[i])`, in parallel chunks; equal lengths.
 pub(crate) fn widen_into<H: HalfBlock>(x: &[H], out: &mut [f32]) {
     assert_eq!(x.len(), out.len());
-    blocks(out, |start, o| {
+    blocks(out, |start, o, []| {
         H::widen_block(&x[start..start + o.len()], o)
     });
 }
@@ -316,7 +314,7 @@ pub(crate) fn widen_into<H: HalfBlock>(x: &[H], out: &mut [f32]) {
 /// `out[i] = narrow(x[i])`, in parallel chunks; equal lengths.
 pub(crate) fn narrow_into<H: HalfBlock>(x: &[f32], out: &mut [H]) {
     assert_eq!(x.len(), out.len());
-    blocks(out, |start, o| {
+    blocks(out, |start, o, []| {
         H::narrow_block(&x[start..start + o.len()], o)
     });
 }
@@ -325,9 +323,7 @@ pub(crate) fn narrow_into<H: HalfBlock>(x: &[f32], out: &mut [H]) {
 /// cast does); equal lengths.
 pub(crate) fn convert_into<A: HalfBlock, B: HalfBlock>(x: &[A], out: &mut [B]) {
     assert_eq!(x.len(), out.len());
-    blocks(out, |start, o| {
-        let mut a = [0f32; BLOCK];
-        let a = &mut a[..o.len()];
+    blocks(out, |start, o, [a]| {
         A::widen_block(&x[start..start + o.len()], a);
         B::narrow_block(a, o);
     });
