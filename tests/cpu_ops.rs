@@ -351,6 +351,71 @@ fn unary_ops_f64() {
     unary_ops::<f64>();
 }
 
+/// `relu` on the values where formulations differ: `-0.0` gives `+0.0`, NaN stays NaN (of
+/// either sign), infinities and subnormals as `max(x, 0)`; the same bits in place
+/// (`relu_owned` on a tensor nobody else holds) and into a new tensor, on the vector body and
+/// the tail (an odd length), in every float dtype.
+fn relu_edges<E: Float>() {
+    let special = [
+        -0.0,
+        0.0,
+        -1.5,
+        2.0,
+        f32::NAN,
+        -f32::NAN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        1e-40,
+        -1e-40,
+        f32::MIN_POSITIVE,
+    ];
+    let values: Vec<f32> = special.iter().copied().cycle().take(1001).collect();
+    let want: Vec<u32> = values
+        .iter()
+        .map(|&v| {
+            // What the element type holds, then relu in f64.
+            let held = Tensor::from_vec(vec![v], [1], Cpu).to_dtype::<E>();
+            let h = held.to_dtype::<f64>().to_vec()[0];
+            let r = if h.is_nan() {
+                f64::NAN
+            } else if h > 0.0 {
+                h
+            } else {
+                0.0
+            };
+            (r as f32).to_bits()
+        })
+        .collect();
+    let x = Tensor::from_vec(values, [1001], Cpu).to_dtype::<E>();
+    let out_of_place = x.relu();
+    let in_place = x.mul_scalar(E::from_f64(1.0)).relu_owned();
+    for (name, got) in [("relu", out_of_place), ("relu_owned", in_place)] {
+        let got = got.to_dtype::<f32>().to_vec();
+        for (i, (g, &w)) in got.iter().zip(&want).enumerate() {
+            let ok = if f32::from_bits(w).is_nan() {
+                g.is_nan()
+            } else {
+                g.to_bits() == w
+            };
+            assert!(
+                ok,
+                "{name}::<{}>[{i}]: {g:?} ({:#x}), want {:?}",
+                std::any::type_name::<E>(),
+                g.to_bits(),
+                f32::from_bits(w)
+            );
+        }
+    }
+}
+
+#[test]
+fn relu_edges_in_every_float_dtype() {
+    relu_edges::<f32>();
+    relu_edges::<f64>();
+    relu_edges::<half::f16>();
+    relu_edges::<half::bf16>();
+}
+
 #[test]
 fn integer_unary_and_arithmetic() {
     let mut rng = Rng::new("integer_unary_and_arithmetic");

@@ -33,12 +33,18 @@ macro_rules! float_math {
             fn neg(self) -> Self {
                 -self
             }
+            /// `max`, not a branch that returns `self`: applied in place, such a branch
+            /// lets LLVM store only the lanes that change, a masked store (`vmaskmovps`)
+            /// that AMD's Zen cores run microcoded (`relu` on `f16`, through a block
+            /// buffer, ran at half the speed of `f32` on Zen 3). `+ 0.0` makes
+            /// `relu(-0.0)` `+0.0` on every path (`max` may return either zero); NaN
+            /// propagates, as in PyTorch.
             #[inline(always)]
             fn relu(self) -> Self {
-                if self > 0.0 || self.is_nan() {
-                    self
+                if self.is_nan() {
+                    self + self
                 } else {
-                    0.0
+                    self.max(0.0) + 0.0
                 }
             }
             #[inline(always)]
