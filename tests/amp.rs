@@ -190,26 +190,58 @@ fn plain_steps<O: Optimizer<Cpu>>(
     }
 }
 
-#[test]
-fn a_finite_step_is_the_plain_step() {
-    let (mut model, x, y) = setup("scaler_finite");
-    let mut plain = copy_of(&model);
-    let mut opt = Sgd::new(0.1).momentum(0.9);
-    let mut plain_opt = Sgd::new(0.1).momentum(0.9);
+/// The same start run two ways: `poison.len()` scaled steps (poisoned where marked, with
+/// `bad`) and `plain` plain steps, each with its own optimizer from `make`.
+struct ScaledAndPlain<O> {
+    scaled: Vec<Vec<f32>>,
+    plain: Vec<Vec<f32>>,
+    scaler: GradScaler<Cpu>,
+    scaled_opt: O,
+    plain_opt: O,
+}
+
+fn scaled_and_plain<O: Optimizer<Cpu>>(
+    seed: &str,
+    make: impl Fn() -> O,
+    poison: &[bool],
+    bad: f32,
+    plain: usize,
+) -> ScaledAndPlain<O> {
+    let (mut model, x, y) = setup(seed);
+    let mut reference = copy_of(&model);
+    let (mut scaled_opt, mut plain_opt) = (make(), make());
     let mut scaler = GradScaler::new(Cpu);
     scaled_steps(
         &mut model,
         (&x, &y),
-        &mut opt,
+        &mut scaled_opt,
         &mut scaler,
+        poison,
+        bad,
+    );
+    plain_steps(&mut reference, (&x, &y), &mut plain_opt, plain);
+    ScaledAndPlain {
+        scaled: params(&model),
+        plain: params(&reference),
+        scaler,
+        scaled_opt,
+        plain_opt,
+    }
+}
+
+#[test]
+fn a_finite_step_is_the_plain_step() {
+    let run = scaled_and_plain(
+        "scaler_finite",
+        || Sgd::new(0.1).momentum(0.9),
         &[false; 3],
         f32::NAN,
+        3,
     );
-    plain_steps(&mut plain, (&x, &y), &mut plain_opt, 3);
     // The scale is a power of two: scaling and unscaling are exact.
-    assert_eq!(params(&model), params(&plain));
-    assert_eq!(scaler.get_scale(), 65536.0);
-    assert_eq!(scaler.growth_tracker(), 3);
+    assert_eq!(run.scaled, run.plain);
+    assert_eq!(run.scaler.get_scale(), 65536.0);
+    assert_eq!(run.scaler.growth_tracker(), 3);
 }
 
 #[test]
@@ -260,61 +292,38 @@ fn a_non_finite_gradient_skips_the_step_and_backs_off() {
 
 #[test]
 fn a_skipped_step_leaves_momentum_as_it_was() {
-    let (mut model, x, y) = setup("scaler_momentum");
-    let mut opt = Sgd::new(0.1).momentum(0.9);
-    let mut reference = Sgd::new(0.1).momentum(0.9);
-    let mut plain = copy_of(&model);
     // good, poisoned (skipped), good: the same as two plain good steps.
-    let mut scaler = GradScaler::new(Cpu);
-    let poison = [false, true, false];
-    scaled_steps(
-        &mut model,
-        (&x, &y),
-        &mut opt,
-        &mut scaler,
-        &poison,
+    let run = scaled_and_plain(
+        "scaler_momentum",
+        || Sgd::new(0.1).momentum(0.9),
+        &[false, true, false],
         f32::NAN,
+        2,
     );
-    plain_steps(&mut plain, (&x, &y), &mut reference, 2);
-    let (a, b) = (params(&model), params(&plain));
-    for (pa, pb) in a.iter().zip(&b) {
-        for (u, v) in pa.iter().zip(pb) {
-            // The scale halved in between; unscaling by 1/32768 is exact too.
-            assert_eq!(u, v);
-        }
-    }
+    // The scale halved in between; unscaling by 1/32768 is exact too.
+    assert_eq!(run.scaled, run.plain);
 }
 
 #[test]
 fn a_skipped_adam_step_does_not_count_in_the_bias_corrections() {
-    let (mut model, x, y) = setup("scaler_adam_count");
-    let mut opt = Adam::new(0.01);
-    let mut reference = Adam::new(0.01);
-    let mut plain = copy_of(&model);
     // Skipped first (before any state exists), good, skipped, good, good: PyTorch calls
     // `step` three times, so Adam's step count, and its bias corrections, are those of three
     // plain steps. Counting the skipped ones would make the corrections of steps 5, not 3.
-    let poison = [true, false, true, false, false];
-    let mut scaler = GradScaler::new(Cpu);
-    scaled_steps(
-        &mut model,
-        (&x, &y),
-        &mut opt,
-        &mut scaler,
-        &poison,
+    let run = scaled_and_plain(
+        "scaler_adam_count",
+        || Adam::new(0.01),
+        &[true, false, true, false, false],
         f32::INFINITY,
+        3,
     );
-    plain_steps(&mut plain, (&x, &y), &mut reference, 3);
-    let (a, b) = (params(&model), params(&plain));
-    for (pa, pb) in a.iter().zip(&b) {
-        for (u, v) in pa.iter().zip(pb) {
-            // The corrections come from f64 `pow` on the tensor side and `powi` on the host:
-            // they may differ in the last f32 bit.
-            assert!((u - v).abs() <= 1e-6 * v.abs().max(1e-3), "{a:?} vs {b:?}");
-        }
+    let (a, b) = (&run.scaled, &run.plain);
+    for (u, v) in a.iter().flatten().zip(b.iter().flatten()) {
+        // The corrections come from f64 `pow` on the tensor side and `powi` on the host:
+        // they may differ in the last f32 bit.
+        assert!((u - v).abs() <= 1e-6 * v.abs().max(1e-3), "{a:?} vs {b:?}");
     }
-    let (m, v) = opt.moments("weight").unwrap();
-    let (rm, rv) = reference.moments("weight").unwrap();
+    let (m, v) = run.scaled_opt.moments("weight").unwrap();
+    let (rm, rv) = run.plain_opt.moments("weight").unwrap();
     assert_eq!(m.to_vec(), rm.to_vec());
     assert_eq!(v.to_vec(), rv.to_vec());
 }
