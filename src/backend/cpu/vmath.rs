@@ -108,8 +108,10 @@ pub(crate) fn tanh(x: f32) -> f32 {
     // Large |x|: exp saturates to +inf above 44, where 2 / inf = 0 gives exactly 1.
     let big = 1.0 - 2.0 / (exp(a + a) + 1.0);
     let t = if a < 0.625 { small } else { big };
+    // `x + x`, not `x`: a branch that returns the argument, applied in place, becomes a
+    // masked store of the other lanes (`vmaskmovps`), which AMD's Zen cores run microcoded.
     if x.is_nan() {
-        x
+        x + x
     } else {
         f32::from_bits(t.to_bits() | sign)
     }
