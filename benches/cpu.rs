@@ -1,6 +1,6 @@
-//! CPU benchmarks on the peer workloads of `../shared/bench/peers` (same shapes, same data,
-//! same timing method: warm-up, calibrated iterations, median of samples), printed as the same
-//! JSON lines so `aggregate.py` can put devtype beside PyTorch and candle.
+//! CPU benchmarks, each with a PyTorch side in `scripts/torch_cpu_bench.py` (same shapes, same
+//! data, same timing method: warm-up, calibrated iterations, median of samples), printed as the
+//! same JSON lines so the two runs can be read side by side.
 //!
 //! ```sh
 //! cargo bench --bench cpu              # everything

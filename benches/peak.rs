@@ -5,8 +5,16 @@
 //! on the machine at hand. (An AMD Zen 4 core, for one, runs a 512-bit FMA as two 256-bit
 //! halves, so both widths give the same ceiling there.)
 //!
+//! Then, in the same run, the f32 GEMM three ways at n = 1024 and 2048, each as a fraction of
+//! the ceiling: the `gemm-f32` crate's entry point called directly with a column-major and with
+//! a row-major destination, and devtype's `matmul`. The crate's kernels want a column-major
+//! destination; called with a row-major one they run at about half speed, which is how
+//! devtype's GEMM once lost half its speed unnoticed. `matmul` must stay level with the
+//! column-major call.
+//!
 //! ```sh
-//! cargo bench --bench peak
+//! cargo bench --bench peak                      # every thread
+//! RAYON_NUM_THREADS=1 cargo bench --bench peak  # the GEMMs on one thread
 //! ```
 
 use std::hint::black_box;
@@ -98,28 +106,119 @@ fn report(case: &str, gflops: f64) {
     );
 }
 
+/// Median seconds of one call of `f` over 7 samples, after a warm-up call.
+fn median_secs(mut f: impl FnMut()) -> f64 {
+    f();
+    let mut secs: Vec<f64> = (0..7)
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed().as_secs_f64()
+        })
+        .collect();
+    secs.sort_by(f64::total_cmp);
+    secs[secs.len() / 2]
+}
+
+/// The f32 GEMM at `n` three ways, each printed with its fraction of `ceiling` (GFLOP/s, the
+/// FMA ceiling of as many threads as the GEMMs use).
+fn gemms(n: usize, ceiling: f64) {
+    use devtype::prelude::*;
+    let threads = rayon::current_num_threads();
+    let a = Tensor::<Cpu>::randn([n, n], Cpu);
+    let b = Tensor::<Cpu>::randn([n, n], Cpu);
+    let (va, vb) = (a.to_vec(), b.to_vec());
+    let mut dst = vec![0f32; n * n];
+    let par = if threads > 1 {
+        gemm_common::Parallelism::Rayon(threads)
+    } else {
+        gemm_common::Parallelism::None
+    };
+    let flops = 2.0 * (n as f64).powi(3);
+    let mut direct = |dst_cs: isize, dst_rs: isize| {
+        let gemm = gemm_f32::gemm::f32::get_gemm_fn();
+        let n_ = n as isize;
+        // The same product either way: with dst row-major (cs 1, rs n) it is A B from row-major
+        // A and B; with dst column-major (cs n, rs 1) it is the transposed problem B^T A^T.
+        let (lhs, rhs) = if dst_cs == 1 { (&va, &vb) } else { (&vb, &va) };
+        let (l_cs, l_rs) = if dst_cs == 1 { (1, n_) } else { (n_, 1) };
+        median_secs(|| {
+            // SAFETY: every matrix is n x n inside a vector of n * n elements, with strides
+            // (1, n) or (n, 1); `dst` is a distinct, writable allocation.
+            unsafe {
+                gemm(
+                    n,
+                    n,
+                    n,
+                    dst.as_mut_ptr(),
+                    dst_cs,
+                    dst_rs,
+                    false,
+                    lhs.as_ptr(),
+                    l_cs,
+                    l_rs,
+                    rhs.as_ptr(),
+                    l_cs,
+                    l_rs,
+                    1.0,
+                    1.0,
+                    false,
+                    false,
+                    false,
+                    par,
+                )
+            }
+            black_box(&dst);
+        })
+    };
+    let col = direct(n as isize, 1);
+    let row = direct(1, n as isize);
+    let ours = median_secs(|| {
+        black_box(a.matmul(&b));
+    });
+    for (how, secs) in [
+        ("gemm-f32 direct, column-major dst", col),
+        ("gemm-f32 direct, row-major dst", row),
+        ("devtype matmul", ours),
+    ] {
+        let gf = flops / secs / 1e9;
+        println!(
+            "{{\"peer\":\"gemm\",\"workload\":\"peak\",\"case\":\"sgemm n={n} {threads} threads, {how}\",\"value\":{gf:.1},\"unit\":\"GFLOP/s\",\"of_ceiling\":{:.3}}}",
+            gf / ceiling
+        );
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 fn main() {
     let all = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let gemm_threads = rayon::current_num_threads();
+    // The ceiling for the GEMMs below: the widest FMA the CPU has, on as many threads.
+    let mut ceiling = 0f64;
     if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
         // SAFETY: AVX2 and FMA were detected just above.
         let kernel: fn(f32) -> f32 = |s| unsafe { x86::fma_avx2(s) };
-        report(
-            "f32 FMA, AVX2, 1 thread",
-            measure(1, x86::FLOPS_AVX2, kernel),
-        );
+        let one = measure(1, x86::FLOPS_AVX2, kernel);
+        report("f32 FMA, AVX2, 1 thread", one);
         let name = format!("f32 FMA, AVX2, {all} threads");
-        report(&name, measure(all, x86::FLOPS_AVX2, kernel));
+        let every = measure(all, x86::FLOPS_AVX2, kernel);
+        report(&name, every);
+        ceiling = ceiling.max(if gemm_threads == 1 { one } else { every });
     }
     if is_x86_feature_detected!("avx512f") {
         // SAFETY: AVX-512F was detected just above.
         let kernel: fn(f32) -> f32 = |s| unsafe { x86::fma_avx512(s) };
-        report(
-            "f32 FMA, AVX-512, 1 thread",
-            measure(1, x86::FLOPS_AVX512, kernel),
-        );
+        let one = measure(1, x86::FLOPS_AVX512, kernel);
+        report("f32 FMA, AVX-512, 1 thread", one);
         let name = format!("f32 FMA, AVX-512, {all} threads");
-        report(&name, measure(all, x86::FLOPS_AVX512, kernel));
+        let every = measure(all, x86::FLOPS_AVX512, kernel);
+        report(&name, every);
+        ceiling = ceiling.max(if gemm_threads == 1 { one } else { every });
+    }
+    if ceiling > 0.0 {
+        for n in [1024, 2048] {
+            gemms(n, ceiling);
+        }
     }
 }
 

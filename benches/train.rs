@@ -1,5 +1,5 @@
 //! One training step of a 784-512-10 MLP (ReLU), batch 256, class-weighted cross-entropy,
-//! SGD lr 0.01, on the CPU: the peers' workload D (`../shared/bench/peers`), with the same
+//! SGD lr 0.01, on the CPU (workload D), with PyTorch's
 //! deterministic data and weights (`det_sym`) and the same timing method (warm-up, calibrated
 //! iterations per sample, median of samples), plus their per-step median of 50 steps.
 //!

@@ -1,7 +1,12 @@
 #!/usr/bin/env python3
-"""PyTorch's side of devtype's CPU workloads H and S (`cargo bench --bench cpu -- H S`), with
-the peers' timing method and JSON lines (../shared/bench/peers/bench_torch.py):
+"""PyTorch's side of devtype's CPU benchmarks (`cargo bench --bench cpu -- A B C E H S`), with
+the same shapes, data and timing method (warm-up, calibrated iterations, median of samples) and
+the same JSON lines, so the two can be run one after the other and read side by side:
 
+- A: sgemm, n = 256, 1024, 2048;
+- B: `relu(x + y)` on 16M f32 (two ops, and each alone);
+- C: `Linear(10, 2)` forward on a 4x10 batch (no_grad, and recording the graph);
+- E: a 1-element add;
 - H: element-wise ops, casts and GEMMs on float32, float16 and bfloat16, per element (or flop),
   on the same shapes (16M elements; 1024^3 and 2048^3 products);
 - S: one optimizer step of a 2048x2048 Linear (4.2M f32 parameters), plain and under a
@@ -9,20 +14,138 @@ the peers' timing method and JSON lines (../shared/bench/peers/bench_torch.py):
   gradients), for SGD with momentum and for Adam, in PyTorch's default (foreach) and fused
   implementations.
 
-    BENCH_THREADS=2 <peers venv>/bin/python scripts/torch_cpu_bench.py [H] [S]
+    python3 -m venv .venv && .venv/bin/pip install torch numpy
+    BENCH_THREADS=2 .venv/bin/python scripts/torch_cpu_bench.py [A] [B] [C] [E] [H] [S]
+
+Env: BENCH_THREADS (default 2, torch.set_num_threads), BENCH_QUICK=1 (short smoke run),
+BENCH_SAMPLES (samples per measurement, default 9).
 """
+import json
 import os
 import sys
+import time
 
-here = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(here, "..", "..", "shared", "bench", "peers"))
+import numpy as np
+import torch
 
-import json  # noqa: E402
-
-import torch  # noqa: E402
-from bench_torch import ELEM_N, PEER, THREADS, median, report, time_per_call  # noqa: E402
-
+PEER = "torch"
+QUICK = os.environ.get("BENCH_QUICK") == "1"
+THREADS = int(os.environ.get("BENCH_THREADS", "2"))
+MIN_SAMPLE_S = 0.02 if QUICK else 0.15
+SAMPLES = 3 if QUICK else int(os.environ.get("BENCH_SAMPLES", "9"))
+GEMM_SIZES = [256, 1024, 2048]
+ELEM_N = 16 * 1024 * 1024
+TINY_IN, TINY_OUT, TINY_BATCH, TINY_REPS = 10, 2, 4, 100_000
 N = 2048
+
+
+def median(v):
+    s = sorted(v)
+    n = len(s)
+    return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
+
+
+UNITS = {
+    "gflops": (lambda arg, s: arg / s / 1e9, "GFLOP/s"),
+    "gbps": (lambda arg, s: arg / s / 1e9, "GB/s"),
+    "ns": (lambda arg, s: s * 1e9, "ns"),
+    "ms": (lambda arg, s: s * 1e3, "ms"),
+}
+
+
+def report(workload, case, kind, secs, arg=None):
+    """One JSON line, as `benches/cpu.rs` prints them."""
+    conv, unit = UNITS[kind]
+    vals = [conv(arg, s) for s in secs]
+    print(json.dumps({
+        "peer": PEER, "workload": workload, "case": case,
+        "value": round(median(vals), 6), "unit": unit,
+        "min": round(min(vals), 6), "max": round(max(vals), 6),
+        "samples": len(vals),
+    }), flush=True)
+
+
+def time_per_call(fn):
+    """Seconds per call, one entry per sample (as `benches/common/mod.rs`'s time_per_call)."""
+    t0 = time.perf_counter()
+    warm = 0
+    while warm < 3 or time.perf_counter() - t0 < MIN_SAMPLE_S * 0.5:
+        fn()
+        warm += 1
+    t = time.perf_counter()
+    fn()
+    one = max(time.perf_counter() - t, 1e-9)
+    iters = max(1, int(np.ceil(MIN_SAMPLE_S / one)))
+    if iters > 10:
+        probe = max(1, iters // 10)
+        t = time.perf_counter()
+        for _ in range(probe):
+            fn()
+        per = max(time.perf_counter() - t, 1e-9) / probe
+        iters = max(1, int(np.ceil(MIN_SAMPLE_S / per)))
+    out = []
+    for _ in range(SAMPLES):
+        t = time.perf_counter()
+        for _ in range(iters):
+            fn()
+        out.append((time.perf_counter() - t) / iters)
+    return out
+
+
+def time_fixed(fn, reps=TINY_REPS, warmup=2):
+    """Seconds per call with a fixed count per sample (the tiny workloads)."""
+    for _ in range(warmup):
+        fn()
+    res = []
+    for _ in range(7):
+        t = time.perf_counter()
+        for _ in range(reps):
+            fn()
+        res.append((time.perf_counter() - t) / reps)
+    return res
+
+
+def det_sym(n, seed, scale):
+    """`benches/common/mod.rs`'s deterministic data: ((i + seed) * golden) >> 40, to [-scale, scale)."""
+    i = np.arange(n, dtype=np.uint64) + np.uint64(seed)
+    u = ((i * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(40)).astype(np.float32) / np.float32(16777216.0)
+    return (np.float32(2.0) * u - np.float32(1.0)) * np.float32(scale)
+
+
+def gemm():
+    for n in GEMM_SIZES:
+        a, b = torch.randn(n, n), torch.randn(n, n)
+        report("A", f"sgemm n={n}", "gflops", time_per_call(lambda: a @ b), 2.0 * n**3)
+
+
+def elementwise():
+    n, nbytes = ELEM_N, 4.0 * ELEM_N
+    x, y = torch.randn(n), torch.randn(n)
+    z = x + y
+    with torch.no_grad():
+        report("B", "add x+y (alloc out)", "gbps", time_per_call(lambda: torch.add(x, y)), 3 * nbytes)
+        report("B", "relu(z) (alloc out)", "gbps", time_per_call(lambda: torch.relu(z)), 2 * nbytes)
+        t = time_per_call(lambda: torch.relu(x + y))
+        report("B", "relu(x+y) 2 ops", "gbps", t, 5 * nbytes)
+        report("B", "relu(x+y) 2 ops time", "ms", t)
+
+
+def tiny():
+    x = torch.from_numpy(det_sym(TINY_BATCH * TINY_IN, 11, 1.0).reshape(TINY_BATCH, TINY_IN))
+    lin = torch.nn.Linear(TINY_IN, TINY_OUT)
+    with torch.no_grad():
+        lin.weight.copy_(torch.from_numpy(det_sym(TINY_OUT * TINY_IN, 12, 0.3).reshape(TINY_OUT, TINY_IN)))
+        lin.bias.copy_(torch.from_numpy(det_sym(TINY_OUT, 13, 0.3)))
+    with torch.no_grad():
+        report("C", "nn.Linear(10,2) fwd, no_grad", "ns", time_fixed(lambda: lin(x)))
+    report("C", "nn.Linear(10,2) fwd, grad mode (records graph)", "ns", time_fixed(lambda: lin(x)))
+    report("C", "  ref: python loop + lambda call (no op)", "ns", time_fixed(lambda: None))
+
+
+def dispatch():
+    a, b = torch.tensor([1.5]), torch.tensor([2.5])
+    report("E", "a.add(b), 1-elem f32", "ns", time_fixed(lambda: a.add(b), warmup=1000))
+    report("E", "  ref: python loop + lambda call (no op)", "ns", time_fixed(lambda: None))
 
 
 def report_gelem(case, secs, n):
@@ -103,7 +226,15 @@ def optimizer_steps():
 
 def main():
     torch.set_num_threads(THREADS)
-    want = sys.argv[1:] or ["H", "S"]
+    want = sys.argv[1:] or ["A", "B", "C", "E", "H", "S"]
+    if "A" in want:
+        gemm()
+    if "B" in want:
+        elementwise()
+    if "C" in want:
+        tiny()
+    if "E" in want:
+        dispatch()
     if "H" in want:
         half_speed()
     if "S" in want:

@@ -76,7 +76,7 @@ fn out_of_memory_text_follows_pytorch() {
     );
 }
 
-/// The texts of DESIGN §4, on a real GPU and the CPU.
+/// PyTorch's device-mismatch texts (`docs/pytorch-reference.md` §1), on a real GPU and the CPU.
 #[test]
 fn device_mismatch_texts_on_cuda0_and_cpu() {
     let Some(_gpu) = common::gpu() else { return };

@@ -1,4 +1,4 @@
-//! PyTorch's error texts, character for character (`pytorch-reference.md` §3 and §4), through
+//! PyTorch's error texts, character for character (`docs/pytorch-reference.md` §3 and §4), through
 //! the public API: shapes (matmul family, broadcasting, reshape, dims), dtypes, `.item()`,
 //! device strings, and creating on a GPU that is not there.
 //!
@@ -308,7 +308,7 @@ fn dtype_errors() {
         "gather(): Expected dtype int64 for index"
     );
     assert!(f32s.index_select(0, &idx).is_err());
-    // CrossEntropyLoss with a weight of another dtype (pytorch-reference.md §5).
+    // CrossEntropyLoss with a weight of another dtype (docs/pytorch-reference.md §5).
     let logits = ones(&[3, 2]);
     let targets = DynTensor::from_vec(vec![0i64, 1, 1], [3], cpu()).unwrap();
     let weight = DynTensor::full([2], 1.0, DType::F64, cpu()).unwrap();

@@ -1,5 +1,5 @@
-//! Shared by the benchmarks: the peers' deterministic data and their timing method
-//! (`../shared/bench/peers/rust/src/lib.rs`), so devtype's numbers sit beside theirs.
+//! Shared by the benchmarks: deterministic data and the timing method, the same as
+//! `scripts/torch_cpu_bench.py`'s, so devtype's numbers sit beside PyTorch's.
 #![allow(dead_code)]
 
 use std::time::Instant;

@@ -1,8 +1,8 @@
 //! The one error type of devtype.
 //!
 //! Every fallible operation returns [`Result<T>`](Result). Where PyTorch has a message for the
-//! same mistake, the variant's `Display` reproduces it character for character (see
-//! `pytorch-reference.md` in the design notes), so a search for the text finds the same answers
+//! same mistake, the variant's `Display` reproduces it character for character (the texts,
+//! with where each comes from in PyTorch, are collected in `docs/pytorch-reference.md`), so a search for the text finds the same answers
 //! a PyTorch user would find.
 
 use crate::core::DType;

@@ -308,7 +308,8 @@ to_device_tuples!((A), (A, B), (A, B, C), (A, B, C, D));
 /// pinned memory ([`DataLoader::pin_memory`]) goes to a GPU with
 /// [`to_async`](crate::PinnedTensor::to_async): queued on the device's copy stream, with the
 /// compute stream waiting for that copy's event, so the host never waits for it and the copy
-/// overlaps the work already queued (DESIGN.md §7). Anything else (pageable memory, or the CPU
+/// overlaps the work already queued (the path of a batch: host memory, pinned buffer, copy stream,
+/// kernels on the compute stream). Anything else (pageable memory, or the CPU
 /// as the target) is a plain [`Tensor::try_to`], as before.
 fn move_to_device<D: Device, E: Element>(host: &Tensor<Cpu, E>, dev: D) -> Result<Tensor<D, E>> {
     if !dev.dyn_device().is_cpu() {

@@ -3,7 +3,7 @@
 //!
 //! A tensor built on the CPU is relabelled `cuda:0` / `cuda:1` by [`on`]. Every op family of
 //! `DynTensor` is called with such tensors and its error is compared with PyTorch's text
-//! character for character (`pytorch-reference.md` §1). Sizes stay tiny so Miri runs all of it.
+//! character for character (`docs/pytorch-reference.md` §1). Sizes stay tiny so Miri runs all of it.
 
 use super::check::same_device_elementwise;
 use super::DynTensor;

@@ -1,6 +1,6 @@
 // Lesson: joining tensors from two devices.
 //
-// PyTorch, at run time (`torch.cat` is argument-checked as in pytorch-reference.md §1a, the
+// PyTorch, at run time (`torch.cat` is argument-checked as in docs/pytorch-reference.md §1a, the
 // first tensor's device first; this exact line is quoted in user reports such as
 // Comfy-Org/ComfyUI#7746, and devtype's `DynTensor::cat` returns it too):
 //     RuntimeError: Expected all tensors to be on the same device, but got tensors is on cuda:0, different from other tensors on cpu (when checking argument in method wrapper_CUDA_cat)

@@ -2,6 +2,7 @@
 //! Transposed views are used through their strides, never copied.
 
 pub(super) mod cpu;
+mod cpu_bf16;
 pub(super) mod cuda;
 
 pub(crate) use cpu::{gemm_into, Gemm, MatrixView};
