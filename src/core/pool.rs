@@ -221,10 +221,18 @@ impl<T: crate::core::Element> Drop for PooledVec<T> {
 /// [`cuda::empty_cache`](crate::cuda::empty_cache), which returns a GPU's cached memory).
 pub fn empty_host_cache() {
     use crate::core::dtype::sealed::ElementStorage;
-    <f32 as ElementStorage>::pool().clear();
-    <f64 as ElementStorage>::pool().clear();
-    <i64 as ElementStorage>::pool().clear();
-    <bool as ElementStorage>::pool().clear();
+    use crate::core::DType;
+    for dtype in DType::ALL {
+        // Exhaustive: a new element type does not compile until its pool is listed here.
+        match dtype {
+            DType::F32 => <f32 as ElementStorage>::pool().clear(),
+            DType::F64 => <f64 as ElementStorage>::pool().clear(),
+            DType::I64 => <i64 as ElementStorage>::pool().clear(),
+            DType::Bool => <bool as ElementStorage>::pool().clear(),
+            DType::F16 => <half::f16 as ElementStorage>::pool().clear(),
+            DType::BF16 => <half::bf16 as ElementStorage>::pool().clear(),
+        }
+    }
 }
 
 /// The error for an allocation of `len` elements of `T` that the host cannot make.
@@ -272,4 +280,26 @@ pub(crate) fn copy_to_vec<T: crate::core::Element>(values: &[T]) -> Result<Vec<T
         .map_err(|_| out_of_memory::<T>(values.len()))?;
     v.extend_from_slice(values);
     Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::dtype::sealed::ElementStorage;
+
+    fn cached<T: crate::core::Element>() -> usize {
+        T::pool().free.lock().map_or(0, |f| f.len())
+    }
+
+    /// Every element type's cached buffers are freed, the 16-bit ones included (they were
+    /// missed once).
+    #[test]
+    fn empty_host_cache_frees_every_element_type() {
+        let len = MIN_CACHED_BYTES / 2;
+        drop(PooledVec::<half::f16>::with_len(len).unwrap());
+        drop(PooledVec::<half::bf16>::with_len(len).unwrap());
+        assert!(cached::<half::f16>() >= 1 && cached::<half::bf16>() >= 1);
+        empty_host_cache();
+        assert_eq!((cached::<half::f16>(), cached::<half::bf16>()), (0, 0));
+    }
 }
