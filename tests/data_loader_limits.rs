@@ -304,3 +304,21 @@ fn random_settings_give_exactly_the_defined_batches() {
         }
     }
 }
+
+#[test]
+fn generating_too_many_spirals_is_an_err() {
+    // 2 * points overflowed; 2^40 points reserved 8 TiB at once (an abort, not an Err).
+    for points in [usize::MAX, 1 << 62, 1 << 40] {
+        assert!(
+            matches!(
+                devtype::data::try_spirals(points, 1),
+                Err(Error::CpuOutOfMemory { .. })
+            ),
+            "{points}"
+        );
+    }
+    let small = devtype::data::try_spirals(7, 3).expect("seven points");
+    let same = devtype::data::spirals(7, 3);
+    assert_eq!(small.inputs.to_vec(), same.inputs.to_vec());
+    assert_eq!(small.labels.to_vec(), [0, 1, 2, 0, 1, 2, 0]);
+}

@@ -51,4 +51,4 @@ pub use loader::{
     MAX_WORKERS,
 };
 pub use mnist::{Mnist, MnistSplit};
-pub use spirals::spirals;
+pub use spirals::{spirals, try_spirals};
