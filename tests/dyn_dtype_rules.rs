@@ -396,6 +396,47 @@ fn comparisons_across_dtypes_and_where_promote() {
 }
 
 #[test]
+fn cat_and_stack_promote_their_inputs() {
+    let mut rng = Rng::new("cat_and_stack_promote_their_inputs");
+    for (dtypes, result) in [
+        (vec![F, L], F),
+        (vec![B, L, B], L),
+        (vec![H, L], H),
+        (vec![L, H, D], D),
+        (vec![B, B], B),
+    ] {
+        let n = 1 + rng.below(6);
+        let parts: Vec<(DynTensor, Vec<f64>)> =
+            dtypes.iter().map(|&d| random(&mut rng, d, n)).collect();
+        let refs: Vec<&DynTensor> = parts.iter().map(|(t, _)| t).collect();
+        let want: Vec<f64> = parts.iter().flat_map(|(_, v)| v.clone()).collect();
+        let cat = DynTensor::cat(&refs, 0).unwrap();
+        assert_eq!(
+            (cat.dtype(), values_f64(&cat)),
+            (result, want.clone()),
+            "cat {dtypes:?}"
+        );
+        let stack = DynTensor::stack(&refs, 0).unwrap();
+        assert_eq!(
+            (stack.dtype(), stack.shape(), values_f64(&stack)),
+            (result, &[dtypes.len(), n][..], want),
+            "stack {dtypes:?}"
+        );
+    }
+    // A tracked f32 input still gets its gradient through the conversion-free path, and an
+    // f16 one through its recorded conversion.
+    let x = DynTensor::parameter(DynTensor::ones([2], cpu()).unwrap()).unwrap();
+    let h =
+        DynTensor::parameter(DynTensor::ones([2], cpu()).unwrap().to_dtype(H).unwrap()).unwrap();
+    let l = DynTensor::full([2], 3i64, L, cpu()).unwrap();
+    let joined = DynTensor::cat(&[&x, &l, &h], 0).unwrap();
+    assert_eq!(joined.dtype(), F);
+    joined.sum_all().unwrap().backward().unwrap();
+    assert_eq!(x.grad().unwrap().to_vec::<f32>().unwrap(), [1.0, 1.0]);
+    assert_eq!(h.grad().unwrap().dtype(), H);
+}
+
+#[test]
 fn integer_matmul_is_exact_on_the_cpu() {
     let mut rng = Rng::new("integer_matmul_is_exact_on_the_cpu");
     for (sa, sb) in [
