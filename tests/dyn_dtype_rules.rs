@@ -547,6 +547,24 @@ fn what_pytorch_refuses_is_refused_with_its_text() {
     assert_eq!(err(f.sub_scalar(true)), one_bool);
     assert_eq!(err(b.sub_scalar(1i64)), one_bool);
     assert_eq!(err(b.sub_scalar(true)), two_bools);
+    // The clamp kernels take no bool (a bool tensor with integer bounds computes in i64).
+    assert_eq!(
+        err(b.clamp_min(true)),
+        "\"clamp_min_scalar_cpu\" not implemented for 'Bool'"
+    );
+    assert_eq!(
+        err(b.clamp_max(false)),
+        "\"clamp_max_scalar_cpu\" not implemented for 'Bool'"
+    );
+    assert_eq!(
+        err(b.clamp(false, true)),
+        "\"clamp_scalar_cpu\" not implemented for 'Bool'"
+    );
+    let clamped = b.clamp(0i64, 1i64).unwrap();
+    assert_eq!(
+        (clamped.dtype(), clamped.to_vec::<i64>().unwrap()),
+        (L, vec![1, 0])
+    );
     // In place, true division's float result cannot go into an integer tensor.
     assert_eq!(
         err(l.clone().div_(&l)),

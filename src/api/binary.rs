@@ -504,6 +504,38 @@ fn compare_scalar(a: In<'_>, s: Scalar, op: CompareOp) -> Result<Out> {
     Ok(Out::untracked(ops::binary::compare_scalar(a.value, s, op)?))
 }
 
+/// The dynamic front's `clamp` family: PyTorch computes in the result type of the tensor and
+/// its bounds, and its kernels (`clamp_min_scalar_cpu`, ...) take no `bool`.
+fn clamp_checked(
+    a: In<'_>,
+    bounds: &[Scalar],
+    kernel: &'static str,
+    f: impl FnOnce(In<'_>) -> Result<Out>,
+) -> Result<Out> {
+    let to = bounds
+        .iter()
+        .fold(
+            ResultType::new().tensor(a.value.dtype, a.value.rank()),
+            |r, &s| r.scalar(s),
+        )
+        .finish();
+    if to == DType::Bool {
+        let op = match (kernel, a.value.device.is_cpu()) {
+            ("clamp_min_scalar", true) => "clamp_min_scalar_cpu",
+            ("clamp_min_scalar", false) => "clamp_min_scalar_cuda",
+            ("clamp_max_scalar", true) => "clamp_max_scalar_cpu",
+            ("clamp_max_scalar", false) => "clamp_max_scalar_cuda",
+            (_, true) => "clamp_scalar_cpu",
+            (_, false) => "clamp_scalar_cuda",
+        };
+        return Err(Error::UnsupportedDType {
+            op,
+            dtype: DType::Bool,
+        });
+    }
+    f(a)
+}
+
 /// `clamp(a, min, max)`: `min(max(a, min), max)`, recorded as its two steps.
 fn clamp(a: In<'_>, min: Scalar, max: Scalar) -> Result<Out> {
     let low = binary_scalar(a, min, BinaryOp::Maximum, false)?;
@@ -562,13 +594,16 @@ declare_ops! {
         = binary_scalar(x, s, BinaryOp::Pow, false), dynamic dyn_scalar(x, s, BinaryOp::Pow);
     /// `max(self, s)` element-wise (PyTorch's `clamp_min`).
     Numeric fn clamp_min(x, s: Scalar) -> Same check {}
-        = binary_scalar(x, s, BinaryOp::Maximum, false);
+        = binary_scalar(x, s, BinaryOp::Maximum, false),
+        dynamic clamp_checked(x, &[s], "clamp_min_scalar", |x| binary_scalar(x, s, BinaryOp::Maximum, false));
     /// `min(self, s)` element-wise (PyTorch's `clamp_max`).
     Numeric fn clamp_max(x, s: Scalar) -> Same check {}
-        = binary_scalar(x, s, BinaryOp::Minimum, false);
+        = binary_scalar(x, s, BinaryOp::Minimum, false),
+        dynamic clamp_checked(x, &[s], "clamp_max_scalar", |x| binary_scalar(x, s, BinaryOp::Minimum, false));
     /// `min(max(self, min), max)` element-wise (PyTorch's `clamp(min, max)`).
     Numeric fn clamp(x, min: Scalar, max: Scalar) -> Same check {}
-        = clamp(x, min, max);
+        = clamp(x, min, max),
+        dynamic clamp_checked(x, &[min, max], "clamp_scalar", |x| clamp(x, min, max));
 
     /// Element-wise `==` (a `bool` tensor).
     Element fn eq(x, other: (impl OperandOn<D> + ElementIs<E>)) -> Bool
