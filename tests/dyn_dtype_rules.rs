@@ -535,6 +535,10 @@ fn what_pytorch_refuses_is_refused_with_its_text() {
     assert_eq!(err(b.pow_scalar(-1i64)), negative_power);
     assert_eq!(err(b.pow(&b)), "\"pow\" not implemented for 'Bool'");
     assert_eq!(
+        err(b.pow_scalar(true)),
+        "\"pow\" not implemented for 'Bool'"
+    );
+    assert_eq!(
         err(b.neg()),
         "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead."
     );

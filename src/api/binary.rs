@@ -350,6 +350,7 @@ fn dyn_elementwise(a: In<'_>, b: In<'_>, op: BinaryOp) -> Result<Out> {
         BinaryOp::Pow if to == DType::I64 => with_dtypes(a, b, to, |a, b| {
             Ok(Out::untracked(int_pow(a.value, b.value)?))
         }),
+        BinaryOp::Pow if to == DType::Bool => Err(bool_pow(a.value, b.value)),
         _ if to == DType::Bool => with_dtypes(a, b, to, |a, b| bool_elementwise(a, b, op)),
         _ => elementwise(a, b, op),
     }
@@ -391,6 +392,7 @@ fn dyn_scalar(a: In<'_>, s: Scalar, op: BinaryOp) -> Result<Out> {
             let exponent = RawTensor::from_vec(vec![e], &[], a.value.device)?;
             Ok(Out::untracked(int_pow(a.value, &exponent)?))
         }),
+        BinaryOp::Pow if to == DType::Bool => Err(bool_pow(a.value, a.value)),
         _ if to == DType::Bool => {
             let b = RawTensor::from_vec(vec![s != Scalar::Bool(false)], &[], a.value.device)?;
             bool_elementwise(
@@ -403,6 +405,19 @@ fn dyn_scalar(a: In<'_>, s: Scalar, op: BinaryOp) -> Result<Out> {
             )
         }
         _ => binary_scalar(a, s, op, false),
+    }
+}
+
+/// PyTorch's refusal of `pow` computed in `bool` (its kernels dispatch integers and floats
+/// only), with its per-device kernel name.
+fn bool_pow(a: &RawTensor, b: &RawTensor) -> Error {
+    Error::UnsupportedDType {
+        op: if a.device.is_cpu() && b.device.is_cpu() {
+            "pow"
+        } else {
+            "pow_cuda"
+        },
+        dtype: DType::Bool,
     }
 }
 
