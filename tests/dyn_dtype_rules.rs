@@ -466,6 +466,15 @@ fn integer_matmul_is_exact_on_the_cpu() {
         let want = reference_matmul(&a, &sa, &b, &sb);
         assert_eq!(got.to_vec::<i64>().unwrap(), want, "{sa:?} @ {sb:?}");
     }
+    // bmm of i64 (no broadcasting), against the same definition.
+    let a: Vec<i64> = (0..24).map(|_| rng.int(-(1 << 31), 1 << 31)).collect();
+    let b: Vec<i64> = (0..16).map(|_| rng.int(-(1 << 20), 1 << 20)).collect();
+    let ta = DynTensor::from_vec(a.clone(), [2, 3, 4], cpu()).unwrap();
+    let tb = DynTensor::from_vec(b.clone(), [2, 4, 2], cpu()).unwrap();
+    assert_eq!(
+        ta.bmm(&tb).unwrap().to_vec::<i64>().unwrap(),
+        reference_matmul(&a, &[2, 3, 4], &b, &[2, 4, 2])
+    );
     let bools = DynTensor::full([2, 2], true, B, cpu()).unwrap();
     assert_eq!(
         err(bools.matmul(&bools)),
