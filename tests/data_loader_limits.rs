@@ -322,3 +322,25 @@ fn generating_too_many_spirals_is_an_err() {
     assert_eq!(small.inputs.to_vec(), same.inputs.to_vec());
     assert_eq!(small.labels.to_vec(), [0, 1, 2, 0, 1, 2, 0]);
 }
+
+#[test]
+fn a_usize_sample_past_i64_is_an_err_not_a_clamped_label() {
+    // The default collate turned usize::MAX into i64::MAX: a wrong label, silently.
+    struct Big;
+    impl MapDataset for Big {
+        type Sample = usize;
+        fn len(&self) -> usize {
+            3
+        }
+        fn get(&self, i: usize) -> devtype::Result<usize> {
+            Ok(if i == 1 { usize::MAX } else { i })
+        }
+    }
+    let loader = DataLoader::new(Big, Cpu).batch_size(2);
+    let batches: Vec<_> = loader.iter().collect();
+    assert_eq!(
+        batches[0].as_ref().unwrap_err().to_string(),
+        "Overflow when unpacking long"
+    );
+    assert_eq!(batches[1].as_ref().unwrap().to_vec(), [2]);
+}

@@ -203,12 +203,17 @@ stack_numbers!(f32, f64, i64, bool);
 impl Stack for usize {
     type Stacked = Tensor<Cpu, i64>;
 
+    /// A value past `i64::MAX` is PyTorch's `Overflow when unpacking long` (it was clamped to
+    /// `i64::MAX` before: a wrong label, silently).
     fn stack(samples: Vec<Self>) -> Result<Self::Stacked> {
         let n = samples.len();
         let values = samples
             .into_iter()
-            .map(|v| i64::try_from(v).unwrap_or(i64::MAX))
-            .collect();
+            .map(|v| {
+                i64::try_from(v)
+                    .map_err(|_| Error::UnsupportedOperation("Overflow when unpacking long"))
+            })
+            .collect::<Result<Vec<i64>>>()?;
         Tensor::try_from_vec(values, [n], Cpu)
     }
 }
@@ -403,7 +408,8 @@ fn move_to_device<D: Device, E: Element>(host: &Tensor<Cpu, E>, dev: D) -> Resul
 ///
 /// # Workers
 ///
-/// With [`num_workers(n)`](Self::num_workers), `n > 0`, each epoch starts `n` threads that
+/// With [`num_workers(n)`](Self::num_workers), `n > 0`, each epoch starts `n` threads (at most
+/// [`MAX_WORKERS`], and no more than it has batches) that
 /// read and collate batches in host memory (batch `i` on worker `i % n`, as PyTorch assigns
 /// them), at most [`prefetch`](Self::prefetch) batches ahead of the loop. The loop still
 /// receives batch `i` as the `i`-th item, whatever the threads' timing. With `0` workers (the
