@@ -475,6 +475,31 @@ fn integer_matmul_is_exact_on_the_cpu() {
         ta.bmm(&tb).unwrap().to_vec::<i64>().unwrap(),
         reference_matmul(&a, &[2, 3, 4], &b, &[2, 4, 2])
     );
+    // F.linear of i64 on the CPU: x @ w^T + b, exactly (PyTorch's CPU addmm takes int64).
+    let x: Vec<i64> = (0..12).map(|_| rng.int(-(1 << 31), 1 << 31)).collect();
+    let w: Vec<i64> = (0..8).map(|_| rng.int(-(1 << 20), 1 << 20)).collect();
+    let bias: Vec<i64> = (0..2).map(|_| rng.int(-1000, 1000)).collect();
+    let tx = DynTensor::from_vec(x.clone(), [3, 4], cpu()).unwrap();
+    let tw = DynTensor::from_vec(w.clone(), [2, 4], cpu()).unwrap();
+    let tbias = DynTensor::from_vec(bias.clone(), [2], cpu()).unwrap();
+    let wt: Vec<i64> = (0..8).map(|i| w[(i % 2) * 4 + i / 2]).collect();
+    let product = reference_matmul(&x, &[3, 4], &wt, &[4, 2]);
+    assert_eq!(
+        tx.linear(&tw, None).unwrap().to_vec::<i64>().unwrap(),
+        product
+    );
+    let with_bias: Vec<i64> = product
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| v + bias[i % 2])
+        .collect();
+    assert_eq!(
+        tx.linear(&tw, Some(&tbias))
+            .unwrap()
+            .to_vec::<i64>()
+            .unwrap(),
+        with_bias
+    );
     let bools = DynTensor::full([2, 2], true, B, cpu()).unwrap();
     assert_eq!(
         err(bools.matmul(&bools)),
