@@ -36,7 +36,8 @@ pub(crate) fn plan(
         }
     }
     // PyTorch's CPU `addmm`/`mm` take integers (computed exactly below), its CUDA ones do not.
-    if !x.dtype.is_float() && !(x.dtype == DType::I64 && x.device.is_cpu()) {
+    let cpu_int = x.dtype == DType::I64 && x.device.is_cpu();
+    if !x.dtype.is_float() && !cpu_int {
         return Err(Error::UnsupportedDType {
             op: if x.device.is_cpu() {
                 "addmm_impl_cpu_"
