@@ -3,7 +3,7 @@
 
 use super::declare::declare_ops;
 use super::kit::{self, sum_to};
-use crate::core::error::Result;
+use crate::core::error::{Error, Result};
 use crate::core::raw::Operand;
 use crate::core::raw::RawTensor;
 use crate::core::{DType, Element, ResultType, Scalar};
@@ -268,6 +268,196 @@ fn elementwise(a: In<'_>, b: In<'_>, op: BinaryOp) -> Result<Out> {
     }
 }
 
+/// PyTorch's default dtype, `float32`: where integer and `bool` inputs of an op that computes in
+/// floating point (true division, `sqrt`, `exp`, ...) go (`promote_integer_inputs_to_float`).
+pub(crate) const DEFAULT_FLOAT: DType = DType::F32;
+
+/// The dtype a float op computes in for inputs of result type `dtype`.
+pub(crate) fn float_op_type(dtype: DType) -> DType {
+    if dtype.is_float() {
+        dtype
+    } else {
+        DEFAULT_FLOAT
+    }
+}
+
+/// `f(a)` with `a` converted to `to` first (a recorded conversion), or `f(a)` itself.
+pub(crate) fn with_dtype(
+    a: In<'_>,
+    to: DType,
+    f: impl FnOnce(In<'_>) -> Result<Out>,
+) -> Result<Out> {
+    if a.value.dtype == to {
+        return f(a);
+    }
+    let cast = super::copy::cast(a, to)?;
+    f(cast.input())
+}
+
+/// `f(a, b)` with both converted to `to` first.
+fn with_dtypes(
+    a: In<'_>,
+    b: In<'_>,
+    to: DType,
+    f: impl FnOnce(In<'_>, In<'_>) -> Result<Out>,
+) -> Result<Out> {
+    with_dtype(a, to, |a| with_dtype(b, to, |b| f(a, b)))
+}
+
+/// PyTorch's `sub_check`: no subtraction with a `bool` operand (a scalar counts as one).
+fn sub_check(a: DType, b: DType) -> Result<()> {
+    if a == DType::Bool && b == DType::Bool {
+        return Err(Error::UnsupportedOperation(
+            "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.",
+        ));
+    }
+    if a == DType::Bool || b == DType::Bool {
+        return Err(Error::UnsupportedOperation(
+            "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.",
+        ));
+    }
+    Ok(())
+}
+
+/// `a op b` of two `bool` operands, as PyTorch's kernels compute it: `+` and `maximum` are
+/// logical or, `*` and `minimum` logical and (through `i64`, exactly).
+fn bool_elementwise(a: In<'_>, b: In<'_>, op: BinaryOp) -> Result<Out> {
+    let op = match op {
+        BinaryOp::Add | BinaryOp::Maximum => BinaryOp::Maximum,
+        BinaryOp::Mul | BinaryOp::Minimum => BinaryOp::Minimum,
+        other => {
+            return Err(Error::UnsupportedDType {
+                op: other.name(),
+                dtype: DType::Bool,
+            })
+        }
+    };
+    let ints = with_dtypes(a, b, DType::I64, |a, b| elementwise(a, b, op))?;
+    super::copy::cast(ints.input(), DType::Bool)
+}
+
+/// The dynamic front's `a op b`: `torch.result_type`, then the op's own rule. True division
+/// computes integers and `bool` in `float32`; `pow` of integers stays integer (exact); `bool`
+/// operands add (or), multiply (and) and take maximum/minimum, and refuse `-` with PyTorch's
+/// texts.
+fn dyn_elementwise(a: In<'_>, b: In<'_>, op: BinaryOp) -> Result<Out> {
+    if op == BinaryOp::Sub {
+        sub_check(a.value.dtype, b.value.dtype)?;
+    }
+    let to = result_type(a.value, b.value);
+    match op {
+        BinaryOp::Div => with_dtypes(a, b, float_op_type(to), |a, b| elementwise(a, b, op)),
+        BinaryOp::Pow if to == DType::I64 => with_dtypes(a, b, to, |a, b| {
+            Ok(Out::untracked(int_pow(a.value, b.value)?))
+        }),
+        BinaryOp::Pow if to == DType::Bool => Err(bool_pow(a.value, b.value)),
+        _ if to == DType::Bool => with_dtypes(a, b, to, |a, b| bool_elementwise(a, b, op)),
+        _ => elementwise(a, b, op),
+    }
+}
+
+/// The dynamic front's `a op s`, with the same rules as [`dyn_elementwise`] and `pow`'s check
+/// of an integer base with a negative integer exponent.
+fn dyn_scalar(a: In<'_>, s: Scalar, op: BinaryOp) -> Result<Out> {
+    let scalar_dtype = match s {
+        Scalar::Bool(_) => DType::Bool,
+        Scalar::Int(_) => DType::I64,
+        Scalar::Float(_) => DType::F64,
+    };
+    if op == BinaryOp::Sub {
+        sub_check(a.value.dtype, scalar_dtype)?;
+    }
+    if op == BinaryOp::Pow && !a.value.dtype.is_float() {
+        if let Scalar::Int(e) = s {
+            if e < 0 {
+                return Err(Error::UnsupportedOperation(
+                    "Integers to negative integer powers are not allowed.",
+                ));
+            }
+        }
+    }
+    let to = ResultType::new()
+        .tensor(a.value.dtype, a.value.rank())
+        .scalar(s)
+        .finish();
+    match op {
+        BinaryOp::Div => with_dtype(a, float_op_type(to), |a| binary_scalar(a, s, op, false)),
+        BinaryOp::Pow if to == DType::I64 => with_dtype(a, to, |a| {
+            // An `i64` result type means the exponent is an integer or a `bool`.
+            let e = match s {
+                Scalar::Int(e) => e,
+                Scalar::Bool(e) => i64::from(e),
+                Scalar::Float(e) => e as i64,
+            };
+            let exponent = RawTensor::from_vec(vec![e], &[], a.value.device)?;
+            Ok(Out::untracked(int_pow(a.value, &exponent)?))
+        }),
+        BinaryOp::Pow if to == DType::Bool => Err(bool_pow(a.value, a.value)),
+        _ if to == DType::Bool => {
+            let b = RawTensor::from_vec(vec![s != Scalar::Bool(false)], &[], a.value.device)?;
+            bool_elementwise(
+                a,
+                In {
+                    value: &b,
+                    node: None,
+                },
+                op,
+            )
+        }
+        _ => binary_scalar(a, s, op, false),
+    }
+}
+
+/// PyTorch's refusal of `pow` computed in `bool` (its kernels dispatch integers and floats
+/// only), with its per-device kernel name.
+fn bool_pow(a: &RawTensor, b: &RawTensor) -> Error {
+    Error::UnsupportedDType {
+        op: if a.device.is_cpu() && b.device.is_cpu() {
+            "pow"
+        } else {
+            "pow_cuda"
+        },
+        dtype: DType::Bool,
+    }
+}
+
+/// `base ** exponent` of `i64` tensors, exactly as PyTorch's `powi`: wrapping products, and a
+/// negative exponent gives `1` for a base of `1`, `±1` for `-1`, else `0`. Computed on the host
+/// (an integer power cannot go through floating point exactly) and put on the operands' device.
+fn int_pow(base: &RawTensor, exponent: &RawTensor) -> Result<RawTensor> {
+    let device = if base.device.is_cpu() {
+        exponent.device
+    } else {
+        base.device
+    };
+    let shape = crate::core::layout::broadcast_shapes(base.shape(), exponent.shape())?;
+    let b = ops::shape::expand(base, &shape)?.to_vec::<i64>()?;
+    let e = ops::shape::expand(exponent, &shape)?.to_vec::<i64>()?;
+    let values = b.iter().zip(&e).map(|(&b, &e)| powi(b, e)).collect();
+    RawTensor::from_vec(values, &shape, device)
+}
+
+/// PyTorch's `powi` of `i64`s (`aten/src/ATen/native/Pow.h`).
+pub(crate) fn powi(base: i64, exponent: i64) -> i64 {
+    if exponent < 0 {
+        return match base {
+            1 => 1,
+            -1 if exponent % 2 != 0 => -1,
+            -1 => 1,
+            _ => 0,
+        };
+    }
+    let (mut result, mut base, mut exponent) = (1i64, base, exponent);
+    while exponent > 0 {
+        if exponent & 1 == 1 {
+            result = result.wrapping_mul(base);
+        }
+        exponent >>= 1;
+        base = base.wrapping_mul(base);
+    }
+    result
+}
+
 /// `a op b` as a `bool` tensor (never tracked), computed in the operands' result type.
 #[inline]
 fn compare(a: In<'_>, b: In<'_>, op: CompareOp) -> Result<Out> {
@@ -329,6 +519,38 @@ fn compare_scalar(a: In<'_>, s: Scalar, op: CompareOp) -> Result<Out> {
     Ok(Out::untracked(ops::binary::compare_scalar(a.value, s, op)?))
 }
 
+/// The dynamic front's `clamp` family: PyTorch computes in the result type of the tensor and
+/// its bounds, and its kernels (`clamp_min_scalar_cpu`, ...) take no `bool`.
+fn clamp_checked(
+    a: In<'_>,
+    bounds: &[Scalar],
+    kernel: &'static str,
+    f: impl FnOnce(In<'_>) -> Result<Out>,
+) -> Result<Out> {
+    let to = bounds
+        .iter()
+        .fold(
+            ResultType::new().tensor(a.value.dtype, a.value.rank()),
+            |r, &s| r.scalar(s),
+        )
+        .finish();
+    if to == DType::Bool {
+        let op = match (kernel, a.value.device.is_cpu()) {
+            ("clamp_min_scalar", true) => "clamp_min_scalar_cpu",
+            ("clamp_min_scalar", false) => "clamp_min_scalar_cuda",
+            ("clamp_max_scalar", true) => "clamp_max_scalar_cpu",
+            ("clamp_max_scalar", false) => "clamp_max_scalar_cuda",
+            (_, true) => "clamp_scalar_cpu",
+            (_, false) => "clamp_scalar_cuda",
+        };
+        return Err(Error::UnsupportedDType {
+            op,
+            dtype: DType::Bool,
+        });
+    }
+    f(a)
+}
+
 /// `clamp(a, min, max)`: `min(max(a, min), max)`, recorded as its two steps.
 fn clamp(a: In<'_>, min: Scalar, max: Scalar) -> Result<Out> {
     let low = binary_scalar(a, min, BinaryOp::Maximum, false)?;
@@ -339,31 +561,31 @@ declare_ops! {
     /// `self + other` with broadcasting: the fallible form of `+`.
     Numeric fn add(x, other: (impl OperandOn<D> + ElementIs<E>)) -> Same
         check { same_device_elementwise(&[x.value, other.value], true)?; }
-        = elementwise(x, other, BinaryOp::Add);
+        = elementwise(x, other, BinaryOp::Add), dynamic dyn_elementwise(x, other, BinaryOp::Add);
     /// `self - other` with broadcasting: the fallible form of `-`.
     Numeric fn sub(x, other: (impl OperandOn<D> + ElementIs<E>)) -> Same
         check { same_device_elementwise(&[x.value, other.value], true)?; }
-        = elementwise(x, other, BinaryOp::Sub);
+        = elementwise(x, other, BinaryOp::Sub), dynamic dyn_elementwise(x, other, BinaryOp::Sub);
     /// `self * other` with broadcasting: the fallible form of `*`.
     Numeric fn mul(x, other: (impl OperandOn<D> + ElementIs<E>)) -> Same
         check { same_device_elementwise(&[x.value, other.value], true)?; }
-        = elementwise(x, other, BinaryOp::Mul);
+        = elementwise(x, other, BinaryOp::Mul), dynamic dyn_elementwise(x, other, BinaryOp::Mul);
     /// `self / other` with broadcasting: the fallible form of `/`.
     Numeric fn div(x, other: (impl OperandOn<D> + ElementIs<E>)) -> Same
         check { same_device_elementwise(&[x.value, other.value], true)?; }
-        = elementwise(x, other, BinaryOp::Div);
+        = elementwise(x, other, BinaryOp::Div), dynamic dyn_elementwise(x, other, BinaryOp::Div);
     /// The larger of each pair (`torch.maximum`); ties split the gradient evenly.
     Numeric fn maximum(x, other: (impl OperandOn<D> + ElementIs<E>)) -> Same
         check { same_device_elementwise(&[x.value, other.value], true)?; }
-        = elementwise(x, other, BinaryOp::Maximum);
+        = elementwise(x, other, BinaryOp::Maximum), dynamic dyn_elementwise(x, other, BinaryOp::Maximum);
     /// The smaller of each pair (`torch.minimum`); ties split the gradient evenly.
     Numeric fn minimum(x, other: (impl OperandOn<D> + ElementIs<E>)) -> Same
         check { same_device_elementwise(&[x.value, other.value], true)?; }
-        = elementwise(x, other, BinaryOp::Minimum);
+        = elementwise(x, other, BinaryOp::Minimum), dynamic dyn_elementwise(x, other, BinaryOp::Minimum);
     /// `self` to the power `other`, element-wise (`torch.pow`).
     Numeric fn pow(x, other: (impl OperandOn<D> + ElementIs<E>)) -> Same
         check { same_device_elementwise(&[x.value, other.value], true)?; }
-        = elementwise(x, other, BinaryOp::Pow);
+        = elementwise(x, other, BinaryOp::Pow), dynamic dyn_elementwise(x, other, BinaryOp::Pow);
     /// `relu(self + other)` in one pass, with broadcasting (PyTorch's fused `_add_relu`): the
     /// sum is never written out, so it moves 3 tensors' worth of memory instead of 5.
     Numeric fn add_relu(x, other: (impl OperandOn<D> + ElementIs<E>)) -> Same
@@ -372,28 +594,31 @@ declare_ops! {
 
     /// `self + s` (on the dynamic front an `f64`, `i64` or `bool`: integers stay exact).
     Numeric fn add_scalar(x, s: Scalar) -> Same check {}
-        = binary_scalar(x, s, BinaryOp::Add, false);
+        = binary_scalar(x, s, BinaryOp::Add, false), dynamic dyn_scalar(x, s, BinaryOp::Add);
     /// `self - s`.
     Numeric fn sub_scalar(x, s: Scalar) -> Same check {}
-        = binary_scalar(x, s, BinaryOp::Sub, false);
+        = binary_scalar(x, s, BinaryOp::Sub, false), dynamic dyn_scalar(x, s, BinaryOp::Sub);
     /// `self * s`.
     Numeric fn mul_scalar(x, s: Scalar) -> Same check {}
-        = binary_scalar(x, s, BinaryOp::Mul, false);
+        = binary_scalar(x, s, BinaryOp::Mul, false), dynamic dyn_scalar(x, s, BinaryOp::Mul);
     /// `self / s`.
     Numeric fn div_scalar(x, s: Scalar) -> Same check {}
-        = binary_scalar(x, s, BinaryOp::Div, false);
+        = binary_scalar(x, s, BinaryOp::Div, false), dynamic dyn_scalar(x, s, BinaryOp::Div);
     /// `self` to the power `s`.
     Numeric fn pow_scalar(x, s: Scalar) -> Same check {}
-        = binary_scalar(x, s, BinaryOp::Pow, false);
+        = binary_scalar(x, s, BinaryOp::Pow, false), dynamic dyn_scalar(x, s, BinaryOp::Pow);
     /// `max(self, s)` element-wise (PyTorch's `clamp_min`).
     Numeric fn clamp_min(x, s: Scalar) -> Same check {}
-        = binary_scalar(x, s, BinaryOp::Maximum, false);
+        = binary_scalar(x, s, BinaryOp::Maximum, false),
+        dynamic clamp_checked(x, &[s], "clamp_min_scalar", |x| binary_scalar(x, s, BinaryOp::Maximum, false));
     /// `min(self, s)` element-wise (PyTorch's `clamp_max`).
     Numeric fn clamp_max(x, s: Scalar) -> Same check {}
-        = binary_scalar(x, s, BinaryOp::Minimum, false);
+        = binary_scalar(x, s, BinaryOp::Minimum, false),
+        dynamic clamp_checked(x, &[s], "clamp_max_scalar", |x| binary_scalar(x, s, BinaryOp::Minimum, false));
     /// `min(max(self, min), max)` element-wise (PyTorch's `clamp(min, max)`).
     Numeric fn clamp(x, min: Scalar, max: Scalar) -> Same check {}
-        = clamp(x, min, max);
+        = clamp(x, min, max),
+        dynamic clamp_checked(x, &[min, max], "clamp_scalar", |x| clamp(x, min, max));
 
     /// Element-wise `==` (a `bool` tensor).
     Element fn eq(x, other: (impl OperandOn<D> + ElementIs<E>)) -> Bool

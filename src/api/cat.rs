@@ -192,18 +192,47 @@ impl DynTensor {
         Ok(tensors.iter().map(|&t| t.input()).collect())
     }
 
-    /// Joins tensors along `dim`; all on one device (checked as PyTorch's `cat`).
+    /// `join` of `inputs` converted to their common result type first (PyTorch's `cat`
+    /// promotes: `cat([f32, i64])` is `f32`), each conversion recorded.
+    fn promoted_join(inputs: &[In<'_>], dim: isize, new_dim: bool) -> Result<Out> {
+        let to = inputs
+            .iter()
+            .fold(crate::core::ResultType::new(), |r, t| {
+                r.tensor(t.value.dtype, t.value.rank())
+            })
+            .finish();
+        if inputs.iter().all(|t| t.value.dtype == to) {
+            return join(inputs, dim, new_dim);
+        }
+        let casts: Vec<Option<Out>> = inputs
+            .iter()
+            .map(|t| {
+                (t.value.dtype != to)
+                    .then(|| super::copy::cast(*t, to))
+                    .transpose()
+            })
+            .collect::<Result<_>>()?;
+        let inputs: Vec<In<'_>> = inputs
+            .iter()
+            .zip(&casts)
+            .map(|(t, cast)| cast.as_ref().map_or(*t, Out::input))
+            .collect();
+        join(&inputs, dim, new_dim)
+    }
+
+    /// Joins tensors along `dim`; all on one device (checked as PyTorch's `cat`), in their
+    /// common result type (`torch.result_type` of them all, as PyTorch's `cat`).
     pub fn cat(tensors: &[&DynTensor], dim: isize) -> Result<DynTensor> {
-        Ok(DynTensor::from_out(join(
+        Ok(DynTensor::from_out(Self::promoted_join(
             &Self::checked(tensors, false)?,
             dim,
             false,
         )?))
     }
 
-    /// Stacks equally shaped tensors along a new dimension.
+    /// Stacks equally shaped tensors along a new dimension, in their common result type.
     pub fn stack(tensors: &[&DynTensor], dim: isize) -> Result<DynTensor> {
-        Ok(DynTensor::from_out(join(
+        Ok(DynTensor::from_out(Self::promoted_join(
             &Self::checked(tensors, true)?,
             dim,
             true,

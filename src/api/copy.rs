@@ -187,13 +187,19 @@ impl DynTensor {
     }
 
     /// `self ? on_true : on_false` element-wise; `self` is a `bool` tensor; devices checked
-    /// as PyTorch's `where`.
+    /// as PyTorch's `where`. The branches meet in their result type, as in PyTorch
+    /// (`where(cond, f32, i64)` is `f32`).
     pub fn where_cond(&self, on_true: &DynTensor, on_false: &DynTensor) -> Result<DynTensor> {
         same_device_elementwise(&[&self.raw, &on_true.raw, &on_false.raw], false)?;
+        let to = super::binary::result_type(&on_true.raw, &on_false.raw);
+        let cast = |t: &DynTensor| -> Result<Option<Out>> {
+            (t.dtype() != to).then(|| cast(t.input(), to)).transpose()
+        };
+        let (a, b) = (cast(on_true)?, cast(on_false)?);
         Ok(DynTensor::from_out(where_cond(
             &self.raw,
-            on_true.input(),
-            on_false.input(),
+            a.as_ref().map_or(on_true.input(), Out::input),
+            b.as_ref().map_or(on_false.input(), Out::input),
         )?))
     }
 }

@@ -12,7 +12,10 @@
 //!   argument-check form for the others; DESIGN section 4).
 //!
 //! Both fronts run the same body, so a tracked input records the same backward rule on both,
-//! and an op cannot exist on one front only. Each file's declarations are listed in its
+//! and an op cannot exist on one front only. A declaration may add `, dynamic <expr>` after its
+//! body: the dynamic front then runs that instead, for the dtype rules PyTorch's op has beyond
+//! `torch.result_type` (true division of integers gives a float, `sum` of `bool` an `i64`, ...),
+//! which the typed front never meets (its element type is fixed, and it keeps refusing them). Each file's declarations are listed in its
 //! `DECLARED`, which the parity test reads.
 //!
 //! Argument kinds:
@@ -94,13 +97,23 @@ macro_rules! typed_out {
     (Long) => { $crate::tensor::Tensor<D, i64> };
 }
 
+/// The dynamic front's body: the declared `dynamic` one when there is one, else the shared one.
+macro_rules! dyn_body {
+    ($body:expr) => {
+        $body
+    };
+    ($body:expr, $dyn_body:expr) => {
+        $dyn_body
+    };
+}
+
 /// Declares ops on both fronts; see the module documentation.
 macro_rules! declare_ops {
     ($(
         $(#[$doc:meta])*
         $bound:ident fn $name:ident($x:ident $(, $arg:ident: $kind:tt)*) -> $out:ident
             check $check:block
-            = $body:expr;
+            = $body:expr $(, dynamic $dyn_body:expr)?;
     )*) => {
         /// The ops declared here, by name (read by the parity test).
         pub(crate) const DECLARED: &[&str] = &[$(stringify!($name)),*];
@@ -144,7 +157,8 @@ macro_rules! declare_ops {
                         let $x = $crate::tensor::operand::sealed::AsRaw::input(self);
                         $(let $arg = $crate::api::declare::dyn_arg!($kind, $arg);)*
                         $check
-                        let out: $crate::core::error::Result<$crate::graph::Out> = $body;
+                        let out: $crate::core::error::Result<$crate::graph::Out> =
+                            $crate::api::declare::dyn_body!($body $(, $dyn_body)?);
                         out.map($crate::DynTensor::from_out)
                     }
                 }
@@ -153,4 +167,4 @@ macro_rules! declare_ops {
     };
 }
 
-pub(crate) use {declare_ops, dyn_arg, dyn_param, typed_arg, typed_out, typed_param};
+pub(crate) use {declare_ops, dyn_arg, dyn_body, dyn_param, typed_arg, typed_out, typed_param};

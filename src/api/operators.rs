@@ -349,6 +349,13 @@ macro_rules! dyn_in_place {
                 /// tensor takes an `f64` result, narrowed).
                 pub fn $name(&mut self, other: &DynTensor) -> Result<()> {
                     let result = super::binary::result_type(&self.raw, &other.raw);
+                    // True division computes integers in floating point (`i64.div_(i64)` is
+                    // PyTorch's `result type Float can't be cast ...`).
+                    let result = if stringify!($op) == "div" {
+                        super::binary::float_op_type(result)
+                    } else {
+                        result
+                    };
                     check_in_place_dyn(self, result, other.shape())?;
                     let out = DynTensor::$op(self, other)?;
                     finish_in_place(self, out)
@@ -362,6 +369,11 @@ macro_rules! dyn_in_place {
                         .tensor(self.dtype(), self.shape().len())
                         .scalar(s)
                         .finish();
+                    let result = if stringify!($op) == "div" {
+                        super::binary::float_op_type(result)
+                    } else {
+                        result
+                    };
                     check_in_place_dyn(self, result, &[])?;
                     let out = paste::paste! { DynTensor::[<$op _scalar>](self, s)? };
                     finish_in_place(self, out)

@@ -5,6 +5,7 @@ use super::declare::declare_ops;
 use super::kit;
 use crate::core::error::Result;
 use crate::core::layout::wrap_dim;
+use crate::core::DType;
 use crate::graph::{record, In, Out};
 use crate::ops::{self, CompareOp, ReduceOp};
 
@@ -115,14 +116,36 @@ fn arg_all(a: In<'_>, max: bool) -> Result<Out> {
     )?))
 }
 
+/// The dynamic front's `sum` of a `bool` tensor: counted in `i64` (PyTorch sums integers and
+/// `bool` as `int64`, exactly: `(a == b).sum()` is a count).
+fn counted(a: In<'_>, f: impl FnOnce(In<'_>) -> Result<Out>) -> Result<Out> {
+    if a.value.dtype == DType::Bool {
+        return super::binary::with_dtype(a, DType::I64, f);
+    }
+    f(a)
+}
+
+/// The dynamic front's `max`/`min` of a `bool` tensor: a `bool` (any / all), as PyTorch's
+/// kernels give it, through `i64`.
+fn logical(a: In<'_>, f: impl FnOnce(In<'_>) -> Result<Out>) -> Result<Out> {
+    if a.value.dtype != DType::Bool {
+        return f(a);
+    }
+    let ints = super::binary::with_dtype(a, DType::I64, f)?;
+    super::copy::cast(ints.input(), DType::Bool)
+}
+
 declare_ops! {
     /// Sum over dimensions `dims` (all when empty), dropping them unless `keepdim`.
     Numeric fn sum_dims(x, dims: Dims, keepdim: bool) -> Same check {}
-        = sum_mean(x, dims, keepdim, false);
+        = sum_mean(x, dims, keepdim, false),
+        dynamic counted(x, |x| sum_mean(x, dims, keepdim, false));
     /// Sum over `dim`, dropping it.
-    Numeric fn sum(x, dim: isize) -> Same check {} = sum_mean(x, &[dim], false, false);
+    Numeric fn sum(x, dim: isize) -> Same check {} = sum_mean(x, &[dim], false, false),
+        dynamic counted(x, |x| sum_mean(x, &[dim], false, false));
     /// Sum of all elements, as a 0-dim tensor.
-    Numeric fn sum_all(x) -> Same check {} = sum_mean(x, &[], false, false);
+    Numeric fn sum_all(x) -> Same check {} = sum_mean(x, &[], false, false),
+        dynamic counted(x, |x| sum_mean(x, &[], false, false));
     /// Mean over dimensions `dims` (all when empty), dropping them unless `keepdim`.
     Float fn mean_dims(x, dims: Dims, keepdim: bool) -> Same check {}
         = sum_mean(x, dims, keepdim, true);
@@ -131,17 +154,23 @@ declare_ops! {
     /// Mean of all elements, as a 0-dim tensor.
     Float fn mean_all(x) -> Same check {} = sum_mean(x, &[], false, true);
     /// Max over `dim`, dropping it; the gradient goes to the element picked.
-    Numeric fn max(x, dim: isize) -> Same check {} = extreme_dim(x, dim, false, true);
+    Numeric fn max(x, dim: isize) -> Same check {} = extreme_dim(x, dim, false, true),
+        dynamic logical(x, |x| extreme_dim(x, dim, false, true));
     /// Max over `dim`, keeping it with size 1.
-    Numeric fn max_keepdim(x, dim: isize) -> Same check {} = extreme_dim(x, dim, true, true);
+    Numeric fn max_keepdim(x, dim: isize) -> Same check {} = extreme_dim(x, dim, true, true),
+        dynamic logical(x, |x| extreme_dim(x, dim, true, true));
     /// Max of all elements, as a 0-dim tensor; ties share the gradient.
-    Numeric fn max_all(x) -> Same check {} = extreme_all(x, true);
+    Numeric fn max_all(x) -> Same check {} = extreme_all(x, true),
+        dynamic logical(x, |x| extreme_all(x, true));
     /// Min over `dim`, dropping it; the gradient goes to the element picked.
-    Numeric fn min(x, dim: isize) -> Same check {} = extreme_dim(x, dim, false, false);
+    Numeric fn min(x, dim: isize) -> Same check {} = extreme_dim(x, dim, false, false),
+        dynamic logical(x, |x| extreme_dim(x, dim, false, false));
     /// Min over `dim`, keeping it with size 1.
-    Numeric fn min_keepdim(x, dim: isize) -> Same check {} = extreme_dim(x, dim, true, false);
+    Numeric fn min_keepdim(x, dim: isize) -> Same check {} = extreme_dim(x, dim, true, false),
+        dynamic logical(x, |x| extreme_dim(x, dim, true, false));
     /// Min of all elements, as a 0-dim tensor; ties share the gradient.
-    Numeric fn min_all(x) -> Same check {} = extreme_all(x, false);
+    Numeric fn min_all(x) -> Same check {} = extreme_all(x, false),
+        dynamic logical(x, |x| extreme_all(x, false));
     /// The index of the max along `dim` (the first on ties), as `i64`.
     Numeric fn argmax(x, dim: isize) -> Long check {} = arg_dim(x, dim, false, true);
     /// The index of the min along `dim` (the first on ties), as `i64`.

@@ -2,8 +2,9 @@
 
 use super::declare::declare_ops;
 use super::kit;
-use crate::core::error::Result;
+use crate::core::error::{Error, Result};
 use crate::core::raw::{Operand, RawTensor};
+use crate::core::DType;
 use crate::core::Numeric;
 use crate::device::Device;
 use crate::graph::{record, In, Out};
@@ -98,27 +99,62 @@ pub(crate) fn relu_owned(
     Ok(Out { value, node })
 }
 
+/// The dynamic front's `op(a)` of an op that computes in floating point: integers and `bool`
+/// in `float32` (PyTorch's unary float ops: `sqrt(i64)` is `float32`).
+fn float_unary(a: In<'_>, op: UnaryOp) -> Result<Out> {
+    super::binary::with_dtype(a, super::binary::float_op_type(a.value.dtype), |a| {
+        unary(a, op)
+    })
+}
+
+/// The dynamic front's `neg`, `relu` and `square` of a `bool` tensor, as PyTorch: the first two
+/// refuse it with its texts, `square` is `pow(x, 2)`, an `i64` tensor.
+fn dyn_unary(a: In<'_>, op: UnaryOp) -> Result<Out> {
+    if a.value.dtype != DType::Bool {
+        return unary(a, op);
+    }
+    match op {
+        UnaryOp::Neg => Err(Error::UnsupportedOperation(
+            "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.",
+        )),
+        UnaryOp::Relu => Err(Error::UnsupportedOperation(
+            "Boolean inputs not supported for relu",
+        )),
+        UnaryOp::Square => super::binary::with_dtype(a, DType::I64, |a| unary(a, op)),
+        _ => unary(a, op),
+    }
+}
+
 declare_ops! {
     /// `-x` element-wise (the fallible form of the `-` operator).
-    Numeric fn neg(x) -> Same check {} = unary(x, UnaryOp::Neg);
+    Numeric fn neg(x) -> Same check {} = unary(x, UnaryOp::Neg),
+        dynamic dyn_unary(x, UnaryOp::Neg);
     /// `max(x, 0)` element-wise; the gradient passes where the output is positive.
-    Numeric fn relu(x) -> Same check {} = unary(x, UnaryOp::Relu);
+    Numeric fn relu(x) -> Same check {} = unary(x, UnaryOp::Relu),
+        dynamic dyn_unary(x, UnaryOp::Relu);
     /// `|x|` element-wise.
     Numeric fn abs(x) -> Same check {} = unary(x, UnaryOp::Abs);
     /// `x * x` element-wise.
-    Numeric fn square(x) -> Same check {} = unary(x, UnaryOp::Square);
+    Numeric fn square(x) -> Same check {} = unary(x, UnaryOp::Square),
+        dynamic dyn_unary(x, UnaryOp::Square);
     /// `e^x` element-wise.
-    Float fn exp(x) -> Same check {} = unary(x, UnaryOp::Exp);
+    Float fn exp(x) -> Same check {} = unary(x, UnaryOp::Exp),
+        dynamic float_unary(x, UnaryOp::Exp);
     /// Natural logarithm element-wise.
-    Float fn log(x) -> Same check {} = unary(x, UnaryOp::Log);
+    Float fn log(x) -> Same check {} = unary(x, UnaryOp::Log),
+        dynamic float_unary(x, UnaryOp::Log);
     /// Square root element-wise.
-    Float fn sqrt(x) -> Same check {} = unary(x, UnaryOp::Sqrt);
+    Float fn sqrt(x) -> Same check {} = unary(x, UnaryOp::Sqrt),
+        dynamic float_unary(x, UnaryOp::Sqrt);
     /// Hyperbolic tangent element-wise.
-    Float fn tanh(x) -> Same check {} = unary(x, UnaryOp::Tanh);
+    Float fn tanh(x) -> Same check {} = unary(x, UnaryOp::Tanh),
+        dynamic float_unary(x, UnaryOp::Tanh);
     /// Logistic sigmoid element-wise.
-    Float fn sigmoid(x) -> Same check {} = unary(x, UnaryOp::Sigmoid);
+    Float fn sigmoid(x) -> Same check {} = unary(x, UnaryOp::Sigmoid),
+        dynamic float_unary(x, UnaryOp::Sigmoid);
     /// `1 / x` element-wise.
-    Float fn reciprocal(x) -> Same check {} = unary(x, UnaryOp::Reciprocal);
+    Float fn reciprocal(x) -> Same check {} = unary(x, UnaryOp::Reciprocal),
+        dynamic float_unary(x, UnaryOp::Reciprocal);
 }
 
 impl<D: Device, E: Numeric> Tensor<D, E> {

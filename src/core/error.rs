@@ -317,6 +317,12 @@ pub enum Error {
         dtype: DType,
     },
 
+    /// An op PyTorch refuses for these element types or values, with its text:
+    /// `Integers to negative integer powers are not allowed.`, negation or subtraction of a
+    /// `bool` tensor, `relu` of one.
+    #[error("{0}")]
+    UnsupportedOperation(&'static str),
+
     /// An in-place op whose result type its output cannot hold (PyTorch's `canCast` check in
     /// `TensorIterator::compute_types`): `i64_tensor.add_(&f32_tensor)`.
     #[error("result type {result} can't be cast to the desired output type {output}")]

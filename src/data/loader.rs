@@ -13,6 +13,16 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+/// The most worker threads one epoch starts: a larger
+/// [`num_workers`](DataLoader::num_workers) starts this many (and never more threads than the
+/// epoch has batches). The batches are the same with any number of workers.
+pub const MAX_WORKERS: usize = 1024;
+
+/// The most batches the workers prepare ahead of the loop: a larger
+/// [`prefetch`](DataLoader::prefetch) (or a default `2 * num_workers` above it) reads this far
+/// ahead. Only the memory held and the timing depend on it, never the batches.
+pub const MAX_PREFETCH: usize = 1 << 16;
+
 /// A data set the loader reads one sample at a time, by index (PyTorch's map-style dataset:
 /// `__len__` and `__getitem__`).
 ///
@@ -193,12 +203,17 @@ stack_numbers!(f32, f64, i64, bool);
 impl Stack for usize {
     type Stacked = Tensor<Cpu, i64>;
 
+    /// A value past `i64::MAX` is PyTorch's `Overflow when unpacking long` (it was clamped to
+    /// `i64::MAX` before: a wrong label, silently).
     fn stack(samples: Vec<Self>) -> Result<Self::Stacked> {
         let n = samples.len();
         let values = samples
             .into_iter()
-            .map(|v| i64::try_from(v).unwrap_or(i64::MAX))
-            .collect();
+            .map(|v| {
+                i64::try_from(v)
+                    .map_err(|_| Error::UnsupportedOperation("Overflow when unpacking long"))
+            })
+            .collect::<Result<Vec<i64>>>()?;
         Tensor::try_from_vec(values, [n], Cpu)
     }
 }
@@ -394,7 +409,8 @@ fn move_to_device<D: Device, E: Element>(host: &Tensor<Cpu, E>, dev: D) -> Resul
 ///
 /// # Workers
 ///
-/// With [`num_workers(n)`](Self::num_workers), `n > 0`, each epoch starts `n` threads that
+/// With [`num_workers(n)`](Self::num_workers), `n > 0`, each epoch starts `n` threads (at most
+/// [`MAX_WORKERS`], and no more than it has batches) that
 /// read and collate batches in host memory (batch `i` on worker `i % n`, as PyTorch assigns
 /// them), at most [`prefetch`](Self::prefetch) batches ahead of the loop. The loop still
 /// receives batch `i` as the `i`-th item, whatever the threads' timing. With `0` workers (the
@@ -484,7 +500,9 @@ impl<D: Device, S: MapDataset, C> DataLoader<D, S, C> {
     }
 
     /// Threads that prepare batches in host memory while the loop runs (default 0: each batch
-    /// is prepared in the calling thread when asked for).
+    /// is prepared in the calling thread when asked for). An epoch starts at most
+    /// [`MAX_WORKERS`] threads, and no more than it has batches; when the system refuses a
+    /// thread, the ones started take its share.
     pub fn num_workers(mut self, num_workers: usize) -> Self {
         self.num_workers = num_workers;
         self
@@ -494,7 +512,9 @@ impl<D: Device, S: MapDataset, C> DataLoader<D, S, C> {
     /// ahead: batches being prepared and prepared ones waiting in the loader's bounded channel
     /// together (default `2 * num_workers`, PyTorch's `prefetch_factor=2` per worker). It bounds
     /// the host memory the loader holds to `prefetch + 1` batches. With `0` the workers prepare
-    /// only the batch asked for; without workers it has no effect.
+    /// only the batch asked for; without workers it has no effect. Values above
+    /// [`MAX_PREFETCH`] read that far ahead; nothing is reserved for batches that are not
+    /// being prepared.
     pub fn prefetch(mut self, batches: usize) -> Self {
         self.prefetch = Some(batches);
         self
@@ -554,13 +574,74 @@ impl<D: Device, S: MapDataset, C> DataLoader<D, S, C> {
 
     /// The order in which epoch `epoch` visits the samples (its batches are consecutive
     /// `batch_size` chunks of it): `0..len` without shuffling, else a permutation drawn from
-    /// the seed and `epoch`.
-    pub fn epoch_order(&self, epoch: u64) -> Vec<usize> {
-        let mut order: Vec<usize> = (0..self.dataset.len()).collect();
+    /// the seed and `epoch`. Fails with [`Error::CpuOutOfMemory`] when the host has no room
+    /// for the list (nothing is left allocated).
+    pub fn try_epoch_order(&self, epoch: u64) -> Result<Vec<usize>> {
+        let len = self.dataset.len();
+        let mut order = Vec::new();
+        order
+            .try_reserve_exact(len)
+            .map_err(|_| order_out_of_memory(len))?;
+        order.extend(0..len);
         if self.shuffle {
             shuffle(&mut order, self.seed, epoch);
         }
-        order
+        Ok(order)
+    }
+
+    /// The order in which epoch `epoch` visits the samples, as
+    /// [`try_epoch_order`](Self::try_epoch_order) gives it.
+    ///
+    /// Panics with the error's text where [`try_epoch_order`](Self::try_epoch_order) returns
+    /// it.
+    #[track_caller]
+    pub fn epoch_order(&self, epoch: u64) -> Vec<usize> {
+        match self.try_epoch_order(epoch) {
+            Ok(order) => order,
+            Err(error) => panic!("{error}"),
+        }
+    }
+
+    /// The order an epoch's batches read: counted on the fly without shuffling (nothing is
+    /// stored, whatever the data set's length), else the permutation, allocated fallibly.
+    fn order(&self, epoch: u64) -> Result<Order> {
+        if self.shuffle {
+            self.try_epoch_order(epoch).map(Order::Shuffled)
+        } else {
+            Ok(Order::InOrder(self.dataset.len()))
+        }
+    }
+}
+
+/// The error of an order of `len` indices that the host cannot hold.
+fn order_out_of_memory(len: usize) -> Error {
+    Error::CpuOutOfMemory {
+        bytes: (len as u64).saturating_mul(std::mem::size_of::<usize>() as u64),
+    }
+}
+
+/// The sample indices of an epoch, in its order.
+enum Order {
+    /// `0..len`, counted on the fly.
+    InOrder(usize),
+    /// A permutation of `0..len`.
+    Shuffled(Vec<usize>),
+}
+
+impl Order {
+    fn len(&self) -> usize {
+        match self {
+            Order::InOrder(len) => *len,
+            Order::Shuffled(order) => order.len(),
+        }
+    }
+
+    /// The sample at position `position` (below [`len`](Self::len)).
+    fn at(&self, position: usize) -> usize {
+        match self {
+            Order::InOrder(_) => position,
+            Order::Shuffled(order) => order[position],
+        }
     }
 }
 
@@ -569,6 +650,10 @@ where
     C::Batch: ToDevice<D>,
 {
     /// The batches of the next epoch: epoch 0 on the first call, then 1, 2, ...
+    ///
+    /// Returns at once, whatever the data set's length: without shuffling the order is counted
+    /// on the fly; a shuffled order that the host cannot hold makes the epoch a single
+    /// [`Error::CpuOutOfMemory`] item.
     pub fn iter(&self) -> Batches<D, S, C> {
         let epoch = self.next_epoch.fetch_add(1, Ordering::Relaxed);
         self.iter_epoch(epoch)
@@ -579,20 +664,31 @@ where
     pub fn iter_epoch(&self, epoch: u64) -> Batches<D, S, C> {
         self.next_epoch
             .store(epoch.wrapping_add(1), Ordering::Relaxed);
+        let (order, batches, failure) = match self.order(epoch) {
+            Ok(order) => (order, self.len(), None),
+            Err(error) => (Order::InOrder(0), 0, Some(error)),
+        };
         let plan = Arc::new(Plan {
             dataset: Arc::clone(&self.dataset),
             collate: Arc::clone(&self.collate),
-            order: self.epoch_order(epoch),
+            order,
             batch_size: self.batch_size,
-            batches: self.len(),
+            batches,
             pin: (self.pin_memory && !self.device.dyn_device().is_cpu())
                 .then_some(<C::Batch as ToDevice<D>>::pin_memory as fn(_) -> _),
         });
         let engine = if self.num_workers == 0 || plan.batches == 0 {
             Engine::Inline
         } else {
-            let prefetch = self.prefetch.unwrap_or(2 * self.num_workers);
-            Engine::Workers(Pool::start(&plan, self.num_workers, prefetch))
+            // Never more threads than batches, nor a read-ahead beyond the epoch: nothing is
+            // reserved for work that cannot exist.
+            let workers = self.num_workers.min(MAX_WORKERS).min(plan.batches);
+            let prefetch = self
+                .prefetch
+                .unwrap_or(self.num_workers.saturating_mul(2))
+                .min(MAX_PREFETCH)
+                .min(plan.batches);
+            Engine::Workers(Pool::start(&plan, workers, prefetch))
         };
         Batches {
             plan,
@@ -600,6 +696,7 @@ where
             next: 0,
             engine,
             epoch,
+            failure,
         }
     }
 }
@@ -665,7 +762,7 @@ type PinFn<B> = fn(B) -> Result<B>;
 struct Plan<S: MapDataset, C: Collate<S::Sample>> {
     dataset: Arc<S>,
     collate: Arc<C>,
-    order: Vec<usize>,
+    order: Order,
     batch_size: usize,
     batches: usize,
     /// Copies a collated batch into pinned host memory ([`DataLoader::pin_memory`]).
@@ -673,11 +770,11 @@ struct Plan<S: MapDataset, C: Collate<S::Sample>> {
 }
 
 impl<S: MapDataset, C: Collate<S::Sample>> Plan<S, C> {
-    /// The samples of batch `batch`.
-    fn rows(&self, batch: usize) -> &[usize] {
-        let start = batch * self.batch_size;
-        let end = (start + self.batch_size).min(self.order.len());
-        &self.order[start..end]
+    /// The positions in the order of batch `batch`'s samples.
+    fn rows(&self, batch: usize) -> std::ops::Range<usize> {
+        let start = batch.saturating_mul(self.batch_size).min(self.order.len());
+        let end = start.saturating_add(self.batch_size).min(self.order.len());
+        start..end
     }
 
     /// Reads and collates batch `batch` in host memory, a panic turned into its `Err`. `None`
@@ -685,12 +782,18 @@ impl<S: MapDataset, C: Collate<S::Sample>> Plan<S, C> {
     fn prepare(&self, batch: usize, stop: &AtomicBool) -> Option<Result<C::Batch>> {
         let work = || -> Option<Result<C::Batch>> {
             let rows = self.rows(batch);
-            let mut samples = Vec::with_capacity(rows.len());
-            for &row in rows {
+            let mut samples = Vec::new();
+            if samples.try_reserve_exact(rows.len()).is_err() {
+                return Some(Err(Error::CpuOutOfMemory {
+                    bytes: (rows.len() as u64)
+                        .saturating_mul(std::mem::size_of::<S::Sample>() as u64),
+                }));
+            }
+            for position in rows {
                 if stop.load(Ordering::Relaxed) {
                     return None;
                 }
-                match self.dataset.get(row) {
+                match self.dataset.get(self.order.at(position)) {
                     Ok(sample) => samples.push(sample),
                     Err(error) => return Some(Err(error)),
                 }
@@ -746,7 +849,9 @@ impl<B: Send + 'static> Pool<B> {
         C: Collate<S::Sample, Batch = B>,
     {
         let stop = Arc::new(AtomicBool::new(false));
-        let (done, results) = mpsc::sync_channel::<(usize, Result<B>)>(prefetch + 1);
+        // The caller bounds `prefetch` by the epoch's batches and MAX_PREFETCH, so this
+        // channel's slots (allocated up front) are what can be in flight at most.
+        let (done, results) = mpsc::sync_channel::<(usize, Result<B>)>(prefetch.saturating_add(1));
         let mut tasks = Vec::with_capacity(workers);
         let mut handles = Vec::with_capacity(workers);
         for worker in 0..workers {
@@ -783,7 +888,7 @@ impl<B: Send + 'static> Pool<B> {
                 message: "no worker thread could be started".into(),
             });
         }
-        while self.sent < batches && self.sent <= batch + self.prefetch {
+        while self.sent < batches && self.sent <= batch.saturating_add(self.prefetch) {
             let worker = self.sent % self.tasks.len();
             // A worker that is gone is noticed below, when its batch does not come.
             let _ = self.tasks[worker].send(self.sent);
@@ -882,6 +987,8 @@ pub struct Batches<D: Device, S: MapDataset, C: Collate<S::Sample>> {
     next: usize,
     engine: Engine<C::Batch>,
     epoch: u64,
+    /// Why the epoch could not start (its shuffled order did not fit in memory): its one item.
+    failure: Option<Error>,
 }
 
 impl<D: Device, S: MapDataset, C: Collate<S::Sample>> Batches<D, S, C> {
@@ -898,6 +1005,9 @@ where
     type Item = Result<<C::Batch as ToDevice<D>>::Output>;
 
     fn next(&mut self) -> Option<Self::Item> {
+        if let Some(error) = self.failure.take() {
+            return Some(Err(error));
+        }
         let batch = self.next;
         if batch >= self.plan.batches {
             if let Engine::Workers(pool) = &mut self.engine {
@@ -917,7 +1027,11 @@ where
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        let left = self.plan.batches.saturating_sub(self.next);
+        let left = self
+            .plan
+            .batches
+            .saturating_sub(self.next)
+            .saturating_add(usize::from(self.failure.is_some()));
         (left, Some(left))
     }
 }

@@ -46,6 +46,9 @@ mod spirals;
 
 pub use dataset::Dataset;
 pub use idx::{parse_idx, read_idx, IdxArray, IDX_UNSIGNED_BYTE};
-pub use loader::{Batches, Collate, DataLoader, DefaultCollate, MapDataset, Stack, ToDevice};
+pub use loader::{
+    Batches, Collate, DataLoader, DefaultCollate, MapDataset, Stack, ToDevice, MAX_PREFETCH,
+    MAX_WORKERS,
+};
 pub use mnist::{Mnist, MnistSplit};
-pub use spirals::spirals;
+pub use spirals::{spirals, try_spirals};

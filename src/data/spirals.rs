@@ -2,6 +2,7 @@
 //! model cannot solve and a small MLP can, generated from a seed.
 
 use super::Dataset;
+use crate::core::error::{Error, Result};
 use crate::device::Cpu;
 use crate::tensor::Tensor;
 use std::f32::consts::TAU;
@@ -17,10 +18,38 @@ use std::f32::consts::TAU;
 /// assert_eq!((data.len(), data.features(), data.classes), (300, 2, 3));
 /// assert_eq!(data.labels.to_vec()[..4], [0, 1, 2, 0]);
 /// ```
+///
+/// Panics with the error's text where [`try_spirals`] returns it.
+#[track_caller]
 pub fn spirals(points: usize, seed: u64) -> Dataset {
+    match try_spirals(points, seed) {
+        Ok(data) => data,
+        Err(error) => panic!("{error}"),
+    }
+}
+
+/// [`spirals`], or [`Error::CpuOutOfMemory`] (nothing allocated) when the host has no room
+/// for `points` points.
+///
+/// ```
+/// use devtype::data::try_spirals;
+/// assert_eq!(try_spirals(30, 1)?.len(), 30);
+/// assert!(try_spirals(1 << 62, 1).is_err()); // 64 EiB of inputs: refused, not an abort
+/// # Ok::<(), devtype::Error>(())
+/// ```
+pub fn try_spirals(points: usize, seed: u64) -> Result<Dataset> {
     let mut random = SplitMix64(seed);
-    let mut inputs = Vec::with_capacity(2 * points);
-    let mut labels = Vec::with_capacity(points);
+    let out_of_memory = || Error::CpuOutOfMemory {
+        bytes: (points as u64).saturating_mul(16),
+    };
+    let mut inputs: Vec<f32> = Vec::new();
+    let mut labels: Vec<i64> = Vec::new();
+    inputs
+        .try_reserve_exact(points.checked_mul(2).ok_or_else(out_of_memory)?)
+        .map_err(|_| out_of_memory())?;
+    labels
+        .try_reserve_exact(points)
+        .map_err(|_| out_of_memory())?;
     for i in 0..points {
         let arm = i % 3;
         let radius = 0.05 + 0.95 * random.uniform();
@@ -28,11 +57,11 @@ pub fn spirals(points: usize, seed: u64) -> Dataset {
         inputs.extend_from_slice(&[radius * angle.cos(), radius * angle.sin()]);
         labels.push(arm as i64);
     }
-    Dataset {
-        inputs: Tensor::from_vec(inputs, [points, 2], Cpu),
-        labels: Tensor::from_vec(labels, [points], Cpu),
+    Ok(Dataset {
+        inputs: Tensor::try_from_vec(inputs, [points, 2], Cpu)?,
+        labels: Tensor::try_from_vec(labels, [points], Cpu)?,
         classes: 3,
-    }
+    })
 }
 
 /// SplitMix64, a small sequential generator: the same numbers for the same seed everywhere.

@@ -7,6 +7,7 @@ pub(super) mod cuda;
 use crate::core::error::{Error, Result};
 use crate::core::layout::Dims;
 use crate::core::raw::RawTensor;
+use crate::core::DType;
 
 /// Checks shapes as `F.linear` and returns (rows, in, out, output shape).
 pub(crate) fn plan(
@@ -34,9 +35,15 @@ pub(crate) fn plan(
             )));
         }
     }
-    if !x.dtype.is_float() {
+    // PyTorch's CPU `addmm`/`mm` take integers (computed exactly below), its CUDA ones do not.
+    let cpu_int = x.dtype == DType::I64 && x.device.is_cpu();
+    if !x.dtype.is_float() && !cpu_int {
         return Err(Error::UnsupportedDType {
-            op: "addmm_impl_cpu_",
+            op: if x.device.is_cpu() {
+                "addmm_impl_cpu_"
+            } else {
+                "addmm_cuda"
+            },
             dtype: x.dtype,
         });
     }
@@ -76,6 +83,19 @@ pub(crate) fn linear(
     bias: Option<&RawTensor>,
 ) -> Result<RawTensor> {
     let plan = plan(x, weight, bias)?;
+    if x.dtype == DType::I64 {
+        // Only the CPU gets here (`plan`): the exact integer product, then the bias.
+        crate::ops::backend::on(&[x, weight])?;
+        let product = crate::ops::matmul::matmul(x, &crate::ops::shape::transpose(weight, 0, 1)?)?;
+        return match bias {
+            Some(b) => crate::ops::binary::binary(
+                crate::core::raw::Operand::Owned(product),
+                crate::core::raw::Operand::Borrowed(b),
+                crate::ops::BinaryOp::Add,
+            ),
+            None => Ok(product),
+        };
+    }
     let device = match bias {
         Some(b) => crate::ops::backend::on(&[x, weight, b])?,
         None => crate::ops::backend::on(&[x, weight])?,

@@ -10,6 +10,7 @@ pub(crate) use cpu::{gemm_into, Gemm, MatrixView};
 use crate::core::error::{Error, Result};
 use crate::core::layout::{broadcast_shapes, Dims, Layout};
 use crate::core::raw::RawTensor;
+use crate::core::DType;
 
 /// The plan of one (batched) product `[..., m, k] @ [..., k, n]`.
 pub(crate) struct MatmulPlan {
@@ -35,9 +36,15 @@ pub(crate) fn plan(a: &RawTensor, b: &RawTensor) -> Result<MatmulPlan> {
             b.dtype.type_meta_name()
         )));
     }
-    if !a.dtype.is_float() {
+    // PyTorch's CPU kernels take integers (exact, `i64` here), its CUDA ones do not.
+    let cpu_int = a.dtype == DType::I64 && a.device.is_cpu();
+    if !a.dtype.is_float() && !cpu_int {
         return Err(Error::UnsupportedDType {
-            op: "addmm_impl_cpu_",
+            op: if a.device.is_cpu() {
+                "addmm_impl_cpu_"
+            } else {
+                "addmm_cuda"
+            },
             dtype: a.dtype,
         });
     }

@@ -121,8 +121,14 @@ pub(crate) fn reduce(
 /// Index of the largest (`max = true`) or smallest element along `dim`, as `i64`.
 pub(crate) fn arg_reduce(a: &RawTensor, dim: isize, keepdim: bool, max: bool) -> Result<RawTensor> {
     if a.dtype == DType::Bool {
+        // PyTorch's kernel names, per device.
         return Err(Error::UnsupportedDType {
-            op: if max { "argmax" } else { "argmin" },
+            op: match (max, a.device.is_cpu()) {
+                (true, true) => "argmax_cpu",
+                (false, true) => "argmin_cpu",
+                (true, false) => "argmax_cuda",
+                (false, false) => "argmin_cuda",
+            },
             dtype: a.dtype,
         });
     }
