@@ -120,6 +120,39 @@ impl<D: Device, E: Float> ParameterOn<D, E> for &Tensor<D, E> {
     }
 }
 
+/// The identity of a parameter: its autograd node, which every handle to it shares (the
+/// handles of a tied weight included). `None` for a tensor that does not require grad.
+pub(crate) fn identity<D: Device, E: Float>(p: &Tensor<D, E>) -> Option<usize> {
+    p.node().map(|n| std::sync::Arc::as_ptr(n) as usize)
+}
+
+/// Calls `f` once per parameter of `model` (the first handle of each, by [`identity`]),
+/// mutably, stopping at the first error; every later handle to the same parameter (a tied
+/// weight) is then given the first one's value, so the tie holds and nothing is updated twice.
+pub(crate) fn for_each_unique_mut<D: Device, E: Float, M: Module<D, E> + ?Sized>(
+    model: &mut M,
+    mut f: impl FnMut(&str, &mut Tensor<D, E>) -> Result<()>,
+) -> Result<()> {
+    let mut done: std::collections::HashMap<usize, crate::core::raw::RawTensor> =
+        std::collections::HashMap::new();
+    let mut result = Ok(());
+    model.visit_parameters_mut("", &mut |name, p| {
+        if result.is_err() {
+            return;
+        }
+        let id = identity(p);
+        if let Some(value) = id.and_then(|id| done.get(&id)) {
+            *p.raw_mut() = value.clone();
+            return;
+        }
+        result = f(name, p);
+        if let (Ok(()), Some(id)) = (&result, id) {
+            done.insert(id, p.raw.clone());
+        }
+    });
+    result
+}
+
 /// `prefix.name`, or `name` when `prefix` is empty: the names of `named_parameters()`.
 #[doc(hidden)]
 pub fn join_name(prefix: &str, name: &str) -> String {
@@ -176,9 +209,18 @@ pub trait Module<D: Device, E: Float = f32> {
 
     /// The parameters with their names (`fc1.weight`, `0.bias`, ...), as PyTorch's
     /// `named_parameters()`. Each is a handle to the same parameter (gradients are shared).
+    ///
+    /// Each parameter comes once, under the first name it is visited by, as PyTorch's
+    /// `remove_duplicate=True`: a weight tied to another layer's (`set_weight(&other.weight())`)
+    /// is listed under the first layer's name only.
     fn named_parameters(&self) -> Vec<(String, Tensor<D, E>)> {
         let mut out = Vec::new();
-        self.visit_parameters("", &mut |name, p| out.push((name.to_string(), p.clone())));
+        let mut seen = std::collections::HashSet::new();
+        self.visit_parameters("", &mut |name, p| {
+            if identity(p).is_none_or(|id| seen.insert(id)) {
+                out.push((name.to_string(), p.clone()));
+            }
+        });
         out
     }
 
@@ -190,16 +232,17 @@ pub trait Module<D: Device, E: Float = f32> {
             .collect()
     }
 
-    /// The number of scalar parameters.
+    /// The number of scalar parameters, each parameter counted once (a tied weight too).
     fn num_parameters(&self) -> usize {
-        let mut n = 0;
-        self.visit_parameters("", &mut |_, p| n += p.numel());
-        n
+        self.named_parameters().iter().map(|(_, p)| p.numel()).sum()
     }
 
-    /// Clears every parameter's gradient (PyTorch's `zero_grad(set_to_none=True)`).
+    /// Clears every parameter's gradient (PyTorch's `zero_grad(set_to_none=True)`); a tied
+    /// weight's one gradient is cleared once.
     fn zero_grad(&self) {
-        self.visit_parameters("", &mut |_, p| p.zero_grad());
+        for (_, p) in self.named_parameters() {
+            p.zero_grad();
+        }
     }
 
     /// Training mode (dropout active), as PyTorch's `model.train()`.
