@@ -151,3 +151,102 @@ fn requires_grad_on_an_untracked_tensor_makes_a_parameter() {
     (&t * 5.0f32).sum_all().backward();
     assert_eq!(t.grad().map(|g| g.to_vec()), Some(vec![5.0, 5.0]));
 }
+
+fn relu_at_zero_and_nan<D: Device>(dev: D) {
+    let nan = f64::NAN;
+    let x = param(&[-1.0, 0.0, -0.0, 2.0, nan], dev);
+    x.relu().sum_all().backward();
+    // derivatives.yaml relu: threshold_backward(grad, result, 0), i.e. result <= 0 ? 0 : grad:
+    // 0 at 0 (and -0), and the gradient passes at NaN (NaN <= 0 is false).
+    assert_same("relu'", grad(&x), &[0.0, 0.0, 0.0, 1.0, 1.0]);
+    let a = param(&[-1.0, 0.5, nan], dev);
+    let b = param(&[1.0, 0.5, 1.0], dev);
+    a.add_relu(&b).sum_all().backward();
+    // relu(a + b): the same mask on the sum [0, 1, NaN].
+    assert_same("add_relu' a", grad(&a), &[0.0, 1.0, 1.0]);
+    assert_same("add_relu' b", grad(&b), &[0.0, 1.0, 1.0]);
+}
+
+#[test]
+fn relu_masks_zero_and_passes_nan_as_threshold_backward() {
+    relu_at_zero_and_nan(Cpu);
+    if let Some(gpu) = common::gpu() {
+        relu_at_zero_and_nan(gpu);
+    }
+}
+
+fn poles_and_kinks<D: Device>(dev: D) {
+    let nan = f64::NAN;
+    // abs: grad * self.sgn(): 0 at 0 (and -0), 0 at NaN (sign's vectorized (0 < x) - (x < 0)).
+    let x = param(&[-2.0, 0.0, -0.0, 3.0, nan], dev);
+    x.abs().sum_all().backward();
+    assert_same("abs'", grad(&x), &[-1.0, 0.0, 0.0, 1.0, 0.0]);
+    // sqrt: grad / (2 * result): inf at 0, NaN below 0 (result NaN).
+    let x = param(&[0.0, 4.0, -1.0], dev);
+    x.sqrt().sum_all().backward();
+    assert_same("sqrt'", grad(&x), &[INF, 0.25, nan]);
+    // log: grad / self: inf at 0, -inf at -0.
+    let x = param(&[0.0, -0.0, 2.0], dev);
+    x.log().sum_all().backward();
+    assert_same("log'", grad(&x), &[INF, -INF, 0.5]);
+    // reciprocal: -grad * result^2: -inf at 0.
+    let x = param(&[0.0, 2.0], dev);
+    x.reciprocal().sum_all().backward();
+    assert_same("reciprocal'", grad(&x), &[-INF, -0.25]);
+    // div: self: grad / other; other: -grad * self / other^2 (div_tensor_other_backward).
+    let a = param(&[1.0, 0.0, -1.0], dev);
+    let b = param(&[0.0, 0.0, 2.0], dev);
+    (&a / &b).sum_all().backward();
+    assert_same("d(a/b)/da", grad(&a), &[INF, INF, 0.5]);
+    // -(a / b) / b: [-(inf / 0) = -inf, -(NaN / 0) = NaN, -(-0.5 / 2) = 0.25]
+    assert_same("d(a/b)/db", grad(&b), &[-INF, nan, 0.25]);
+}
+
+#[test]
+fn poles_and_kinks_follow_pytorchs_formulas() {
+    poles_and_kinks(Cpu);
+    if let Some(gpu) = common::gpu() {
+        poles_and_kinks(gpu);
+    }
+}
+
+fn clamps_and_extremes<D: Device>(dev: D) {
+    let nan = f64::NAN;
+    // clamp_backward: grad * (self >= min & self <= max): passes at both bounds, 0 at NaN.
+    let x = param(&[-2.0, -1.0, 0.0, 1.0, 2.0, nan], dev);
+    x.clamp(-1.0, 1.0).sum_all().backward();
+    assert_same("clamp'", grad(&x), &[0.0, 1.0, 1.0, 1.0, 0.0, 0.0]);
+    // clamp_min: where(self >= min, grad, 0); clamp_max: where(self <= max, grad, 0).
+    let x = param(&[-1.0, 0.0, 1.0, nan], dev);
+    x.clamp_min(0.0).sum_all().backward();
+    assert_same("clamp_min'", grad(&x), &[0.0, 1.0, 1.0, 0.0]);
+    let x = param(&[-1.0, 0.0, 1.0, nan], dev);
+    x.clamp_max(0.0).sum_all().backward();
+    assert_same("clamp_max'", grad(&x), &[1.0, 1.0, 0.0, 0.0]);
+    // max(): evenly_distribute_backward: ties share, a NaN result goes to the NaNs.
+    let x = param(&[3.0, 1.0, 3.0, 2.0], dev);
+    x.max_all().backward();
+    assert_same("max_all' ties", grad(&x), &[0.5, 0.0, 0.5, 0.0]);
+    let x = param(&[3.0, nan, 1.0], dev);
+    x.max_all().backward();
+    assert_same("max_all' NaN", grad(&x), &[0.0, 1.0, 0.0]);
+    // max(dim): value_selecting_reduction_backward at the index max returns (the NaN's, where
+    // there is one; the first of a tie).
+    let x = param(&[1.0, nan, 5.0, 2.0, 2.0, 0.0], dev);
+    x.reshape(&[2, 3]).max(1).sum_all().backward();
+    assert_same("max(1)'", grad(&x), &[0.0, 1.0, 0.0, 1.0, 0.0, 0.0]);
+    // maximum: ties split in half (derivatives.yaml maximum).
+    let a = param(&[1.0, 2.0], dev);
+    let b = param(&[1.0, 0.0], dev);
+    a.maximum(&b).sum_all().backward();
+    assert_same("maximum' a", grad(&a), &[0.5, 1.0]);
+    assert_same("maximum' b", grad(&b), &[0.5, 0.0]);
+}
+
+#[test]
+fn clamps_and_extremes_follow_pytorchs_masks() {
+    clamps_and_extremes(Cpu);
+    if let Some(gpu) = common::gpu() {
+        clamps_and_extremes(gpu);
+    }
+}
