@@ -400,3 +400,47 @@ fn a_weight_shared_by_two_models_is_unscaled_once_and_checked_for_both() {
     assert_eq!(s2.get_scale(), 32768.0);
     let _ = (&mut a, &mut b);
 }
+
+fn tied_after_a_move<D: Device>(dev: D) {
+    let (model, x, y) = Tied::new("tied_move", Cpu);
+    let moved = model.to(dev);
+    // One parameter on the new device, listed once, with one gradient for both uses.
+    let names: Vec<String> = moved
+        .named_parameters()
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect();
+    assert_eq!(
+        names,
+        ["a.weight", "a.bias", "b.bias"],
+        "the move untied the weight"
+    );
+    moved.loss(&x.to(dev), &y.to(dev)).backward();
+    let ga = moved.a.weight().grad().unwrap().to(Cpu).to_vec();
+    let gb = moved.b.weight().grad().unwrap().to(Cpu).to_vec();
+    assert_eq!(ga, gb);
+    // The same gradient as the tied model on the CPU: both uses summed into one.
+    model.loss(&x, &y).backward();
+    let want = model.a.weight().grad().unwrap().to_vec();
+    for (g, w) in ga.iter().zip(&want) {
+        assert!((g - w).abs() <= 1e-5 * w.abs().max(1.0), "{g} vs {w}");
+    }
+    // In a Vec and a Sequential too.
+    let layers = vec![model.a.clone(), model.b.clone()].to(dev);
+    assert_eq!(layers.named_parameters().len(), 3);
+    let seq = devtype::nn::Sequential::new((model.a.clone(), model.b.clone())).to(dev);
+    assert_eq!(seq.named_parameters().len(), 3);
+    // Two moves are two models: the second does not share the first's parameters.
+    let again = model.to(dev);
+    let p = |m: &Tied<D>| m.a.weight().clone();
+    again.a.weight().zero_grad();
+    assert!(p(&moved).grad().is_some() && p(&again).grad().is_none());
+}
+
+#[test]
+fn a_tied_weight_stays_tied_when_the_model_moves() {
+    tied_after_a_move(Cpu);
+    if let Some(gpu) = common::gpu() {
+        tied_after_a_move(gpu);
+    }
+}

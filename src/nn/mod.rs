@@ -153,6 +153,41 @@ pub(crate) fn for_each_unique_mut<D: Device, E: Float, M: Module<D, E> + ?Sized>
     result
 }
 
+thread_local! {
+    /// The parameters moved so far by the outermost [`move_scope`] on this thread, by the
+    /// identity of their source: `None` outside one.
+    static MOVED: std::cell::RefCell<
+        Option<std::collections::HashMap<usize, (crate::core::raw::RawTensor, std::sync::Arc<crate::graph::Node>)>>,
+    > = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `f`, the `try_to` of a module, as one move: a parameter that two of its layers hold
+/// (a tied weight) is moved once and stays one parameter on the new device. Nested scopes
+/// (the layers' own `try_to`) join the outermost one. Used by [`module!`](crate::module),
+/// `Vec` and `Sequential`; a hand-written `Module` whose layers share a parameter calls it
+/// around its `try_to` too.
+#[doc(hidden)]
+pub fn move_scope<R>(f: impl FnOnce() -> R) -> R {
+    struct Outermost(bool);
+    impl Drop for Outermost {
+        fn drop(&mut self) {
+            if self.0 {
+                MOVED.with(|m| *m.borrow_mut() = None);
+            }
+        }
+    }
+    let outermost = MOVED.with(|m| {
+        let mut m = m.borrow_mut();
+        let first = m.is_none();
+        if first {
+            *m = Some(std::collections::HashMap::new());
+        }
+        first
+    });
+    let _reset = Outermost(outermost);
+    f()
+}
+
 /// `prefix.name`, or `name` when `prefix` is empty: the names of `named_parameters()`.
 #[doc(hidden)]
 pub fn join_name(prefix: &str, name: &str) -> String {
@@ -278,20 +313,32 @@ impl<D: Device, E: Float> Module<D, E> for Tensor<D, E> {
     type On<D2: Device> = Tensor<D2, E>;
 
     /// The parameter on `dev`: still a parameter (a leaf), with its gradient moved along.
+    /// Within one move of a model ([`move_scope`]), a parameter met again (a tied weight) is
+    /// the one moved the first time: the tie holds on the new device, as in PyTorch.
     fn try_to<D2: Device>(&self, dev: D2) -> Result<Tensor<D2, E>> {
-        let value = self.detach().try_to(dev)?;
-        Ok(match self.node() {
-            None => value,
-            Some(node) => {
-                let moved = Tensor::parameter(value);
-                if let Some(g) = node.grad() {
-                    moved.try_set_grad(Some(
-                        crate::Tensor::<D, E>::from_raw(g, self.device()).try_to(dev)?,
-                    ))?;
-                }
-                moved
+        let Some(node) = self.node() else {
+            return self.detach().try_to(dev);
+        };
+        let id = std::sync::Arc::as_ptr(node) as usize;
+        if let Some((raw, node)) = MOVED.with(|m| m.borrow().as_ref()?.get(&id).cloned()) {
+            if raw.device == dev.dyn_device() {
+                let mut same = Tensor::from_raw(raw, dev);
+                same.node = Some(node);
+                return Ok(same);
             }
-        })
+        }
+        let moved = Tensor::parameter(self.detach().try_to(dev)?);
+        if let Some(g) = node.grad() {
+            moved.try_set_grad(Some(
+                crate::Tensor::<D, E>::from_raw(g, self.device()).try_to(dev)?,
+            ))?;
+        }
+        MOVED.with(|m| {
+            if let (Some(m), Some(n)) = (m.borrow_mut().as_mut(), moved.node()) {
+                m.insert(id, (moved.raw.clone(), n.clone()));
+            }
+        });
+        Ok(moved)
     }
 
     fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &Tensor<D, E>)) {
@@ -319,7 +366,7 @@ impl<D: Device, E: Float, M: Module<D, E>> Module<D, E> for Vec<M> {
     type On<D2: Device> = Vec<M::On<D2>>;
 
     fn try_to<D2: Device>(&self, dev: D2) -> Result<Self::On<D2>> {
-        self.iter().map(|m| m.try_to(dev)).collect()
+        move_scope(|| self.iter().map(|m| m.try_to(dev)).collect())
     }
 
     fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &Tensor<D, E>)) {
@@ -365,10 +412,10 @@ macro_rules! module {
             type On<$d2: $crate::Device> = $on;
 
             fn try_to<$d2: $crate::Device>(&self, dev: $d2) -> $crate::Result<$on> {
-                ::core::result::Result::Ok($sname {
+                $crate::nn::move_scope(|| ::core::result::Result::Ok($sname {
                     $($field: <_ as $crate::nn::Module<$d, $e>>::try_to(&self.$field, dev)?,)*
                     $($plain: ::core::clone::Clone::clone(&self.$plain),)*
-                })
+                }))
             }
 
             fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &$crate::Tensor<$d, $e>)) {
