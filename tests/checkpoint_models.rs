@@ -273,3 +273,19 @@ fn a_tied_weight_is_saved_once_and_shared_again_on_load() {
     assert_eq!(copy.b.weight().to_vec(), untied.a.weight().to_vec());
     std::fs::remove_file(&path).ok();
 }
+
+#[test]
+fn a_dynamic_model_lists_a_shared_weight_once() {
+    use devtype::nn::{DynLinear, DynModule, DynSequential};
+    let dev = DynDevice::cpu();
+    let a = DynLinear::new(3, 3, dev).unwrap();
+    let mut b = DynLinear::new(3, 3, dev).unwrap();
+    b.weight = a.weight.clone();
+    let model = DynSequential::new().append(a).append(b);
+    let names: Vec<String> = model
+        .named_parameters()
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect();
+    assert_eq!(names, ["0.weight", "0.bias", "1.bias"]);
+}
