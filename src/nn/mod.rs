@@ -153,12 +153,20 @@ pub(crate) fn for_each_unique_mut<D: Device, E: Float, M: Module<D, E> + ?Sized>
     result
 }
 
+/// Parameters moved in one [`move_scope`], by the identity of their source: the value and the
+/// node of the moved parameter.
+type Moved = std::collections::HashMap<
+    usize,
+    (
+        crate::core::raw::RawTensor,
+        std::sync::Arc<crate::graph::Node>,
+    ),
+>;
+
 thread_local! {
-    /// The parameters moved so far by the outermost [`move_scope`] on this thread, by the
-    /// identity of their source: `None` outside one.
-    static MOVED: std::cell::RefCell<
-        Option<std::collections::HashMap<usize, (crate::core::raw::RawTensor, std::sync::Arc<crate::graph::Node>)>>,
-    > = const { std::cell::RefCell::new(None) };
+    /// The parameters moved so far by the outermost [`move_scope`] on this thread: `None`
+    /// outside one.
+    static MOVED: std::cell::RefCell<Option<Moved>> = const { std::cell::RefCell::new(None) };
 }
 
 /// Runs `f`, the `try_to` of a module, as one move: a parameter that two of its layers hold
