@@ -307,8 +307,9 @@ pub trait Module<D: Device, E: Float = f32> {
     }
 
     /// Loads every parameter from a safetensors file onto the module's device `D` (the file
-    /// may have been written from any device). A missing or mis-shaped tensor is an error
-    /// naming it, and the module is left unchanged.
+    /// may have been written from any device, in any floating-point type: values are
+    /// converted, as PyTorch's `load_state_dict` converts). A missing or mis-shaped tensor is
+    /// an error naming it, and the module is left unchanged (see [`load`]).
     fn load(&mut self, path: impl AsRef<std::path::Path>) -> Result<()>
     where
         Self: Sized,
