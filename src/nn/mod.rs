@@ -137,12 +137,13 @@ pub(crate) fn for_each_unique_mut<D: Device, E: Float, M: Module<D, E> + ?Sized>
         std::collections::HashMap::new();
     let mut result = Ok(());
     model.visit_parameters_mut("", &mut |name, p| {
-        if result.is_err() {
-            return;
-        }
+        // Aliases of what was done are kept in step even after an error.
         let id = identity(p);
         if let Some(value) = id.and_then(|id| done.get(&id)) {
             *p.raw_mut() = value.clone();
+            return;
+        }
+        if result.is_err() {
             return;
         }
         result = f(name, p);

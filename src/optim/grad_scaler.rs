@@ -8,7 +8,7 @@ use crate::nn::Module;
 use crate::ops::amp::ScaleSchedule;
 use crate::tensor::Tensor;
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 /// Where one model (PyTorch: one optimizer) is in the current iteration, after
 /// [`GradScaler::unscale_`] or [`GradScaler::step`]; a model without an entry is `READY`.
@@ -87,8 +87,9 @@ pub struct GradScaler<D: Device> {
     /// One entry per model unscaled since the last `update`, cleared by `update`.
     per_model: Vec<PerModel<D>>,
     /// Every parameter unscaled since the last `update`, by identity, with the entry that
-    /// unscaled it. The node is held so that its identity cannot be reused before `update`.
-    unscaled: HashMap<usize, (Arc<Node>, usize)>,
+    /// unscaled it. A weak handle to the node keeps its address (its identity) from being
+    /// reused before `update`, without keeping the parameter or its gradient alive.
+    unscaled: HashMap<usize, (Weak<Node>, usize)>,
     schedule: ScaleSchedule,
 }
 
@@ -226,7 +227,7 @@ impl<D: Device> GradScaler<D> {
             if result.is_err() {
                 break;
             }
-            self.unscaled.insert(*id, (node.clone(), index));
+            self.unscaled.insert(*id, (Arc::downgrade(node), index));
         }
         if result.is_err() {
             if let Ok(set) = Tensor::<D, bool>::try_full([], true, dev) {
