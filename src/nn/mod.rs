@@ -281,12 +281,11 @@ pub trait Module<D: Device, E: Float = f32> {
         self.named_parameters().iter().map(|(_, p)| p.numel()).sum()
     }
 
-    /// Clears every parameter's gradient (PyTorch's `zero_grad(set_to_none=True)`); a tied
-    /// weight's one gradient is cleared once.
+    /// Clears every parameter's gradient (PyTorch's `zero_grad(set_to_none=True)`). A tied
+    /// weight has one gradient, whichever of its names clears it (clearing it again is a
+    /// no-op, so this visits without the bookkeeping of a deduplicated walk).
     fn zero_grad(&self) {
-        for (_, p) in self.named_parameters() {
-            p.zero_grad();
-        }
+        self.visit_parameters("", &mut |_, p| p.zero_grad());
     }
 
     /// Training mode (dropout active), as PyTorch's `model.train()`.
