@@ -289,3 +289,22 @@ fn a_dynamic_model_lists_a_shared_weight_once() {
         .collect();
     assert_eq!(names, ["0.weight", "0.bias", "1.bias"]);
 }
+
+#[test]
+fn a_linear_layer_whose_weight_is_not_a_matrix_is_an_error_not_a_panic() {
+    // from_parameters and set_weight take any tensor; try_forward must report the shape.
+    let x = Tensor::<Cpu>::ones([2, 3], Cpu);
+    for weight in [
+        Tensor::<Cpu>::ones([3], Cpu),
+        Tensor::<Cpu>::ones([], Cpu),
+        Tensor::<Cpu>::ones([2, 3, 1], Cpu),
+    ] {
+        let shape = weight.shape().to_vec();
+        let layer = Linear::from_parameters(weight, None);
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| layer.try_forward(&x)));
+        match r {
+            Err(_) => panic!("try_forward panicked for a weight of shape {shape:?}"),
+            Ok(r) => assert!(r.is_err(), "weight {shape:?} accepted"),
+        }
+    }
+}
