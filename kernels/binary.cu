@@ -200,10 +200,11 @@ COMPARE_ALL(le, LeOp)
 COMPARE_ALL(gt, GtOp)
 COMPARE_ALL(ge, GeOp)
 
-// The gradient of relu (src/ops/relu_backward): out[i] = y[i] > 0 ? grad[i] : 0, where y is
-// the relu's output (NaN gives 0, as on the CPU).
+// The gradient of relu (src/ops/relu_backward): out[i] = y[i] <= 0 ? 0 : grad[i], where y is
+// the relu's output: PyTorch's threshold_backward, so a NaN output passes the gradient, as on
+// the CPU.
 template <typename T> struct ReluBackwardOp {
-    __device__ __forceinline__ T operator()(T g, T y) const { return y > (T)0 ? g : (T)0; }
+    __device__ __forceinline__ T operator()(T g, T y) const { return y <= (T)0 ? (T)0 : g; }
 };
 
 #define RELU_BACKWARD(T, SUFFIX)                                                                      \

@@ -89,21 +89,35 @@ pub(crate) fn binary(a: In<'_>, b: In<'_>, op: BinaryOp) -> Result<Out> {
                     (ga, gb)
                 }
                 BinaryOp::Pow => {
+                    // PyTorch's FunctionsManual.cpp, for `pow(Tensor self, Tensor exponent)`:
+                    //   pow_backward_self:     where(exponent == 0, 0, grad * exponent * self^(exponent - 1))
+                    //   pow_backward_exponent: grad * where(self == 0 & exponent >= 0, 0, result * log(self))
+                    // so a zero base (polynomial features of a zero input) gives 0, not NaN.
+                    let zero = kit::full_scalar(0.0, &g)?;
                     let ga = need_a
                         .then(|| -> Result<_> {
-                            // y * x^(y - 1)
                             let ym1 = kit::scalar(y.clone(), 1.0, BinaryOp::Sub, false)?;
                             let p = ops::binary::binary(
                                 Operand::Borrowed(&x),
                                 Operand::Owned(ym1),
                                 BinaryOp::Pow,
                             )?;
-                            kit::mul(kit::mul(p, &y)?, &g)
+                            let d = kit::mul(kit::mul(p, &y)?, &g)?;
+                            let y_zero =
+                                ops::binary::compare_scalar(&y, Scalar::Float(0.0), CompareOp::Eq)?;
+                            ops::where_cond::where_cond(&y_zero, &zero, &d)
                         })
                         .transpose()?;
                     let gb = need_b
-                        .then(|| {
-                            kit::mul(kit::mul(kit::unary(x.clone(), UnaryOp::Log)?, &out)?, &g)
+                        .then(|| -> Result<_> {
+                            let t = kit::mul(kit::unary(x.clone(), UnaryOp::Log)?, &out)?;
+                            let x_zero =
+                                ops::binary::compare_scalar(&x, Scalar::Float(0.0), CompareOp::Eq)?;
+                            let y_nonneg =
+                                ops::binary::compare_scalar(&y, Scalar::Float(0.0), CompareOp::Ge)?;
+                            let inner = ops::where_cond::where_cond(&y_nonneg, &zero, &t)?;
+                            let masked = ops::where_cond::where_cond(&x_zero, &inner, &t)?;
+                            kit::mul(masked, &g)
                         })
                         .transpose()?;
                     (ga, gb)
@@ -144,12 +158,22 @@ pub(crate) fn binary_scalar(
                 (BinaryOp::Div, false) => kit::scalar(g, s, BinaryOp::Div, false)?,
                 // d(s / x)/dx = -(s / x) / x
                 (BinaryOp::Div, true) => kit::neg(kit::div(kit::mul(g, &out)?, &x)?)?,
-                // d(x^s)/dx = s * x^(s - 1)
+                // d(x^s)/dx = s * x^(s - 1); PyTorch's `pow_backward` returns zeros for s == 0
+                // (else 0 * 0^-1 = NaN at a zero base).
+                (BinaryOp::Pow, false) if s == 0.0 => kit::zeros(x.shape(), &g)?,
                 (BinaryOp::Pow, false) => kit::mul(
                     g,
                     &kit::mul_scalar(kit::scalar(x, s - 1.0, BinaryOp::Pow, false)?, s)?,
                 )?,
-                // d(s^x)/dx = s^x * ln(s)
+                // d(s^x)/dx = s^x * ln(s); PyTorch's `pow_backward_exponent` for a scalar base:
+                // where s == 0, `grad * where(exponent >= 0, 0, result * log(0))`.
+                (BinaryOp::Pow, true) if s == 0.0 => {
+                    let t = kit::mul_scalar(out, f64::NEG_INFINITY)?;
+                    let nonneg =
+                        ops::binary::compare_scalar(&x, Scalar::Float(0.0), CompareOp::Ge)?;
+                    let zero = kit::full_scalar(0.0, &g)?;
+                    kit::mul(ops::where_cond::where_cond(&nonneg, &zero, &t)?, &g)?
+                }
                 (BinaryOp::Pow, true) => kit::mul_scalar(kit::mul(g, &out)?, s.ln())?,
                 (BinaryOp::Maximum, _) => kit::mul(g, &kit::mask_scalar(&x, s, CompareOp::Ge)?)?,
                 (BinaryOp::Minimum, _) => kit::mul(g, &kit::mask_scalar(&x, s, CompareOp::Le)?)?,
@@ -672,5 +696,38 @@ impl crate::DynTensor {
             .tensor(self.raw.dtype, self.raw.rank())
             .scalar(s.into())
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tensor::operand::sealed::AsRaw;
+    use crate::{Cpu, Tensor};
+
+    /// `s ^ x` with a scalar base (reached from the dynamic front when a CPU 0-dim base meets
+    /// a GPU exponent): PyTorch's `pow_backward_exponent(grad, Scalar base, exponent, result)`
+    /// is `grad * where(exponent >= 0, 0, result * log(base))` for a zero base, so
+    /// `d 0^x / dx` at x = [0, 1, -1, 2.5] is [0, 0, inf * -inf = -inf, 0] (the plain rule
+    /// gives -inf and NaN at 0 and 1).
+    #[test]
+    fn scalar_base_zero_masks_as_pytorch() {
+        let x = Tensor::parameter(Tensor::<Cpu, f64>::from_vec(
+            vec![0.0, 1.0, -1.0, 2.5],
+            [4],
+            Cpu,
+        ));
+        let out = binary_scalar(x.input(), Scalar::Float(0.0), BinaryOp::Pow, true).unwrap();
+        Tensor::<Cpu, f64>::from_out(out, Cpu).sum_all().backward();
+        assert_eq!(
+            x.grad().unwrap().to_vec(),
+            vec![0.0, 0.0, f64::NEG_INFINITY, 0.0]
+        );
+        // A non-zero base is not masked: d 2^x / dx = 2^x ln 2.
+        let x = Tensor::parameter(Tensor::<Cpu, f64>::from_vec(vec![0.0, 1.0], [2], Cpu));
+        let out = binary_scalar(x.input(), Scalar::Float(2.0), BinaryOp::Pow, true).unwrap();
+        Tensor::<Cpu, f64>::from_out(out, Cpu).sum_all().backward();
+        let ln2 = std::f64::consts::LN_2;
+        assert_eq!(x.grad().unwrap().to_vec(), vec![ln2, 2.0 * ln2]);
     }
 }

@@ -36,7 +36,10 @@ pub(crate) fn linear(x: In<'_>, weight: In<'_>, bias: Option<In<'_>>) -> Result<
             let xs = need_w.then(|| x.value.clone());
             let ws = need_x.then(|| weight.value.clone());
             let x_shape = x.value.layout.shape;
-            let (out_f, in_f) = (weight.value.shape()[0], weight.value.shape()[1]);
+            // Read without indexing: the forward below checks the shapes after this runs, and
+            // a weight that is not a matrix must be its error, not a panic here.
+            let dim = |d: usize| weight.value.shape().get(d).copied().unwrap_or(0);
+            let (out_f, in_f) = (dim(0), dim(1));
             move |g| {
                 let rows = x_shape
                     .iter()

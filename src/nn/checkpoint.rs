@@ -43,8 +43,28 @@ fn to_bytes(t: &RawTensor) -> Result<Vec<u8>> {
     }
 }
 
-/// Writes named tensors to `path` in the safetensors format.
+/// The first name given twice, if any.
+fn repeated_name<'a>(names: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let mut seen = std::collections::HashSet::new();
+    names.into_iter().find(|n| !seen.insert(*n))
+}
+
+/// The error for two different tensors under one name: a file holds one tensor per name.
+fn repeated_name_error(path: &Path, name: &str) -> Error {
+    checkpoint_error(
+        path,
+        format!(
+            "two different parameters are named \"{name}\"; a checkpoint holds one tensor per name"
+        ),
+    )
+}
+
+/// Writes named tensors to `path` in the safetensors format. A name given twice is an error
+/// naming it, and nothing is written.
 pub(crate) fn write(path: &Path, tensors: &[(String, &RawTensor)]) -> Result<()> {
+    if let Some(name) = repeated_name(tensors.iter().map(|(n, _)| n.as_str())) {
+        return Err(repeated_name_error(path, name));
+    }
     let data = tensors
         .iter()
         .map(|(name, t)| Ok((name.clone(), t.dtype, t.shape().to_vec(), to_bytes(t)?)))
@@ -340,7 +360,10 @@ fn check_header(path: &Path, bytes: &[u8]) -> Result<()> {
     Ok(())
 }
 
-/// Reads every tensor of `path`, which must all be of element type `E`.
+/// Reads every tensor of `path` as element type `E`: a floating-point tensor of another type
+/// (`f16`, `bf16`, `f32`, `f64`) is converted, rounding once to nearest as the crate's casts
+/// do (PyTorch's `load_state_dict` converts with `param.copy_(input_param)`); a tensor of a
+/// non-float type is an error naming it.
 ///
 /// A malformed file is an error naming the file (and the tensor, where one is at fault),
 /// never a panic: see `check_header`.
@@ -361,7 +384,10 @@ pub(crate) fn read<E: Float>(path: &Path) -> Result<Vec<Loaded<E>>> {
                 ),
             ));
         }
-        if view.dtype() != st_dtype(E::DTYPE) {
+        let Some(file_dtype) = [DType::F32, DType::F64, DType::F16, DType::BF16]
+            .into_iter()
+            .find(|&d| st_dtype(d) == view.dtype())
+        else {
             return Err(checkpoint_error(
                 path,
                 format!(
@@ -370,8 +396,8 @@ pub(crate) fn read<E: Float>(path: &Path) -> Result<Vec<Loaded<E>>> {
                     st_dtype(E::DTYPE)
                 ),
             ));
-        }
-        let width = E::DTYPE.size_in_bytes();
+        };
+        let width = file_dtype.size_in_bytes();
         let numel = view
             .shape()
             .iter()
@@ -389,7 +415,7 @@ pub(crate) fn read<E: Float>(path: &Path) -> Result<Vec<Loaded<E>>> {
         let values = view
             .data()
             .chunks_exact(width)
-            .map(|c| match E::DTYPE {
+            .map(|c| match file_dtype {
                 DType::F32 => {
                     E::from_f64(f32::from_le_bytes(c.try_into().expect("4 bytes")) as f64)
                 }
@@ -415,6 +441,12 @@ pub(crate) fn read<E: Float>(path: &Path) -> Result<Vec<Loaded<E>>> {
 
 /// Saves the parameters of `model` to a safetensors file (PyTorch: `save_file(model.state_dict(), path)`).
 ///
+/// Each parameter is written once, under its first name: a weight tied to another layer's
+/// (`set_weight(&other.weight())`) is stored under the first layer's name only, as
+/// safetensors' `save_model` stores shared tensors, and [`load`] gives it to every layer that
+/// shares it. Two different parameters under one name are an error naming it (nothing is
+/// written).
+///
 /// ```
 /// use devtype::prelude::*;
 /// use devtype::nn::Linear;
@@ -438,56 +470,79 @@ pub fn save<D: Device, E: Float, M: Module<D, E>>(model: &M, path: impl AsRef<Pa
 /// Every tensor is checked before anything changes: a parameter missing from the file is
 /// [`Error::MissingTensor`], one of another shape [`Error::TensorShapeMismatch`], both with
 /// PyTorch's `load_state_dict` text naming it; a tensor the model does not have is an error
-/// too (PyTorch's `strict=True`).
+/// too (PyTorch's `strict=True`), and so are two different parameters under one name. A
+/// tensor of another floating-point type (`f16`, `bf16`, `f64` into an `f32` model, or any
+/// other pair) is converted, as PyTorch's `load_state_dict` converts. On any error the model
+/// is left unchanged.
+///
+/// A tied weight is read from its first name (see [`save`]) and shared again by every layer
+/// that holds it; a file that also stores it under another of its names is accepted (that
+/// entry's shape is checked, its values are not used).
 pub fn load<D: Device, E: Float, M: Module<D, E>>(
     model: &mut M,
     path: impl AsRef<Path>,
 ) -> Result<()> {
     let path = path.as_ref();
-    let mut loaded = read::<E>(path)?;
-    let params = model.named_parameters();
-    for (name, p) in &params {
-        let found = loaded
-            .iter()
-            .find(|t| &t.name == name)
-            .ok_or_else(|| Error::MissingTensor { name: name.clone() })?;
-        if found.shape != p.shape() {
+    // Every name, and the first name of each parameter (its identity), in visit order.
+    let mut all: Vec<(String, Vec<usize>, Option<usize>)> = Vec::new();
+    model.visit_parameters("", &mut |name, p| {
+        all.push((name.to_string(), p.shape().to_vec(), super::identity(p)))
+    });
+    let mut firsts = std::collections::HashSet::new();
+    let mut params: Vec<(&str, &[usize])> = Vec::new();
+    for (name, shape, id) in &all {
+        if id.is_none_or(|id| firsts.insert(id)) {
+            params.push((name, shape));
+        }
+    }
+    if let Some(name) = repeated_name(params.iter().map(|(n, _)| *n)) {
+        return Err(repeated_name_error(path, name));
+    }
+    let loaded = read::<E>(path)?;
+    let find = |name: &str| loaded.iter().find(|t| t.name == name);
+    for (name, shape, _) in &all {
+        let primary = params.iter().any(|(n, _)| n == name);
+        let found = match find(name) {
+            Some(found) => found,
+            None if primary => return Err(Error::MissingTensor { name: name.clone() }),
+            None => continue,
+        };
+        if found.shape != *shape {
             return Err(Error::TensorShapeMismatch {
                 name: name.clone(),
-                expected: p.shape().to_vec(),
+                expected: shape.clone(),
                 found: found.shape.clone(),
             });
         }
     }
     if let Some(extra) = loaded
         .iter()
-        .find(|t| !params.iter().any(|(n, _)| n == &t.name))
+        .find(|t| !all.iter().any(|(n, _, _)| n == &t.name))
     {
         return Err(checkpoint_error(
             path,
             format!("Unexpected key(s) in state_dict: \"{}\".", extra.name),
         ));
     }
-    let device = match params.first() {
-        Some((_, p)) => p.device(),
-        None => return Ok(()),
+    let Some(device) = model.named_parameters().first().map(|(_, p)| p.device()) else {
+        return Ok(());
     };
-    let mut values = Vec::with_capacity(params.len());
-    for (name, _) in &params {
-        let at = loaded
-            .iter()
-            .position(|t| &t.name == name)
-            .expect("checked above");
-        let t = loaded.swap_remove(at);
-        values.push(Tensor::<D, E>::try_from_vec(t.values, &t.shape, device)?);
+    let mut values = std::collections::HashMap::with_capacity(params.len());
+    let primaries: std::collections::HashSet<String> =
+        params.iter().map(|(n, _)| n.to_string()).collect();
+    for t in loaded {
+        if primaries.contains(&t.name) {
+            let value = Tensor::<D, E>::try_from_vec(t.values, &t.shape, device)?;
+            values.insert(t.name, value);
+        }
     }
-    let mut values = values.into_iter();
-    model.visit_parameters_mut("", &mut |_, p| {
-        if let Some(v) = values.next() {
+    // Every value is on the device: nothing can fail from here on.
+    super::for_each_unique_mut(model, |name, p| {
+        if let Some(v) = values.remove(name) {
             p.set_value(v);
         }
-    });
-    Ok(())
+        Ok(())
+    })
 }
 
 /// Reads every tensor of a safetensors file onto `dev`, by name (sorted): a checkpoint

@@ -35,10 +35,18 @@ pub trait DynModule {
         Ok(self)
     }
 
-    /// The parameters with their names.
+    /// The parameters with their names, each once, under the first name it is visited by (as
+    /// PyTorch's `named_parameters()`, `remove_duplicate=True`): a weight shared by two layers
+    /// (`b.weight = a.weight.clone()`) is listed under the first layer's name only.
     fn named_parameters(&self) -> Vec<(String, DynTensor)> {
         let mut out = Vec::new();
-        self.visit_parameters("", &mut |name, p| out.push((name.to_string(), p.clone())));
+        let mut seen = std::collections::HashSet::new();
+        self.visit_parameters("", &mut |name, p| {
+            let id = p.node.as_ref().map(|n| std::sync::Arc::as_ptr(n) as usize);
+            if id.is_none_or(|id| seen.insert(id)) {
+                out.push((name.to_string(), p.clone()));
+            }
+        });
         out
     }
 

@@ -120,6 +120,83 @@ impl<D: Device, E: Float> ParameterOn<D, E> for &Tensor<D, E> {
     }
 }
 
+/// The identity of a parameter: its autograd node, which every handle to it shares (the
+/// handles of a tied weight included). `None` for a tensor that does not require grad.
+pub(crate) fn identity<D: Device, E: Float>(p: &Tensor<D, E>) -> Option<usize> {
+    p.node().map(|n| std::sync::Arc::as_ptr(n) as usize)
+}
+
+/// Calls `f` once per parameter of `model` (the first handle of each, by [`identity`]),
+/// mutably, stopping at the first error; every later handle to the same parameter (a tied
+/// weight) is then given the first one's value, so the tie holds and nothing is updated twice.
+pub(crate) fn for_each_unique_mut<D: Device, E: Float, M: Module<D, E> + ?Sized>(
+    model: &mut M,
+    mut f: impl FnMut(&str, &mut Tensor<D, E>) -> Result<()>,
+) -> Result<()> {
+    let mut done: std::collections::HashMap<usize, crate::core::raw::RawTensor> =
+        std::collections::HashMap::new();
+    let mut result = Ok(());
+    model.visit_parameters_mut("", &mut |name, p| {
+        // Aliases of what was done are kept in step even after an error.
+        let id = identity(p);
+        if let Some(value) = id.and_then(|id| done.get(&id)) {
+            *p.raw_mut() = value.clone();
+            return;
+        }
+        if result.is_err() {
+            return;
+        }
+        result = f(name, p);
+        if let (Ok(()), Some(id)) = (&result, id) {
+            done.insert(id, p.raw.clone());
+        }
+    });
+    result
+}
+
+/// Parameters moved in one [`move_scope`], by the identity of their source: the value and the
+/// node of the moved parameter.
+type Moved = std::collections::HashMap<
+    usize,
+    (
+        crate::core::raw::RawTensor,
+        std::sync::Arc<crate::graph::Node>,
+    ),
+>;
+
+thread_local! {
+    /// The parameters moved so far by the outermost [`move_scope`] on this thread: `None`
+    /// outside one.
+    static MOVED: std::cell::RefCell<Option<Moved>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `f`, the `try_to` of a module, as one move: a parameter that two of its layers hold
+/// (a tied weight) is moved once and stays one parameter on the new device. Nested scopes
+/// (the layers' own `try_to`) join the outermost one. Used by [`module!`](crate::module),
+/// `Vec` and `Sequential`; a hand-written `Module` whose layers share a parameter calls it
+/// around its `try_to` too.
+#[doc(hidden)]
+pub fn move_scope<R>(f: impl FnOnce() -> R) -> R {
+    struct Outermost(bool);
+    impl Drop for Outermost {
+        fn drop(&mut self) {
+            if self.0 {
+                MOVED.with(|m| *m.borrow_mut() = None);
+            }
+        }
+    }
+    let outermost = MOVED.with(|m| {
+        let mut m = m.borrow_mut();
+        let first = m.is_none();
+        if first {
+            *m = Some(std::collections::HashMap::new());
+        }
+        first
+    });
+    let _reset = Outermost(outermost);
+    f()
+}
+
 /// `prefix.name`, or `name` when `prefix` is empty: the names of `named_parameters()`.
 #[doc(hidden)]
 pub fn join_name(prefix: &str, name: &str) -> String {
@@ -176,9 +253,18 @@ pub trait Module<D: Device, E: Float = f32> {
 
     /// The parameters with their names (`fc1.weight`, `0.bias`, ...), as PyTorch's
     /// `named_parameters()`. Each is a handle to the same parameter (gradients are shared).
+    ///
+    /// Each parameter comes once, under the first name it is visited by, as PyTorch's
+    /// `remove_duplicate=True`: a weight tied to another layer's (`set_weight(&other.weight())`)
+    /// is listed under the first layer's name only.
     fn named_parameters(&self) -> Vec<(String, Tensor<D, E>)> {
         let mut out = Vec::new();
-        self.visit_parameters("", &mut |name, p| out.push((name.to_string(), p.clone())));
+        let mut seen = std::collections::HashSet::new();
+        self.visit_parameters("", &mut |name, p| {
+            if identity(p).is_none_or(|id| seen.insert(id)) {
+                out.push((name.to_string(), p.clone()));
+            }
+        });
         out
     }
 
@@ -190,14 +276,14 @@ pub trait Module<D: Device, E: Float = f32> {
             .collect()
     }
 
-    /// The number of scalar parameters.
+    /// The number of scalar parameters, each parameter counted once (a tied weight too).
     fn num_parameters(&self) -> usize {
-        let mut n = 0;
-        self.visit_parameters("", &mut |_, p| n += p.numel());
-        n
+        self.named_parameters().iter().map(|(_, p)| p.numel()).sum()
     }
 
-    /// Clears every parameter's gradient (PyTorch's `zero_grad(set_to_none=True)`).
+    /// Clears every parameter's gradient (PyTorch's `zero_grad(set_to_none=True)`). A tied
+    /// weight has one gradient, whichever of its names clears it (clearing it again is a
+    /// no-op, so this visits without the bookkeeping of a deduplicated walk).
     fn zero_grad(&self) {
         self.visit_parameters("", &mut |_, p| p.zero_grad());
     }
@@ -221,8 +307,9 @@ pub trait Module<D: Device, E: Float = f32> {
     }
 
     /// Loads every parameter from a safetensors file onto the module's device `D` (the file
-    /// may have been written from any device). A missing or mis-shaped tensor is an error
-    /// naming it, and the module is left unchanged.
+    /// may have been written from any device, in any floating-point type: values are
+    /// converted, as PyTorch's `load_state_dict` converts). A missing or mis-shaped tensor is
+    /// an error naming it, and the module is left unchanged (see [`load`]).
     fn load(&mut self, path: impl AsRef<std::path::Path>) -> Result<()>
     where
         Self: Sized,
@@ -235,20 +322,32 @@ impl<D: Device, E: Float> Module<D, E> for Tensor<D, E> {
     type On<D2: Device> = Tensor<D2, E>;
 
     /// The parameter on `dev`: still a parameter (a leaf), with its gradient moved along.
+    /// Within one move of a model ([`move_scope`]), a parameter met again (a tied weight) is
+    /// the one moved the first time: the tie holds on the new device, as in PyTorch.
     fn try_to<D2: Device>(&self, dev: D2) -> Result<Tensor<D2, E>> {
-        let value = self.detach().try_to(dev)?;
-        Ok(match self.node() {
-            None => value,
-            Some(node) => {
-                let moved = Tensor::parameter(value);
-                if let Some(g) = node.grad() {
-                    moved.try_set_grad(Some(
-                        crate::Tensor::<D, E>::from_raw(g, self.device()).try_to(dev)?,
-                    ))?;
-                }
-                moved
+        let Some(node) = self.node() else {
+            return self.detach().try_to(dev);
+        };
+        let id = std::sync::Arc::as_ptr(node) as usize;
+        if let Some((raw, node)) = MOVED.with(|m| m.borrow().as_ref()?.get(&id).cloned()) {
+            if raw.device == dev.dyn_device() {
+                let mut same = Tensor::from_raw(raw, dev);
+                same.node = Some(node);
+                return Ok(same);
             }
-        })
+        }
+        let moved = Tensor::parameter(self.detach().try_to(dev)?);
+        if let Some(g) = node.grad() {
+            moved.try_set_grad(Some(
+                crate::Tensor::<D, E>::from_raw(g, self.device()).try_to(dev)?,
+            ))?;
+        }
+        MOVED.with(|m| {
+            if let (Some(m), Some(n)) = (m.borrow_mut().as_mut(), moved.node()) {
+                m.insert(id, (moved.raw.clone(), n.clone()));
+            }
+        });
+        Ok(moved)
     }
 
     fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &Tensor<D, E>)) {
@@ -276,7 +375,7 @@ impl<D: Device, E: Float, M: Module<D, E>> Module<D, E> for Vec<M> {
     type On<D2: Device> = Vec<M::On<D2>>;
 
     fn try_to<D2: Device>(&self, dev: D2) -> Result<Self::On<D2>> {
-        self.iter().map(|m| m.try_to(dev)).collect()
+        move_scope(|| self.iter().map(|m| m.try_to(dev)).collect())
     }
 
     fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &Tensor<D, E>)) {
@@ -322,10 +421,10 @@ macro_rules! module {
             type On<$d2: $crate::Device> = $on;
 
             fn try_to<$d2: $crate::Device>(&self, dev: $d2) -> $crate::Result<$on> {
-                ::core::result::Result::Ok($sname {
+                $crate::nn::move_scope(|| ::core::result::Result::Ok($sname {
                     $($field: <_ as $crate::nn::Module<$d, $e>>::try_to(&self.$field, dev)?,)*
                     $($plain: ::core::clone::Clone::clone(&self.$plain),)*
-                })
+                }))
             }
 
             fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &$crate::Tensor<$d, $e>)) {

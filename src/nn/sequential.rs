@@ -63,7 +63,7 @@ macro_rules! sequential {
             type On<D2: Device> = Sequential<($($m::On<D2>,)+)>;
 
             fn try_to<D2: Device>(&self, dev: D2) -> Result<Self::On<D2>> {
-                Ok(Sequential(($(self.0.$i.try_to(dev)?,)+)))
+                super::move_scope(|| Ok(Sequential(($(self.0.$i.try_to(dev)?,)+))))
             }
 
             fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &Tensor<D, E>)) {

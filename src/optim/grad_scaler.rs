@@ -3,22 +3,58 @@
 use super::{ModelOn, Optimizer};
 use crate::core::error::{Error, Result};
 use crate::device::Device;
+use crate::graph::Node;
 use crate::nn::Module;
 use crate::ops::amp::ScaleSchedule;
 use crate::tensor::Tensor;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Weak};
+
+/// Where one model (PyTorch: one optimizer) is in the current iteration, after
+/// [`GradScaler::unscale_`] or [`GradScaler::step`]; a model without an entry is `READY`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stage {
+    /// Its gradients are unscaled (PyTorch's `OptState.UNSCALED`).
+    Unscaled,
+    /// It has stepped (PyTorch's `OptState.STEPPED`).
+    Stepped,
+}
+
+/// The state of one model since the last `update` (PyTorch's `_per_optimizer_states[id(opt)]`).
+#[derive(Debug)]
+struct PerModel<D: Device> {
+    /// The model's parameters, by identity, sorted: which model this is. An optimizer here
+    /// holds no parameters (it updates the model it is given), so the model's parameter set
+    /// plays the part of PyTorch's `id(optimizer)`.
+    key: Vec<usize>,
+    stage: Stage,
+    /// Set on the device where a gradient this entry unscaled was `inf` or NaN.
+    found_inf: Tensor<D, bool>,
+    /// Entries that unscaled a parameter this model shares with another (weights tied across
+    /// models): their flags count for this model's step too.
+    shared_with: Vec<usize>,
+}
 
 /// Scales the loss before `backward` so that small `f16` gradients do not flush to zero,
 /// unscales the gradients before the optimizer steps, skips the steps whose gradients hold
 /// an `inf` or a NaN, and adapts the scale: halved after such a step, doubled after
 /// `growth_interval` good ones. PyTorch's defaults: 65536, 2.0, 0.5, 2000.
 ///
-/// The scale, the count of good steps and the found-`inf` flag are 0-dim tensors on `D`, and
+/// The scale, the count of good steps and the found-`inf` flags are 0-dim tensors on `D`, and
 /// every decision is made on the device, as PyTorch's fused path does: `unscale_` is one
 /// in-place pass per gradient that also sets the flag, the optimizer's fused kernels read the
 /// flag and write nothing when it is set, and `update` is one tiny kernel. A training step with
 /// a `GradScaler` makes no host sync and moves about the bytes of a plain step plus one read
 /// and write of the gradients. Only [`get_scale`](Self::get_scale) reads the scale back, as
 /// PyTorch's does.
+///
+/// One scaler can drive several models in one iteration (PyTorch's multi-model pattern): each
+/// model's gradients are unscaled and checked once, by its own `unscale_` or `step`, and each
+/// model steps or skips on its own flag; `update` backs off if any of them found an `inf`. The
+/// state is kept per model, as PyTorch keeps it per optimizer (`READY`, `UNSCALED`,
+/// `STEPPED`), with PyTorch's errors for a second `unscale_` or `step` before `update`. A
+/// parameter is one gradient however many names it has (weights tied with
+/// `set_weight(&other.weight())`, within a model or across models): it is unscaled once.
 ///
 /// ```
 /// use devtype::amp::{autocast, GradScaler};
@@ -48,9 +84,44 @@ pub struct GradScaler<D: Device> {
     scale: Tensor<D, f32>,
     /// Good steps since the scale last changed.
     growth_tracker: Tensor<D, i64>,
-    /// Set by `unscale_`, read by `step`, cleared by `update`.
-    found_inf: Option<Tensor<D, bool>>,
+    /// One entry per model unscaled since the last `update`, cleared by `update`.
+    per_model: Vec<PerModel<D>>,
+    /// Every parameter unscaled since the last `update`, by identity, with the entry that
+    /// unscaled it. A weak handle to the node keeps its address (its identity) from being
+    /// reused before `update`, without keeping the parameter or its gradient alive.
+    unscaled: HashMap<usize, (Weak<Node>, usize)>,
     schedule: ScaleSchedule,
+}
+
+/// PyTorch's text for a second `unscale_` on one optimizer before `update`.
+const UNSCALED_TWICE: &str =
+    "unscale_() has already been called on this optimizer since the last update().";
+
+/// The parameters of `model`, each once (by identity), with their identities.
+fn parameters_of<D: Device, M: Module<D, f32>>(model: &M) -> Vec<(usize, Arc<Node>)> {
+    let mut out: Vec<(usize, Arc<Node>)> = Vec::new();
+    let mut seen = HashSet::new();
+    model.visit_parameters("", &mut |_, p| {
+        if let (Some(id), Some(node)) = (crate::nn::identity(p), p.node()) {
+            if seen.insert(id) {
+                out.push((id, node.clone()));
+            }
+        }
+    });
+    out
+}
+
+/// The key of a model's entry: its parameters' identities, sorted.
+fn key_of(params: &[(usize, Arc<Node>)]) -> Vec<usize> {
+    let mut key: Vec<usize> = params.iter().map(|(id, _)| *id).collect();
+    key.sort_unstable();
+    key
+}
+
+/// `a || b` for two 0-dim flags, on their device.
+fn either<D: Device>(a: &Tensor<D, bool>, b: &Tensor<D, bool>) -> Result<Tensor<D, bool>> {
+    let raw = crate::ops::where_cond::where_cond(&a.raw, &a.raw, &b.raw)?;
+    Ok(Tensor::from_raw(raw, a.device()))
 }
 
 impl<D: Device> GradScaler<D> {
@@ -82,7 +153,8 @@ impl<D: Device> GradScaler<D> {
         Ok(GradScaler {
             scale: Tensor::try_full([], init_scale, dev)?,
             growth_tracker: Tensor::try_full([], 0, dev)?,
-            found_inf: None,
+            per_model: Vec::new(),
+            unscaled: HashMap::new(),
             schedule: ScaleSchedule {
                 growth_factor,
                 backoff_factor,
@@ -106,31 +178,80 @@ impl<D: Device> GradScaler<D> {
         self.scale.item()
     }
 
+    /// The entry of the model with these parameters, if it was unscaled since the last update.
+    fn entry(&self, key: &[usize]) -> Option<usize> {
+        self.per_model.iter().position(|m| m.key == key)
+    }
+
     /// Divides every gradient of `model` by the scale, in place, and notes on the device
     /// whether any of them holds an `inf` or a NaN (PyTorch's `scaler.unscale_(optimizer)`,
-    /// for gradient clipping between `backward` and `step`). Once per step: a second call
-    /// before [`update`](Self::update) is an error, as in PyTorch.
+    /// for gradient clipping between `backward` and `step`). Once per model and step: a second
+    /// call before [`update`](Self::update) is PyTorch's error `unscale_() has already been
+    /// called on this optimizer since the last update().`, and one after `step`
+    /// `unscale_() is being called after step().`. A parameter that another model's `unscale_`
+    /// already unscaled in this iteration (a weight shared by both) is not unscaled again.
     pub fn try_unscale_<M: Module<D, f32>>(&mut self, model: &M) -> Result<()> {
-        if self.found_inf.is_some() {
-            return Err(Error::Autograd(
-                "unscale_() has already been called on this optimizer since the last update()."
-                    .into(),
-            ));
+        let params = parameters_of(model);
+        let key = key_of(&params);
+        if let Some(i) = self.entry(&key) {
+            return Err(Error::Autograd(match self.per_model[i].stage {
+                Stage::Unscaled => UNSCALED_TWICE.into(),
+                Stage::Stepped => "unscale_() is being called after step().".into(),
+            }));
         }
+        self.unscale_params(key, &params).map(|_| ())
+    }
+
+    /// Unscales the parameters not unscaled yet in this iteration and records the model's
+    /// entry, `UNSCALED`; returns its index. On an error the gradients unscaled so far stay
+    /// recorded as unscaled and the entry's flag is set, so that no step uses a half-unscaled
+    /// model and no gradient is unscaled twice.
+    fn unscale_params(&mut self, key: Vec<usize>, params: &[(usize, Arc<Node>)]) -> Result<usize> {
+        let index = self.per_model.len();
         let inv_scale = self.scale.try_reciprocal()?;
-        let mut found = Tensor::<D, bool>::try_full([], false, self.scale.device())?;
+        let dev = self.scale.device();
+        let mut found = Tensor::<D, bool>::try_full([], false, dev)?;
+        let mut shared_with = Vec::new();
         let mut result = Ok(());
         // In place, one pass per gradient (PyTorch's `_amp_foreach_non_finite_check_and_unscale_`):
         // a gradient another handle holds is copied first, so that handle keeps its values.
-        model.visit_parameters("", &mut |_, p| {
-            if let (Ok(()), Some(node)) = (&result, p.node()) {
-                result = node
-                    .update_grad(|g| crate::ops::amp::unscale_(g, &inv_scale.raw, &mut found.raw));
+        for (id, node) in params {
+            if let Some(&(_, other)) = self.unscaled.get(id) {
+                if !shared_with.contains(&other) {
+                    shared_with.push(other);
+                }
+                continue;
             }
+            result =
+                node.update_grad(|g| crate::ops::amp::unscale_(g, &inv_scale.raw, &mut found.raw));
+            if result.is_err() {
+                break;
+            }
+            self.unscaled.insert(*id, (Arc::downgrade(node), index));
+        }
+        if result.is_err() {
+            if let Ok(set) = Tensor::<D, bool>::try_full([], true, dev) {
+                found = set;
+            }
+        }
+        self.per_model.push(PerModel {
+            key,
+            stage: Stage::Unscaled,
+            found_inf: found,
+            shared_with,
         });
-        result?;
-        self.found_inf = Some(found);
-        Ok(())
+        result.map(|()| index)
+    }
+
+    /// Whether the step of entry `i` is skipped: its own flag, or that of an entry that
+    /// unscaled one of its parameters (on the device: no sync).
+    fn skip_flag(&self, i: usize) -> Result<Tensor<D, bool>> {
+        let entry = &self.per_model[i];
+        let mut skip = entry.found_inf.clone();
+        for &j in &entry.shared_with {
+            skip = either(&skip, &self.per_model[j].found_inf)?;
+        }
+        Ok(skip)
     }
 
     /// [`try_unscale_`](Self::try_unscale_), panicking with the error's text.
@@ -141,19 +262,35 @@ impl<D: Device> GradScaler<D> {
         }
     }
 
-    /// Unscales the gradients (unless [`unscale_`](Self::unscale_) already did) and steps
-    /// `opt`, except where a gradient was not finite: then nothing changes. Decided on the
-    /// device (`Optimizer::try_step_unless`), with no host sync.
+    /// Unscales the gradients of `model` (unless [`unscale_`](Self::unscale_) already did) and
+    /// steps `opt` on it, except where one of its gradients was not finite: then nothing
+    /// changes. Decided on the device (`Optimizer::try_step_unless`), with no host sync.
+    ///
+    /// Once per model and iteration: a second `step` of the same model before
+    /// [`update`](Self::update) is PyTorch's `step() has already been called since the last
+    /// update().`, and changes nothing. Several models (with their own optimizers) may step
+    /// in one iteration: each is unscaled and checked on its own.
     pub fn try_step<O: Optimizer<D, f32>, M: ModelOn<D, f32>>(
         &mut self,
         opt: &mut O,
         model: &mut M,
     ) -> Result<()> {
-        if self.found_inf.is_none() {
-            self.try_unscale_(model)?;
-        }
-        let skip = self.found_inf.as_ref().expect("set by unscale_");
-        opt.try_step_unless(model, skip)
+        let params = parameters_of(&*model);
+        let key = key_of(&params);
+        let i = match self.entry(&key) {
+            Some(i) if self.per_model[i].stage == Stage::Stepped => {
+                return Err(Error::Autograd(
+                    "step() has already been called since the last update().".into(),
+                ));
+            }
+            Some(i) => i,
+            None => self.unscale_params(key, &params)?,
+        };
+        drop(params);
+        let skip = self.skip_flag(i)?;
+        opt.try_step_unless(model, &skip)?;
+        self.per_model[i].stage = Stage::Stepped;
+        Ok(())
     }
 
     /// [`try_step`](Self::try_step), panicking with the error's text.
@@ -164,20 +301,28 @@ impl<D: Device> GradScaler<D> {
         }
     }
 
-    /// The next scale, on the device (PyTorch's `_amp_update_scale_`): after a step with a
-    /// non-finite gradient, `scale * backoff_factor` and the count restarts; after
-    /// `growth_interval` good steps in a row, `scale * growth_factor` (if that is finite).
-    /// Without a step since the last update, nothing changes.
+    /// The next scale, on the device (PyTorch's `_amp_update_scale_`): after an iteration in
+    /// which any model's gradients held a non-finite value, `scale * backoff_factor` and the
+    /// count restarts; after `growth_interval` good iterations in a row, `scale *
+    /// growth_factor` (if that is finite). Every model is `READY` again afterwards. Without an
+    /// `unscale_` or `step` since the last update, nothing changes.
     pub fn try_update(&mut self) -> Result<()> {
-        let Some(found) = self.found_inf.take() else {
+        let Some(first) = self.per_model.first() else {
             return Ok(());
         };
+        let mut found = first.found_inf.clone();
+        for m in &self.per_model[1..] {
+            found = either(&found, &m.found_inf)?;
+        }
         crate::ops::amp::update_scale_(
             &mut self.scale.raw,
             &mut self.growth_tracker.raw,
             &found.raw,
             self.schedule,
-        )
+        )?;
+        self.per_model.clear();
+        self.unscaled.clear();
+        Ok(())
     }
 
     /// [`try_update`](Self::try_update), panicking with the error's text.

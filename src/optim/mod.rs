@@ -121,14 +121,19 @@ pub trait Optimizer<D: Device, E: Float = f32> {
 /// the first error; returns the names of all parameters (with a gradient or not).
 ///
 /// Optimizers call this before [`for_each_with_grad`], so that a step that fails changes no
-/// parameter and no state: all or nothing.
+/// parameter and no state: all or nothing. Each parameter is seen once, under its first name
+/// (a tied weight's other names are not parameters of their own: no state is kept for them).
 pub(crate) fn check_each_with_grad<D: Device, E: Float, M: Module<D, E>>(
     model: &M,
     mut check: impl FnMut(&str, &RawTensor, &RawTensor) -> Result<()>,
 ) -> Result<HashSet<String>> {
     let mut result = Ok(());
     let mut names = HashSet::new();
+    let mut seen = HashSet::new();
     model.visit_parameters("", &mut |name, p| {
+        if crate::nn::identity(p).is_some_and(|id| !seen.insert(id)) {
+            return;
+        }
         names.insert(name.to_string());
         if result.is_err() {
             return;
@@ -165,7 +170,11 @@ pub(crate) fn snapshot<D: Device, E: Float, M: Module<D, E>>(
     model: &M,
 ) -> HashMap<String, RawTensor> {
     let mut before = HashMap::new();
+    let mut seen = HashSet::new();
     model.visit_parameters("", &mut |name, p| {
+        if crate::nn::identity(p).is_some_and(|id| !seen.insert(id)) {
+            return;
+        }
         if p.node().and_then(|n| n.grad()).is_some() {
             before.insert(name.to_string(), p.raw().clone());
         }
@@ -179,13 +188,10 @@ pub(crate) fn restore_unless<D: Device, E: Float, M: Module<D, E>>(
     before: &HashMap<String, RawTensor>,
     skip: &RawTensor,
 ) -> Result<()> {
-    let mut result = Ok(());
-    model.visit_parameters_mut("", &mut |name, p| {
-        if let (Ok(()), Some(old)) = (&result, before.get(name)) {
-            result = keep_unless(skip, Some(old), p.raw_mut());
-        }
-    });
-    result
+    crate::nn::for_each_unique_mut(model, |name, p| match before.get(name) {
+        Some(old) => keep_unless(skip, Some(old), p.raw_mut()),
+        None => Ok(()),
+    })
 }
 
 /// `after = where(skip, before, after)`; a state buffer the step created (`before` is `None`)
@@ -212,20 +218,15 @@ pub(crate) fn keep_unless(
     Ok(())
 }
 
-/// Runs `update` on every parameter of `model` that has a gradient, with its name.
+/// Runs `update` on every parameter of `model` that has a gradient, with its name: once per
+/// parameter, under its first name; the other handles of a tied weight then share the updated
+/// value (one step, and the tie holds).
 pub(crate) fn for_each_with_grad<D: Device, E: Float, M: Module<D, E>>(
     model: &mut M,
     mut update: impl FnMut(&str, &mut RawTensor, &RawTensor) -> Result<()>,
 ) -> Result<()> {
-    let mut result = Ok(());
-    model.visit_parameters_mut("", &mut |name, p| {
-        if result.is_err() {
-            return;
-        }
-        let Some(grad) = p.node().and_then(|n| n.grad()) else {
-            return;
-        };
-        result = update(name, p.raw_mut(), &grad);
-    });
-    result
+    crate::nn::for_each_unique_mut(model, |name, p| match p.node().and_then(|n| n.grad()) {
+        Some(grad) => update(name, p.raw_mut(), &grad),
+        None => Ok(()),
+    })
 }

@@ -46,8 +46,23 @@ impl<D: Device, E: Float> Tensor<D, E> {
         value
     }
 
-    /// This tensor as a parameter (PyTorch's `t.requires_grad_()`).
+    /// This tensor, requiring grad (PyTorch's `t.requires_grad_()`): an untracked tensor
+    /// becomes a parameter (a leaf); a tensor that already requires grad (a parameter, or the
+    /// result of a tracked op) comes back unchanged, as in PyTorch, so a result stays in its
+    /// graph and a parameter keeps its identity and its accumulated `.grad`.
+    ///
+    /// ```
+    /// use devtype::prelude::*;
+    /// let w = Tensor::parameter(Tensor::<Cpu>::ones([2], Cpu));
+    /// let y = (&w * 3.0f32).requires_grad_();     // still the product, not a new leaf
+    /// assert!(!y.is_leaf());
+    /// y.sum_all().backward();
+    /// assert_eq!(w.grad().unwrap().to_vec(), vec![3.0, 3.0]);
+    /// ```
     pub fn requires_grad_(self) -> Self {
+        if self.requires_grad() {
+            return self;
+        }
         Tensor::parameter(self)
     }
 

@@ -5,12 +5,14 @@ use crate::core::error::Result;
 use crate::core::raw::{Operand, RawTensor};
 use crate::core::{DType, Float};
 
+/// PyTorch's `threshold_backward(grad, result, 0)`: `result <= 0 ? 0 : grad`, so a NaN
+/// output (relu of NaN is NaN) passes the gradient, as in PyTorch.
 #[inline(always)]
 fn mask<T: Float>(g: T, y: T) -> T {
-    if y > T::ZERO {
-        g
-    } else {
+    if y <= T::ZERO {
         T::ZERO
+    } else {
+        g
     }
 }
 

@@ -1,5 +1,6 @@
-//! CUDA side of the relu gradient: `grad * (y > 0)` in one kernel (`relu_backward_*` of
-//! `kernels/binary.cu`), reading both operands through their strides.
+//! CUDA side of the relu gradient: `y <= 0 ? 0 : grad` (PyTorch's `threshold_backward`) in one
+//! kernel (`relu_backward_*` of `kernels/binary.cu`), reading both operands through their
+//! strides.
 
 use crate::backend::cuda::context::GpuContext;
 use crate::backend::cuda::launch::{self, Kernel};

@@ -1,5 +1,6 @@
-//! The gradient of `relu`: `grad * (y > 0)`, where `y` is the relu's output (or input: both
-//! are positive at the same places). Written into `grad`'s buffer when nothing else holds it.
+//! The gradient of `relu`: `y <= 0 ? 0 : grad` (PyTorch's `threshold_backward`: a NaN `y`
+//! passes the gradient), where `y` is the relu's output (or input: both are positive, and
+//! NaN, at the same places). Written into `grad`'s buffer when nothing else holds it.
 
 pub(super) mod cpu;
 pub(super) mod cuda;
@@ -7,7 +8,8 @@ pub(super) mod cuda;
 use crate::core::error::{Error, Result};
 use crate::core::raw::{Operand, RawTensor};
 
-/// `grad * (y > 0)` element-wise; `grad` and `y` have the same shape.
+/// `y <= 0 ? 0 : grad` element-wise (PyTorch's `threshold_backward`: a NaN `y` passes the
+/// gradient); `grad` and `y` have the same shape.
 pub(crate) fn relu_backward(grad: Operand<'_>, y: &RawTensor) -> Result<RawTensor> {
     if grad.shape() != y.shape() {
         return Err(Error::Shape(format!(
