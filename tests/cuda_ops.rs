@@ -948,9 +948,7 @@ fn index_select_and_gather() {
         );
         // Embedding-sized lookups.
         let table = randint(&[1000, 64], 100.0, dtype);
-        let ids = randint(&[4096], 499.0, DType::I64)
-            .add_scalar(499)
-            .unwrap();
+        let ids = randint(&[4096], 499.0, DType::I64).add_scalar(499).unwrap();
         check("embedding lookup", &[&table, &ids], EXACT, |t| {
             t[0].index_select(0, &t[1])
         });
