@@ -176,6 +176,13 @@ struct Stream {
         }
     }
 
+    // Before a copy to or from page-locked memory (an asynchronous DMA transfer on a GPU): a
+    // longer delay, 1 to 4 ms, so that work another stream queues after it without waiting
+    // for it runs first. Called on the worker thread.
+    void dma_delay() {
+        if (delays) std::this_thread::sleep_for(std::chrono::microseconds(1000 + rng() % 3000));
+    }
+
     // Queues `op`; returns its sequence number (1-based).
     uint64_t push(std::function<void()> op) {
         std::lock_guard<std::mutex> lock(qmu);
@@ -900,7 +907,10 @@ API CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void* src, size_t n, CU
     }
     if (from_pinned) {
         // Page-locked memory is read when the copy runs, as a GPU's DMA engine reads it.
-        s->push([dst, src, n] { std::memcpy(reinterpret_cast<void*>(dst), src, n); });
+        s->push([s, dst, src, n] {
+            s->dma_delay();
+            std::memcpy(reinterpret_cast<void*>(dst), src, n);
+        });
     } else {
         // Pageable memory is staged before the call returns.
         auto staged = std::make_shared<std::vector<char>>(static_cast<const char*>(src), static_cast<const char*>(src) + n);
@@ -921,7 +931,10 @@ API CUresult cuMemcpyDtoHAsync_v2(void* dst, CUdeviceptr src, size_t n, CUstream
         std::lock_guard<std::mutex> lock(mu);
         to_pinned = is_pinned(dst, n);
     }
-    const uint64_t seq = s->push([dst, src, n] { std::memcpy(dst, reinterpret_cast<const void*>(src), n); });
+    const uint64_t seq = s->push([s, dst, src, n, to_pinned] {
+        if (to_pinned) s->dma_delay();
+        std::memcpy(dst, reinterpret_cast<const void*>(src), n);
+    });
     // A copy to pageable memory returns when it is done.
     if (!to_pinned) s->wait_for(seq);
     return (CUresult)sticky.load();
