@@ -122,7 +122,6 @@ inline T atomic_update(T* address, F f) {
 #define __device__
 #define __host__
 #define __forceinline__ inline __attribute__((always_inline))
-#define __noinline__ __attribute__((noinline))
 #define __align__(n) alignas(n)
 #define __launch_bounds__(...)
 // Static shared memory: one copy per host thread, and a block runs all its fibers on one host

@@ -79,8 +79,10 @@ void report(const char* fmt, ...) {
 
 // ---- state -------------------------------------------------------------------------------------
 
-std::mutex mu;                 // guards everything below but a stream's queue
-std::condition_variable done_cv;  // any operation completed
+// The driver's state is never destroyed: stream threads may still run queued operations while
+// the process exits, after static destructors would have run.
+std::mutex& mu = *new std::mutex;  // guards everything below but a stream's queue
+std::condition_variable& done_cv = *new std::condition_variable;  // any operation completed
 std::atomic<int> sticky{CUDA_SUCCESS};
 
 struct Device;
@@ -119,10 +121,10 @@ struct Alloc {
     bool pooled;
 };
 
-std::vector<std::unique_ptr<Device>> devices;
-std::map<uintptr_t, Alloc> live;    // by user address
-std::map<uintptr_t, Alloc> pinned;  // cuMemHostAlloc blocks, by address
-std::deque<std::pair<uintptr_t, Alloc>> quarantine;
+std::vector<std::unique_ptr<Device>>& devices = *new std::vector<std::unique_ptr<Device>>;
+std::map<uintptr_t, Alloc>& live = *new std::map<uintptr_t, Alloc>;    // by user address
+std::map<uintptr_t, Alloc>& pinned = *new std::map<uintptr_t, Alloc>;  // cuMemHostAlloc blocks
+std::deque<std::pair<uintptr_t, Alloc>>& quarantine = *new std::deque<std::pair<uintptr_t, Alloc>>;
 size_t quarantine_bytes = 0;
 thread_local Ctx* current_ctx = nullptr;
 bool initialised = false;
@@ -245,7 +247,7 @@ long long red_zone_damage(const Alloc& a, bool* front) {
     for (size_t i = 0; i < kRedZone; ++i)
         if (p[i] != kGuard) {
             *front = true;
-            return (long long)(kRedZone - i);
+            return (long long)(kRedZone - i - 1);
         }
     for (size_t i = kRedZone + a.size; i < a.block_bytes; ++i)
         if (p[i] != kGuard) {
@@ -261,11 +263,11 @@ bool check_alloc(uintptr_t user, const Alloc& a, const char* when) {
     if (at < 0) return true;
     const std::string kernel = a.device ? a.device->last_kernel : "(none)";
     if (front)
-        report("out-of-bounds write %lld byte(s) before the start of a %zu-byte allocation at 0x%llx "
+        report("out-of-bounds write at byte %lld before the start of a %zu-byte allocation at 0x%llx "
                "(found at %s; last kernel launched on device %d: %s)",
                at, a.size, (unsigned long long)user, when, a.device ? a.device->ordinal : -1, kernel.c_str());
     else
-        report("out-of-bounds write %lld byte(s) past the end of a %zu-byte allocation at 0x%llx "
+        report("out-of-bounds write at byte %lld after the end of a %zu-byte allocation at 0x%llx "
                "(found at %s; last kernel launched on device %d: %s)",
                at, a.size, (unsigned long long)user, when, a.device ? a.device->ordinal : -1, kernel.c_str());
     sticky = CUDA_ERROR_ILLEGAL_ADDRESS;

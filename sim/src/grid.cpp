@@ -22,8 +22,9 @@ thread_local const ThreadCoords* current = nullptr;
 
 namespace {
 std::map<std::string, std::map<std::string, const KernelInfo*>>& registry() {
-    static std::map<std::string, std::map<std::string, const KernelInfo*>> r;
-    return r;
+    // Never destroyed: a stream thread may launch a kernel while the process exits.
+    static auto* r = new std::map<std::string, std::map<std::string, const KernelInfo*>>;
+    return *r;
 }
 }  // namespace
 
