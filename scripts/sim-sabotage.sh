@@ -8,8 +8,8 @@
 #   scripts/sim-sabotage.sh oob uaf      some of them (names below)
 #
 # Each defect rebuilds devtype's debug test binary and the simulated kernels that changed
-# (a minute or two each on 2 cores). The scratch copy shares target/ with this checkout for
-# the dependencies; its own simulator build lives in the scratch folder.
+# (a minute or two each on 2 cores), in its own target folder (SABOTAGE_TARGET_DIR, default
+# target/sim-sabotage, kept between runs) so that it never waits for this checkout's builds.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 scratch="$(mktemp -d)"
@@ -79,7 +79,7 @@ tests[grid_limit]="cuda_ops"
 
 all=(off_by_one swapped_args missing_wait oob uninit uaf grid_limit)
 chosen=("${@:-${all[@]}}")
-export CARGO_TARGET_DIR="$root/target"
+export CARGO_TARGET_DIR="${SABOTAGE_TARGET_DIR:-$root/target/sim-sabotage}"
 export DEVTYPE_SIM_DIR="$scratch/target-sim"
 export DEVTYPE_REQUIRE_CUDA=1
 export DEVTYPE_KERNEL_CACHE="$scratch/kernel-cache"

@@ -56,7 +56,9 @@ fn device_names_come_from_the_driver() {
         assert!(!name.trim().is_empty(), "GPU {ordinal} has an empty name");
         eprintln!("cuda:{ordinal} is {name}");
     }
-    let past = devtype::cuda::get_device_name(count).unwrap_err().to_string();
+    let past = devtype::cuda::get_device_name(count)
+        .unwrap_err()
+        .to_string();
     assert!(past.contains("invalid device ordinal"), "{past}");
 }
 
