@@ -99,7 +99,17 @@ impl DeviceJob for Tour {
 }
 
 fn tour<D: Device>(dev: D, s: Style) {
-    s.say(&format!("Running on: {}", s.bold(&dev.to_string())));
+    // The GPU's name as its driver reports it (the simulated device says so in its name).
+    let gpu_name = dev
+        .dyn_device()
+        .cuda_index()
+        .and_then(|i| devtype::cuda::get_device_name(i).ok())
+        .map(|name| format!(" ({name})"))
+        .unwrap_or_default();
+    s.say(&format!(
+        "Running on: {}{gpu_name}",
+        s.bold(&dev.to_string())
+    ));
 
     s.section(2, "Move the model once; move every batch, and rebind it");
     devtype::manual_seed(0);

@@ -147,6 +147,15 @@ struct bf16_t {
     unsigned short bits;
 };
 
+#ifdef DEVTYPE_SIM
+// The simulated device (sim/) compiles the kernels as host C++: the same conversions, in C++.
+__device__ __forceinline__ float f16_to_f32(f16_t h) { return devtype_sim::half_bits_to_float(h.bits); }
+__device__ __forceinline__ f16_t f32_to_f16(float f) {
+    f16_t h;
+    h.bits = devtype_sim::float_to_half_bits(f);
+    return h;
+}
+#else
 __device__ __forceinline__ float f16_to_f32(f16_t h) {
     float f;
     asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h.bits));
@@ -157,6 +166,7 @@ __device__ __forceinline__ f16_t f32_to_f16(float f) {
     asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h.bits) : "f"(f));
     return h;
 }
+#endif
 __device__ __forceinline__ float bf16_to_f32(bf16_t h) { return __uint_as_float(((u32)h.bits) << 16); }
 // Round to nearest, ties to even; a NaN stays a (quiet) NaN, as the `half` crate rounds on the
 // CPU.

@@ -116,9 +116,9 @@ pub mod cuda {
     //!   of memory is [`Error::OutOfMemory`](crate::Error::OutOfMemory); the device stays usable.
 
     pub use crate::backend::cuda::{
-        device_count, empty_cache, is_available, max_memory_allocated, memory_allocated,
-        nvrtc_available, nvrtc_version, set_sync_debug_mode, sync_count, sync_debug_mode,
-        synchronize, SyncDebugMode, Timer,
+        device_count, empty_cache, get_device_name, is_available, max_memory_allocated,
+        memory_allocated, nvrtc_available, nvrtc_version, set_sync_debug_mode, sync_count,
+        sync_debug_mode, synchronize, SyncDebugMode, Timer,
     };
     pub use crate::backend::cuda::{
         empty_pinned_cache, pinned_memory_allocated, pinned_memory_reserved,

@@ -459,9 +459,9 @@ type Trace = Vec<(Vec<Vec<f32>>, Vec<f32>, f32, u32)>;
 
 /// Five scaled steps of a `Linear(40, 30)` on `dev` with gradients set by hand (the same on
 /// every device: no product rounds differently): skipped first (the optimizer state is created
-/// by a skipped step), good, good (the scale grows), skipped, good.
-fn scaled_run<D: Device>(dev: D, adam: bool) -> Trace {
-    let mut rng = Rng::new("scaled_run");
+/// by a skipped step), good, good (the scale grows), skipped, good. `rng` draws the data:
+/// runs to be compared start from one state.
+fn scaled_run<D: Device>(dev: D, adam: bool, mut rng: Rng) -> Trace {
     let (w, b) = (random(&mut rng, &[30, 40]), random(&mut rng, &[30]));
     let mut model = Linear::from_parameters(w, Some(b)).to(dev);
     let mut scaler = GradScaler::try_with(dev, 1024.0, 2.0, 0.5, 2).unwrap();
@@ -502,7 +502,7 @@ fn scaled_run<D: Device>(dev: D, adam: bool) -> Trace {
 #[test]
 fn a_scaled_run_skips_backs_off_and_grows_on_schedule() {
     for adam in [false, true] {
-        let trace = scaled_run(Cpu, adam);
+        let trace = scaled_run(Cpu, adam, Rng::new("scaled_run"));
         let schedule: Vec<(f32, u32)> = trace.iter().map(|t| (t.2, t.3)).collect();
         assert_eq!(
             schedule,
@@ -521,7 +521,12 @@ fn a_scaled_run_skips_backs_off_and_grows_on_schedule() {
 fn gpu_loss_scaling_matches_the_cpu() {
     let Some(gpu) = common::gpu() else { return };
     for adam in [false, true] {
-        let (on_cpu, on_gpu) = (scaled_run(Cpu, adam), scaled_run(gpu, adam));
+        // One seed for both runs: the CPU and the GPU must see the same data.
+        let seed = Rng::new("scaled_run").0;
+        let (on_cpu, on_gpu) = (
+            scaled_run(Cpu, adam, Rng(seed)),
+            scaled_run(gpu, adam, Rng(seed)),
+        );
         for (step, (c, g)) in on_cpu.iter().zip(&on_gpu).enumerate() {
             // The schedule and the unscaled gradients agree exactly (power-of-two scales).
             assert_eq!((g.2, g.3), (c.2, c.3), "adam={adam}, step {step}");

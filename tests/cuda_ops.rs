@@ -948,9 +948,7 @@ fn index_select_and_gather() {
         );
         // Embedding-sized lookups.
         let table = randint(&[1000, 64], 100.0, dtype);
-        let ids = randint(&[4096], 499.0, DType::I64)
-            .add_scalar(499.0)
-            .unwrap();
+        let ids = randint(&[4096], 499.0, DType::I64).add_scalar(499).unwrap();
         check("embedding lookup", &[&table, &ids], EXACT, |t| {
             t[0].index_select(0, &t[1])
         });
@@ -959,23 +957,23 @@ fn index_select_and_gather() {
         let gi = randint(&[5, 3], 4.0, DType::I64)
             .abs()
             .unwrap()
-            .mul_scalar(2.0)
+            .mul_scalar(2)
             .unwrap()
-            .add_scalar(-1.0)
+            .add_scalar(-1)
             .unwrap()
             .relu()
             .unwrap();
         check(&format!("gather dim 1 {dtype:?}"), &[&g, &gi], EXACT, |t| {
             t[0].gather(1, &t[1])
         });
-        let gi0 = randint(&[4, 8], 2.0, DType::I64).add_scalar(2.0).unwrap();
+        let gi0 = randint(&[4, 8], 2.0, DType::I64).add_scalar(2).unwrap();
         check(
             &format!("gather dim 0 {dtype:?}"),
             &[&g, &gi0],
             EXACT,
             |t| t[0].gather(0, &t[1]),
         );
-        let gt = randint(&[3, 8], 2.0, DType::I64).add_scalar(2.0).unwrap();
+        let gt = randint(&[3, 8], 2.0, DType::I64).add_scalar(2).unwrap();
         check(
             &format!("gather from a transpose with a strided index {dtype:?}"),
             &[&g, &gt],

@@ -36,6 +36,7 @@ fn without_a_gpu_everything_is_an_error_never_a_panic() {
     }
     // Every entry point that needs the device fails the same way.
     assert!(devtype::cuda::synchronize(0).is_err());
+    assert!(devtype::cuda::get_device_name(0).is_err());
     assert!(devtype::cuda::Timer::start(0).is_err());
     assert!(devtype::cuda::empty_cache(0).is_err());
     assert_eq!(devtype::cuda::memory_allocated(0), 0);
@@ -44,6 +45,21 @@ fn without_a_gpu_everything_is_an_error_never_a_panic() {
     let x = DynTensor::ones([2], CPU).unwrap();
     assert_eq!(x.to(GPU).unwrap_err().to_string(), e);
     assert!(Cuda::<7>::open().is_err());
+}
+
+#[test]
+fn device_names_come_from_the_driver() {
+    let Some(_gpu) = common::gpu() else { return };
+    let count = devtype::cuda::device_count();
+    for ordinal in 0..count {
+        let name = devtype::cuda::get_device_name(ordinal).unwrap();
+        assert!(!name.trim().is_empty(), "GPU {ordinal} has an empty name");
+        eprintln!("cuda:{ordinal} is {name}");
+    }
+    let past = devtype::cuda::get_device_name(count)
+        .unwrap_err()
+        .to_string();
+    assert!(past.contains("invalid device ordinal"), "{past}");
 }
 
 #[test]

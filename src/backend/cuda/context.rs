@@ -125,6 +125,20 @@ pub fn is_available() -> bool {
     device_count() > 0
 }
 
+/// The name the driver reports for GPU `ordinal` (PyTorch's `torch.cuda.get_device_name`),
+/// opening the device if needed.
+///
+/// ```
+/// // Without a GPU (or with fewer than 8), an error, never a panic.
+/// assert!(devtype::cuda::get_device_name(8).is_err());
+/// ```
+pub fn get_device_name(ordinal: usize) -> Result<String> {
+    let gpu = open(ordinal)?;
+    gpu.context
+        .name()
+        .map_err(|e| driver_error("cuDeviceGetName", e))
+}
+
 /// True when GPU `ordinal` has been opened in this process.
 pub(crate) fn is_open(ordinal: usize) -> bool {
     DEVICES

@@ -13,7 +13,7 @@ pub(crate) mod sync;
 mod timer;
 
 pub use blas::{allow_tf32, set_allow_tf32};
-pub use context::{device_count, is_available};
+pub use context::{device_count, get_device_name, is_available};
 pub use kernels::nvrtc_version;
 pub use memory::{empty_cache, max_memory_allocated, memory_allocated};
 pub use pinned::{empty_pinned_cache, pinned_memory_allocated, pinned_memory_reserved};
