@@ -327,6 +327,14 @@ pub enum Error {
         output: DType,
     },
 
+    /// A scalar written into a tensor (a fill, a `clamp` bound) that the tensor's dtype cannot
+    /// hold: PyTorch's `checked_convert` (`full([2], 1e6, F16)`, `NaN` into `I64`).
+    #[error("value cannot be converted to type {type_name} without overflow")]
+    ScalarOverflow {
+        /// The C++ type PyTorch names: `c10::Half`, `c10::BFloat16`, `float`, `double`, `int64_t`.
+        type_name: &'static str,
+    },
+
     /// `item()` on a tensor with other than one element.
     #[error("a Tensor with {0} elements cannot be converted to Scalar")]
     ItemNotScalar(usize),

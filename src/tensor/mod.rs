@@ -203,12 +203,21 @@ impl<D: Device, E: Element> Tensor<D, E> {
     );
 
     /// `start, start + step, ...` up to but excluding `end` (PyTorch's `torch.arange(start, end, step)`).
+    ///
+    /// PyTorch's checks and texts: `step must be nonzero`, `unsupported range: 0 -> nan` for a
+    /// bound that is not finite, `upper bound and lower bound inconsistent with step sign`
+    /// when `step` points away from `end`. For `i64` the three values are first converted to
+    /// integers as PyTorch does (truncated; NaN or infinity is `value cannot be converted to
+    /// type int64_t without overflow`).
+    ///
+    /// ```
+    /// use devtype::prelude::*;
+    /// let err = Tensor::<Cpu>::try_arange_step(0.0, 1.0, -1.0, Cpu).unwrap_err();
+    /// assert_eq!(err.to_string(), "upper bound and lower bound inconsistent with step sign");
+    /// ```
     pub fn try_arange_step(start: f64, end: f64, step: f64, dev: D) -> Result<Self> {
-        if step == 0.0 || !((end - start) / step).is_finite() {
-            return Err(crate::Error::Shape("step must be nonzero".into()));
-        }
-        let n = ((end - start) / step).ceil().max(0.0) as usize;
-        Self::create([n], dev, Fill::Range { start, step })
+        let (n, fill) = crate::ops::creation::arange(start, end, step, E::DTYPE)?;
+        Self::create([n], dev, fill)
     }
     infallible!(
         /// `start, start + step, ...` up to but excluding `end`.
