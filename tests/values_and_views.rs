@@ -249,3 +249,37 @@ fn arange_checks_its_range_as_pytorch() {
         }
     }
 }
+
+#[test]
+fn large_integers_print_exactly() {
+    let t = Tensor::from_vec(vec![9007199254740993i64], [1], Cpu);
+    assert_eq!(t.to_string(), "tensor([9007199254740993])");
+    // Random integers of every size: the printed numbers parse back to the values, on both
+    // fronts, in every layout the printer takes (one row, rows, summarised).
+    let mut rng = Rng::new("print_i64");
+    for n in [1usize, 5, 12, 1500] {
+        let values: Vec<i64> = (0..n)
+            .map(|_| {
+                (rng.next_u64() >> rng.below(64)) as i64 * if rng.chance(0.5) { 1 } else { -1 }
+            })
+            .collect();
+        let shape = if n == 12 { vec![3, 4] } else { vec![n] };
+        let typed = Tensor::from_vec(values.clone(), &shape, Cpu).to_string();
+        let dynamic = DynTensor::from_vec(values.clone(), &shape, CPU)
+            .unwrap()
+            .to_string();
+        assert_eq!(typed, dynamic);
+        let printed: Vec<i64> = typed
+            .trim_start_matches("tensor(")
+            .split(|c: char| !(c.is_ascii_digit() || c == '-'))
+            .filter(|w| !w.is_empty())
+            .map(|w| w.parse().unwrap())
+            .collect();
+        let want: Vec<i64> = if n > 1000 {
+            [&values[..3], &values[n - 3..]].concat()
+        } else {
+            values.clone()
+        };
+        assert_eq!(printed, want, "{typed}");
+    }
+}
