@@ -49,11 +49,13 @@ pub enum Error {
 
     /// A typed conversion asked for another device than the tensor is on.
     #[error(
-        "cannot view a tensor on {found} as Tensor<{expected}>: move it first with `.to(...)`"
+        "cannot view a tensor on {found} as Tensor<{expected}>, a tensor on {wanted}: move it first with `.to(...)`"
     )]
     WrongTypedDevice {
-        /// The device the conversion asked for.
+        /// The device type the conversion asked for (`Cuda<0>`).
         expected: String,
+        /// That device as PyTorch writes it (`cuda:0`).
+        wanted: DynDevice,
         /// The device the tensor is on.
         found: DynDevice,
     },

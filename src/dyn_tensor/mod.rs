@@ -225,6 +225,7 @@ impl DynTensor {
     pub fn try_into_tensor<D: Device, E: Element>(self) -> Result<Tensor<D, E>> {
         let device = D::from_dyn(self.raw.device).ok_or_else(|| Error::WrongTypedDevice {
             expected: crate::device::type_label::<D>().to_string(),
+            wanted: D::type_device(),
             found: self.raw.device,
         })?;
         self.raw.expect_dtype(E::DTYPE)?;
