@@ -21,6 +21,11 @@ use std::sync::Arc;
 
 /// A tensor whose device and element type are run-time values.
 ///
+/// `clone()` is a new handle to the same storage (no copy). Tensors are values: an in-place
+/// op (`add_`, `+=`) rebinds the one handle it is applied to, so clones, views and the tensor
+/// a view came from keep their values (PyTorch writes through views; here a slice is assigned
+/// with [`slice_scatter`](DynTensor::slice_scatter)).
+///
 /// ```
 /// use devtype::prelude::*;
 /// # fn main() -> Result<(), devtype::Error> {

@@ -79,7 +79,11 @@ pub struct Tensor<D, E: Element = f32> {
 }
 
 impl<D: Device, E: Element> Clone for Tensor<D, E> {
-    /// A new handle to the same storage (no copy), as PyTorch's tensor assignment.
+    /// A new handle to the same storage (no copy), as PyTorch's `y = x`, and a new value as far
+    /// as writes go: an in-place operator on either handle rebinds that handle only, so the
+    /// other keeps its values (in PyTorch, `x += 1` would change `y` too). Because storages
+    /// are never written while shared, no copy is needed for that, and a tensor saved for a
+    /// backward pass can never be modified under it.
     fn clone(&self) -> Self {
         Tensor {
             raw: self.raw.clone(),

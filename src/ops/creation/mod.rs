@@ -66,7 +66,8 @@ pub(crate) fn arange(start: f64, end: f64, step: f64, dtype: DType) -> Result<(u
     } else {
         (start, end, step)
     };
-    if !(step > 0.0 || step < 0.0) {
+    // Zero and NaN (PyTorch's `xstep > 0 || xstep < 0` fails for both).
+    if step == 0.0 || step.is_nan() {
         return Err(Error::Shape("step must be nonzero".into()));
     }
     if !(start.is_finite() && end.is_finite()) {
