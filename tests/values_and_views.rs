@@ -498,7 +498,7 @@ fn the_issues_example_and_an_expanded_view() {
     );
     assert_eq!(
         err_text(base.try_select_scatter(Tensor::scalar(1.0, Cpu), 0, 4)),
-        "index 4 is out of bounds for dimension 0 with size 4"
+        "select(): index 4 out of range for tensor of size [4] at dimension 0"
     );
     let d = DynTensor::zeros([2, 2], CPU).unwrap();
     let longs = DynTensor::from_vec(vec![7i64, 8], [2], CPU).unwrap();

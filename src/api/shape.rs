@@ -211,11 +211,11 @@ fn select_scatter(x: In<'_>, src: In<'_>, dim: isize, index: isize) -> Result<Ou
         index
     };
     if i < 0 || i >= size as isize {
-        return Err(crate::Error::IndexOutOfBounds {
-            index: index as i64,
-            dim: d,
-            size,
-        });
+        // PyTorch's `select` (which `select_scatter` calls) says it this way.
+        return Err(crate::Error::Shape(format!(
+            "select(): index {index} out of range for tensor of size {:?} at dimension {d}",
+            x.value.shape()
+        )));
     }
     let mut slice = x.value.shape().to_vec();
     slice.remove(d);
@@ -245,13 +245,17 @@ declare_ops! {
     /// tensor, use [`slice_scatter`](Self::slice_scatter) or
     /// [`select_scatter`](Self::select_scatter).
     Element fn transpose(x, dim0: isize, dim1: isize) -> Same check {} = transpose(x, dim0, dim1);
-    /// The transpose of a matrix (a view); vectors and scalars come back unchanged.
+    /// The transpose of a matrix (a view, never written through: see [`narrow`](Self::narrow));
+    /// vectors and scalars come back unchanged.
     Element fn t(x) -> Same check {} = t(x);
-    /// The dimensions in a new order (a view).
+    /// The dimensions in a new order (a view, never written through: see
+    /// [`narrow`](Self::narrow)).
     Element fn permute(x, order: Dims) -> Same check {} = permute(x, order);
-    /// A new dimension of size 1 at `dim` (a view).
+    /// A new dimension of size 1 at `dim` (a view, never written through: see
+    /// [`narrow`](Self::narrow)).
     Element fn unsqueeze(x, dim: isize) -> Same check {} = unsqueeze(x, dim);
-    /// Removes `dim` if its size is 1 (a view).
+    /// Removes `dim` if its size is 1 (a view, never written through: see
+    /// [`narrow`](Self::narrow)).
     Element fn squeeze(x, dim: isize) -> Same check {} = squeeze(x, dim);
     /// Merges dimensions `start..=end` into one.
     Element fn flatten(x, start: isize, end: isize) -> Same check {} = flatten(x, start, end);
