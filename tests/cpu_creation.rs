@@ -185,7 +185,7 @@ fn moves_and_bridges() {
             .try_into_typed::<Cuda<0>>()
             .unwrap_err()
             .to_string(),
-        "cannot view a tensor on cpu as Tensor<Cuda<0>>: move it first with `.to(...)`"
+        "cannot view a tensor on cpu as Tensor<Cuda<0>>, a tensor on cuda:0: move it first with `.to(...)`"
     );
     let dd: DynTensor = x.clone().into();
     assert_eq!(

@@ -290,6 +290,10 @@ fn creation_on_the_device_matches_the_cpu() {
         let want = Tensor::<Cpu, f64>::arange_step(start, end, step, Cpu);
         let got = Tensor::<Cuda<0>, f64>::arange_step(start, end, step, gpu);
         assert_matches(&got.into_dyn(), &want.into_dyn(), EXACT, "arange_step f64");
+        // As PyTorch, an i64 range truncates its step: 0.37 is a zero step there.
+        if step.trunc() == 0.0 {
+            continue;
+        }
         let want = Tensor::<Cpu, i64>::arange_step(start, end, step, Cpu);
         let got = Tensor::<Cuda<0>, i64>::arange_step(start, end, step, gpu);
         assert_matches(&got.into_dyn(), &want.into_dyn(), EXACT, "arange_step i64");

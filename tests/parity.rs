@@ -289,6 +289,18 @@ fn cases<E: Float>() -> Vec<(&'static str, Case)> {
         i.a.to_dyn().narrow(1, 1, 2)
     );
     case!(
+        "slice_scatter",
+        |i| i.a.slice_scatter(&i.b.narrow(1, 0, 2), 1, 1, 3),
+        i.a.to_dyn()
+            .slice_scatter(&i.b.narrow(1, 0, 2).to_dyn(), 1, 1, 3)
+    );
+    case!(
+        "select_scatter",
+        |i| i.a.select_scatter(&i.b.narrow(0, 0, 1).squeeze(0), 0, -1),
+        i.a.to_dyn()
+            .select_scatter(&i.b.narrow(0, 0, 1).squeeze(0).to_dyn(), 0, -1)
+    );
+    case!(
         "expand",
         |i| i.bias.expand(&[2, 5]),
         i.bias.to_dyn().expand(&[2, 5])

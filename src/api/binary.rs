@@ -142,6 +142,11 @@ pub(crate) fn binary_scalar(
     if let Some(wide) = promoted_by_scalar(a, scalar)? {
         return binary_scalar(wide.input(), scalar, op, scalar_first);
     }
+    // A clamp bound is converted to the result's dtype with PyTorch's checked conversion
+    // (`clamp_min_scalar_kernel_impl`'s `min.to<scalar_t>()`); arithmetic with a scalar is not.
+    if matches!(op, BinaryOp::Maximum | BinaryOp::Minimum) {
+        scalar.check_fits(a.value.dtype)?;
+    }
     let value = ops::binary::binary_scalar(Operand::Borrowed(a.value), scalar, op, scalar_first)?;
     // Gradients flow through floating-point tensors only, where the scalar is a float.
     let s = scalar.to_f64();

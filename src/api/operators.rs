@@ -85,10 +85,12 @@ fn check_in_place<D: Device, E: Element>(lhs: &Tensor<D, E>, rhs: &[usize]) -> R
     Ok(())
 }
 
-/// `lhs op= rhs` (PyTorch's `add_` and friends). An untracked `lhs` whose buffer no other
-/// tensor shares is written in place; otherwise the result is computed (and recorded, when
-/// either side is tracked) and `lhs` is rebound to it, as PyTorch's in-place op on a non-leaf
-/// rebinds its `grad_fn`.
+/// `lhs op= rhs`, with value semantics: `lhs` is rebound to the result, and no other tensor
+/// sees the change. An untracked `lhs` whose buffer no other tensor shares has its buffer
+/// reused for the result (nothing else can see it); otherwise the result is computed into a
+/// new buffer (and recorded, when either side is tracked, as PyTorch's in-place op on a
+/// non-leaf rebinds its `grad_fn`). Views and clones of `lhs` keep their values: devtype never
+/// writes into a storage another tensor holds (see the operators' docs).
 #[inline]
 fn assign_op<D: Device, E: Element, R: AsRaw>(
     lhs: &mut Tensor<D, E>,
@@ -233,9 +235,27 @@ macro_rules! scalar_operator {
 
 macro_rules! assign_operator {
     ($trait:ident, $method:ident, $op:ident) => {
-        /// In place, as PyTorch's `add_`/`sub_`/`mul_`/`div_`: the operand must be on the same
-        /// device (by type), and the result keeps `self`'s shape. Panics with PyTorch's text on
-        /// a leaf that requires grad (outside `no_grad`).
+        /// `self = self op rhs`, with value semantics (this is **not** PyTorch's write-through
+        /// `add_`): `self` is rebound to the result, and every other tensor keeps its values,
+        /// including a tensor `self` is a view of (`narrow`, `transpose`, `view`, ...) and a
+        /// clone of `self`. The buffer is reused when nothing else holds it. To change part of
+        /// a tensor, build the new tensor with [`slice_scatter`](Tensor::slice_scatter) or
+        /// [`select_scatter`](Tensor::select_scatter): PyTorch's `x[1:3] += 1` is
+        /// `x = x.slice_scatter(&(x.narrow(0, 1, 2) + 1.0), 0, 1, 3)`.
+        ///
+        /// The operand must be on the same device (by type), and the result keeps `self`'s
+        /// shape. Panics with PyTorch's text on a leaf that requires grad (outside `no_grad`).
+        ///
+        /// ```
+        /// use devtype::prelude::*;
+        /// let base = Tensor::<Cpu>::zeros([4], Cpu);
+        /// let mut v = base.narrow(0, 0, 2);
+        /// v += 1.0;
+        /// assert_eq!(v.to_vec(), [1.0, 1.0]);
+        /// assert_eq!(base.to_vec(), [0.0; 4]); // a view is rebound, never written through
+        /// let base = base.slice_scatter(&v, 0, 0, 2); // PyTorch's `base[0:2] = v`
+        /// assert_eq!(base.to_vec(), [1.0, 1.0, 0.0, 0.0]);
+        /// ```
         impl<D: Device, E: Numeric, R: OperandOn<D> + ElementIs<E>> $trait<R> for Tensor<D, E> {
             #[track_caller]
             fn $method(&mut self, rhs: R) {
@@ -327,14 +347,24 @@ fn check_in_place_dyn(lhs: &DynTensor, result: crate::core::DType, rhs: &[usize]
     Ok(())
 }
 
-/// Writes `result` (computed in the operands' result type) into `lhs`, converted to `lhs`'s
-/// dtype: `lhs` is rebound, as the typed front's `op=` does when its buffer is shared.
+/// Rebinds `lhs` to `result` (computed in the operands' result type), converted to `lhs`'s
+/// dtype, as the typed front's `op=` does: no other tensor sees the change.
+///
+/// While gradients are recorded, `lhs` takes the result's node (PyTorch's in-place op on a
+/// non-leaf rebinds its `grad_fn`). Under `no_grad` nothing is recorded, and `lhs` keeps its
+/// own node, as the typed front does: a parameter updated there stays the same parameter
+/// (rebinding the node too dropped its leaf, so it silently stopped getting gradients).
 fn finish_in_place(lhs: &mut DynTensor, result: DynTensor) -> Result<()> {
-    *lhs = if result.dtype() == lhs.dtype() {
+    let result = if result.dtype() == lhs.dtype() {
         result
     } else {
         result.to_dtype(lhs.dtype())?
     };
+    if crate::graph::is_grad_enabled() {
+        *lhs = result;
+    } else {
+        lhs.raw = result.raw;
+    }
     Ok(())
 }
 
@@ -342,8 +372,11 @@ macro_rules! dyn_in_place {
     ($($name:ident, $scalar_name:ident, $op:ident, $torch:literal;)*) => {
         impl DynTensor {
             $(
-                #[doc = concat!("`self ", $torch, "= other` in place (PyTorch's `", stringify!($name), "`), with")]
-                /// broadcasting and type promotion: the op computes in the operands' result
+                #[doc = concat!("`self = self ", $torch, " other`, with value semantics: `self` is rebound to the result (PyTorch's `", stringify!($name), "` writes")]
+                /// through views instead; here views and clones of `self`, and the tensor
+                /// `self` is a view of, keep their values: use
+                /// [`slice_scatter`](DynTensor::slice_scatter) to change part of a tensor).
+                /// With broadcasting and type promotion: the op computes in the operands' result
                 /// type, which must cast to `self`'s dtype (`i64.add_(&f32)` is an `Err`:
                 /// `result type Float can't be cast to the desired output type Long`; an `f32`
                 /// tensor takes an `f64` result, narrowed).
@@ -361,8 +394,10 @@ macro_rules! dyn_in_place {
                     finish_in_place(self, out)
                 }
 
-                #[doc = concat!("`self ", $torch, "= s` in place with a scalar, promoted as `", stringify!($op), "_scalar`:")]
-                /// an integer tensor cannot take a float scalar.
+                #[doc = concat!("`self = self ", $torch, " s` with a scalar, promoted as `", stringify!($op), "_scalar`:")]
+                /// an integer tensor cannot take a float scalar. As PyTorch, the scalar is not
+                /// range-checked: it computes in the result dtype (`f16 + 1e6` is `inf`).
+                /// `self` is rebound, as [`add_`](DynTensor::add_): no other tensor changes.
                 pub fn $scalar_name(&mut self, s: impl Into<crate::core::Scalar>) -> Result<()> {
                     let s = s.into();
                     let result = crate::core::ResultType::new()

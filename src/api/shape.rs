@@ -7,8 +7,10 @@ use super::kit;
 use crate::core::error::Result;
 use crate::core::layout::wrap_dim;
 use crate::core::raw::RawTensor;
+use crate::dyn_tensor::check::same_device_elementwise;
 use crate::graph::{record, In, Out};
 use crate::ops;
+use crate::tensor::{ElementIs, OperandOn};
 
 /// Records an op whose output holds the input's elements in the same order: its gradient is
 /// the incoming one reshaped back.
@@ -168,30 +170,140 @@ fn expand_to(a: In<'_>, sizes: &[isize]) -> Result<Out> {
     expand(a, &target)
 }
 
+/// `x` with `src` in place of `x.narrow(dim, start, end - start)`: a new tensor (PyTorch's
+/// `torch.slice_scatter`, which is not in-place there either), built as the `cat` of the part
+/// before, `src` and the part after, so gradients flow to both `x` and `src`. `start` and
+/// `end` are clamped to the dimension as a Python slice is; `src` is converted to `x`'s dtype,
+/// as PyTorch's `copy_` converts it.
+fn slice_scatter(x: In<'_>, src: In<'_>, dim: isize, start: usize, end: usize) -> Result<Out> {
+    let d = wrap_dim(dim, x.value.rank())?;
+    let size = x.value.shape()[d];
+    let end = end.min(size);
+    let start = start.min(end);
+    let mut slice = x.value.shape().to_vec();
+    slice[d] = end - start;
+    if src.value.shape() != &slice[..] {
+        return Err(crate::Error::Shape(format!(
+            "expected src to have a size equal to the slice of self. src size = {:?}, slice size = {:?}",
+            src.value.shape(),
+            slice
+        )));
+    }
+    let converted;
+    let src = if src.value.dtype == x.value.dtype {
+        src
+    } else {
+        converted = super::copy::cast(src, x.value.dtype)?;
+        converted.input()
+    };
+    let head = narrow(x, d as isize, 0, start)?;
+    let tail = narrow(x, d as isize, end, size - end)?;
+    super::cat::join(&[head.input(), src, tail.input()], d as isize, false)
+}
+
+/// `x` with `src` in place of `x.select(dim, index)` (PyTorch's `torch.select_scatter`).
+fn select_scatter(x: In<'_>, src: In<'_>, dim: isize, index: isize) -> Result<Out> {
+    let d = wrap_dim(dim, x.value.rank())?;
+    let size = x.value.shape()[d];
+    let i = if index < 0 {
+        index + size as isize
+    } else {
+        index
+    };
+    if i < 0 || i >= size as isize {
+        // PyTorch's `select` (which `select_scatter` calls) says it this way.
+        return Err(crate::Error::Shape(format!(
+            "select(): index {index} out of range for tensor of size {:?} at dimension {d}",
+            x.value.shape()
+        )));
+    }
+    let mut slice = x.value.shape().to_vec();
+    slice.remove(d);
+    if src.value.shape() != &slice[..] {
+        return Err(crate::Error::Shape(format!(
+            "expected src to have a size equal to the slice of self. src size = {:?}, slice size = {:?}",
+            src.value.shape(),
+            slice
+        )));
+    }
+    let src = unsqueeze(src, d as isize)?;
+    slice_scatter(x, src.input(), d as isize, i as usize, i as usize + 1)
+}
+
 declare_ops! {
     /// The same elements with another shape; one size may be `-1`. A view when the strides
     /// allow, else a copy.
     Element fn reshape(x, shape: Dims) -> Same check {} = reshape(x, shape);
-    /// A view with another shape; fails when that needs a copy.
+    /// A view with another shape (sharing the storage); fails when that needs a copy. As every
+    /// view, it is never written through: see [`narrow`](Self::narrow).
     Element fn view(x, shape: Dims) -> Same check {} = view(x, shape);
-    /// Swaps two dimensions (a view).
+    /// Swaps two dimensions (a view: it shares the storage, and nothing is copied).
+    ///
+    /// devtype's tensors are values: an in-place operator (`+=`, `add_`, ...) on a view, or on
+    /// the tensor it was taken from, rebinds that one tensor and never writes into the shared
+    /// storage, so the other keeps its values (PyTorch writes through). To change part of a
+    /// tensor, use [`slice_scatter`](Self::slice_scatter) or
+    /// [`select_scatter`](Self::select_scatter).
     Element fn transpose(x, dim0: isize, dim1: isize) -> Same check {} = transpose(x, dim0, dim1);
-    /// The transpose of a matrix (a view); vectors and scalars come back unchanged.
+    /// The transpose of a matrix (a view, never written through: see [`narrow`](Self::narrow));
+    /// vectors and scalars come back unchanged.
     Element fn t(x) -> Same check {} = t(x);
-    /// The dimensions in a new order (a view).
+    /// The dimensions in a new order (a view, never written through: see
+    /// [`narrow`](Self::narrow)).
     Element fn permute(x, order: Dims) -> Same check {} = permute(x, order);
-    /// A new dimension of size 1 at `dim` (a view).
+    /// A new dimension of size 1 at `dim` (a view, never written through: see
+    /// [`narrow`](Self::narrow)).
     Element fn unsqueeze(x, dim: isize) -> Same check {} = unsqueeze(x, dim);
-    /// Removes `dim` if its size is 1 (a view).
+    /// Removes `dim` if its size is 1 (a view, never written through: see
+    /// [`narrow`](Self::narrow)).
     Element fn squeeze(x, dim: isize) -> Same check {} = squeeze(x, dim);
     /// Merges dimensions `start..=end` into one.
     Element fn flatten(x, start: isize, end: isize) -> Same check {} = flatten(x, start, end);
-    /// `len` elements of `dim` from `start` (a view).
+    /// `len` elements of `dim` from `start` (a view: it shares the storage, and nothing is
+    /// copied).
+    ///
+    /// devtype's tensors are values: `v += 1.0` on a view rebinds `v` and leaves the tensor it
+    /// came from as it was (PyTorch writes through the view into the shared storage). To write
+    /// a slice, build the new tensor: `x = x.slice_scatter(&v, dim, start, start + len)`.
+    ///
+    /// ```
+    /// use devtype::prelude::*;
+    /// let base = Tensor::<Cpu>::zeros([4], Cpu);
+    /// let mut v = base.narrow(0, 1, 2);
+    /// v += 1.0;
+    /// assert_eq!(base.to_vec(), [0.0; 4]);
+    /// assert_eq!(base.slice_scatter(&v, 0, 1, 3).to_vec(), [0.0, 1.0, 1.0, 0.0]);
+    /// ```
     Element fn narrow(x, dim: isize, start: usize, len: usize) -> Same check {}
         = narrow(x, dim, start, len);
     /// This tensor broadcast to `shape` (a view: size-1 dims repeat with stride 0); `-1` keeps
-    /// a dimension's size, as in PyTorch, so `reshape` and `expand` take the same shapes.
+    /// a dimension's size, as in PyTorch, so `reshape` and `expand` take the same shapes. An
+    /// in-place operator on the result rebinds it to a full-size tensor (PyTorch refuses it:
+    /// its elements overlap in memory); the source is never written.
     Element fn expand(x, shape: Dims) -> Same check {} = expand_to(x, shape);
+    /// A new tensor: `self` with `src` in place of `self.narrow(dim, start, end - start)`
+    /// (PyTorch's `torch.slice_scatter` with step 1). This is how to assign into a slice:
+    /// devtype's in-place operators rebind the tensor they are applied to and never write
+    /// through a view (see [`narrow`](Self::narrow)), so `x = x.slice_scatter(&rows, 0, 2, 4)`
+    /// is what PyTorch's `x[2:4] = rows` does. `start` and `end` are clamped to the dimension
+    /// as a Python slice's bounds are; `src` must have the slice's shape (else PyTorch's
+    /// `expected src to have a size equal to the slice of self. ...`). Gradients flow to both.
+    ///
+    /// ```
+    /// use devtype::prelude::*;
+    /// let x = Tensor::<Cpu>::zeros([4], Cpu);
+    /// let x = x.slice_scatter(&Tensor::ones([2], Cpu), 0, 1, 3);
+    /// assert_eq!(x.to_vec(), [0.0, 1.0, 1.0, 0.0]);
+    /// ```
+    Element fn slice_scatter(x, src: (impl OperandOn<D> + ElementIs<E>), dim: isize, start: usize, end: usize) -> Same
+        check { same_device_elementwise(&[x.value, src.value], false)?; }
+        = slice_scatter(x, src, dim, start, end);
+    /// A new tensor: `self` with `src` in place of `self.select(dim, index)` (PyTorch's
+    /// `torch.select_scatter`; `index` may be negative); `src` has that slice's shape. See
+    /// [`slice_scatter`](Self::slice_scatter).
+    Element fn select_scatter(x, src: (impl OperandOn<D> + ElementIs<E>), dim: isize, index: isize) -> Same
+        check { same_device_elementwise(&[x.value, src.value], false)?; }
+        = select_scatter(x, src, dim, index);
     /// A contiguous copy, or the same tensor when already contiguous.
     Element fn contiguous(x) -> Same check {} = contiguous(x);
 }

@@ -48,6 +48,19 @@ impl DType {
         }
     }
 
+    /// The C++ type PyTorch's checked scalar conversion names (`c10::Half`, `int64_t`), as in
+    /// `value cannot be converted to type c10::Half without overflow`.
+    pub const fn cpp_type_name(self) -> &'static str {
+        match self {
+            DType::F32 => "float",
+            DType::F64 => "double",
+            DType::I64 => "int64_t",
+            DType::Bool => "bool",
+            DType::F16 => "c10::Half",
+            DType::BF16 => "c10::BFloat16",
+        }
+    }
+
     /// PyTorch's name of the dtype object (`torch.float16`), as `print` shows it.
     pub const fn torch_name(self) -> &'static str {
         match self {
@@ -223,6 +236,38 @@ impl Scalar {
             Scalar::Float(v) => v,
             Scalar::Int(v) => v as f64,
             Scalar::Bool(b) => b as u8 as f64,
+        }
+    }
+
+    /// PyTorch's `checked_convert` of a scalar written into a tensor of `dtype` (a fill, a
+    /// `clamp` bound): `Err(ScalarOverflow)` when the value is outside the dtype's finite range.
+    /// Infinities and NaN go into the floating-point dtypes as they are; NaN, infinities and
+    /// values outside `[-2^63, 2^63)` do not go into `I64`; anything goes into `Bool`.
+    ///
+    /// PyTorch compares against `i64::MAX as f64` (2^63) with `>`, so `2^63` itself passes its
+    /// check and then converts with undefined behaviour in C++; here it is refused.
+    pub(crate) fn check_fits(self, dtype: DType) -> crate::core::error::Result<()> {
+        let max = match dtype {
+            DType::Bool | DType::F64 => return Ok(()),
+            DType::F32 => f32::MAX as f64,
+            DType::F16 => f16::MAX.to_f64(),
+            DType::BF16 => bf16::MAX.to_f64(),
+            // 2^63: the first value past `i64::MAX`.
+            DType::I64 => 9_223_372_036_854_775_808.0,
+        };
+        let fits = match self {
+            Scalar::Bool(_) => true,
+            Scalar::Int(i) => dtype == DType::I64 || (i as f64).abs() <= max,
+            Scalar::Float(v) if dtype == DType::I64 => v >= -max && v < max,
+            // NaN and the infinities are values of every floating-point dtype.
+            Scalar::Float(v) => v.is_nan() || v.is_infinite() || v.abs() <= max,
+        };
+        if fits {
+            Ok(())
+        } else {
+            Err(crate::core::error::Error::ScalarOverflow {
+                type_name: dtype.cpp_type_name(),
+            })
         }
     }
 

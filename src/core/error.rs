@@ -49,11 +49,13 @@ pub enum Error {
 
     /// A typed conversion asked for another device than the tensor is on.
     #[error(
-        "cannot view a tensor on {found} as Tensor<{expected}>: move it first with `.to(...)`"
+        "cannot view a tensor on {found} as Tensor<{expected}>, a tensor on {wanted}: move it first with `.to(...)`"
     )]
     WrongTypedDevice {
-        /// The device the conversion asked for.
+        /// The device type the conversion asked for (`Cuda<0>`).
         expected: String,
+        /// That device as PyTorch writes it (`cuda:0`).
+        wanted: DynDevice,
         /// The device the tensor is on.
         found: DynDevice,
     },
@@ -331,6 +333,14 @@ pub enum Error {
         result: DType,
         /// The dtype of the tensor written in place.
         output: DType,
+    },
+
+    /// A scalar written into a tensor (a fill, a `clamp` bound) that the tensor's dtype cannot
+    /// hold: PyTorch's `checked_convert` (`full([2], 1e6, F16)`, `NaN` into `I64`).
+    #[error("value cannot be converted to type {type_name} without overflow")]
+    ScalarOverflow {
+        /// The C++ type PyTorch names: `c10::Half`, `c10::BFloat16`, `float`, `double`, `int64_t`.
+        type_name: &'static str,
     },
 
     /// `item()` on a tensor with other than one element.

@@ -35,6 +35,11 @@ pub trait Device:
     /// rule holds: no `Cuda<N>` value exists without an open device.
     fn from_dyn(device: DynDevice) -> Option<Self>;
 
+    /// The device this type stands for, as a run-time value (`Cuda<0>` is `cuda:0`), without
+    /// opening it: error texts name it.
+    #[doc(hidden)]
+    fn type_device() -> DynDevice;
+
     /// Waits until all work queued on this device has finished (a no-op on the CPU).
     ///
     /// Time GPU code only after this, as PyTorch's `torch.cuda.synchronize()`.
@@ -80,6 +85,9 @@ impl Device for Cpu {
     }
     fn from_dyn(device: DynDevice) -> Option<Self> {
         device.is_cpu().then_some(Cpu)
+    }
+    fn type_device() -> DynDevice {
+        DynDevice::cpu()
     }
     fn synchronize(&self) -> Result<()> {
         Ok(())
@@ -136,6 +144,9 @@ impl<const N: usize> Device for Cuda<N> {
     type OperandSecond<Recv: Device> = Recv::NamedSecond<Cuda<N>>;
     #[inline]
     fn dyn_device(&self) -> DynDevice {
+        DynDevice::cuda(N)
+    }
+    fn type_device() -> DynDevice {
         DynDevice::cuda(N)
     }
     fn from_dyn(device: DynDevice) -> Option<Self> {

@@ -21,6 +21,11 @@ use std::sync::Arc;
 
 /// A tensor whose device and element type are run-time values.
 ///
+/// `clone()` is a new handle to the same storage (no copy). Tensors are values: an in-place
+/// op (`add_`, `+=`) rebinds the one handle it is applied to, so clones, views and the tensor
+/// a view came from keep their values (PyTorch writes through views; here a slice is assigned
+/// with [`slice_scatter`](DynTensor::slice_scatter)).
+///
 /// ```
 /// use devtype::prelude::*;
 /// # fn main() -> Result<(), devtype::Error> {
@@ -72,13 +77,26 @@ impl DynTensor {
 
     /// Every element `value` (an `f64`, `i64` or `bool`: integers stay exact), of element type
     /// `dtype`, on `dev`.
+    ///
+    /// A value `dtype` cannot hold is an `Err`, as PyTorch's `torch.full` checks it: `1e6` as
+    /// `F16` gives `value cannot be converted to type c10::Half without overflow`, `NaN` or
+    /// `1e30` as `I64` gives `... type int64_t ...`. Infinities and NaN go into the
+    /// floating-point dtypes as they are; any value goes into `Bool`.
+    ///
+    /// ```
+    /// use devtype::{DType, DynDevice, DynTensor};
+    /// let err = DynTensor::full([2], 1e6, DType::F16, DynDevice::cpu()).unwrap_err();
+    /// assert_eq!(err.to_string(), "value cannot be converted to type c10::Half without overflow");
+    /// ```
     pub fn full(
         shape: impl IntoShape,
         value: impl Into<Scalar>,
         dtype: DType,
         dev: DynDevice,
     ) -> Result<Self> {
-        Self::create(shape, dtype, dev, Fill::Constant(value.into()))
+        let value = value.into();
+        value.check_fits(dtype)?;
+        Self::create(shape, dtype, dev, Fill::Constant(value))
     }
 
     /// Zeros with the shape, element type and device of `other`.
@@ -102,6 +120,31 @@ impl DynTensor {
                 step: 1.0,
             },
         )
+    }
+
+    /// `start, start + step, ...` up to but excluding `end`, of element type `dtype`, on `dev`
+    /// (PyTorch's `torch.arange(start, end, step, dtype=dtype)`), with PyTorch's checks and
+    /// texts: `step must be nonzero`, `unsupported range: 0 -> nan`, `upper bound and lower
+    /// bound inconsistent with step sign`. For `I64` the values are first converted to integers
+    /// as PyTorch does (truncated; NaN or infinity is an overflow `Err`).
+    ///
+    /// ```
+    /// use devtype::{DType, DynDevice, DynTensor};
+    /// let t = DynTensor::arange_step(5.0, -5.0, -2.5, DType::F32, DynDevice::cpu())?;
+    /// assert_eq!(t.to_string(), "tensor([ 5.0000,  2.5000,  0.0000, -2.5000])");
+    /// let err = DynTensor::arange_step(0.0, f64::NAN, 1.0, DType::F32, DynDevice::cpu());
+    /// assert_eq!(err.unwrap_err().to_string(), "unsupported range: 0 -> nan");
+    /// # Ok::<(), devtype::Error>(())
+    /// ```
+    pub fn arange_step(
+        start: f64,
+        end: f64,
+        step: f64,
+        dtype: DType,
+        dev: DynDevice,
+    ) -> Result<Self> {
+        let (n, fill) = crate::ops::creation::arange(start, end, step, dtype)?;
+        Self::create([n], dtype, dev, fill)
     }
 
     /// `f32` uniform random values in `[0, 1)` on `dev`.
@@ -187,6 +230,7 @@ impl DynTensor {
     pub fn try_into_tensor<D: Device, E: Element>(self) -> Result<Tensor<D, E>> {
         let device = D::from_dyn(self.raw.device).ok_or_else(|| Error::WrongTypedDevice {
             expected: crate::device::type_label::<D>().to_string(),
+            wanted: D::type_device(),
             found: self.raw.device,
         })?;
         self.raw.expect_dtype(E::DTYPE)?;

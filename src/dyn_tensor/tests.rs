@@ -605,14 +605,14 @@ fn typed_conversion_names_both_devices() {
     let err = t.clone().try_into_typed::<crate::Cpu>().unwrap_err();
     assert_eq!(
         err.to_string(),
-        "cannot view a tensor on cuda:0 as Tensor<Cpu>: move it first with `.to(...)`"
+        "cannot view a tensor on cuda:0 as Tensor<Cpu>, a tensor on cpu: move it first with `.to(...)`"
     );
     let err = f32_on(&[2], CPU)
         .try_into_typed::<crate::Cuda<1>>()
         .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "cannot view a tensor on cpu as Tensor<Cuda<1>>: move it first with `.to(...)`"
+        "cannot view a tensor on cpu as Tensor<Cuda<1>>, a tensor on cuda:1: move it first with `.to(...)`"
     );
     assert_eq!(t.device(), CUDA0);
 }

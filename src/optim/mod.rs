@@ -2,7 +2,9 @@
 //!
 //! An optimizer holds only its state (momentum buffers, moment estimates), typed on a device
 //! `D`; `step(&mut model)` updates the parameters of a model on that same `D`, in place where
-//! nothing else holds them, with one fused pass per parameter. A model on another device than
+//! nothing else holds them, with one fused pass per parameter. Tensors are values: a parameter
+//! another handle shares (a clone taken before the step, a view) is copied first, so that
+//! handle keeps its values (in PyTorch it would see the update). A model on another device than
 //! the optimizer's state does not compile (PyTorch meets this at run time, after resuming a
 //! checkpoint whose optimizer state was loaded onto the CPU): move one of them with `to`.
 //!

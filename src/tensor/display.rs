@@ -23,13 +23,42 @@ enum Style {
     Scientific,
 }
 
-fn style_for(values: &[f64], dtype: DType) -> Style {
+/// One value to print: integers are kept as `i64`, so that every one prints exactly (an `f64`
+/// would round those past 2^53: `9007199254740993` to `...992`).
+#[derive(Clone, Copy)]
+enum Num {
+    Float(f64),
+    Int(i64),
+}
+
+impl Num {
+    /// The value as `f64`, for the float styles' decisions.
+    fn as_f64(self) -> f64 {
+        match self {
+            Num::Float(v) => v,
+            Num::Int(v) => v as f64,
+        }
+    }
+
+    fn is_finite(self) -> bool {
+        match self {
+            Num::Float(v) => v.is_finite(),
+            Num::Int(_) => true,
+        }
+    }
+}
+
+fn style_for(values: &[Num], dtype: DType) -> Style {
     match dtype {
         DType::I64 => return Style::Int,
         DType::Bool => return Style::Bool,
         _ => {}
     }
-    let finite: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+    let finite: Vec<f64> = values
+        .iter()
+        .map(|v| v.as_f64())
+        .filter(|v| v.is_finite())
+        .collect();
     let nonzero: Vec<f64> = finite
         .iter()
         .map(|v| v.abs())
@@ -52,7 +81,13 @@ fn style_for(values: &[f64], dtype: DType) -> Style {
     }
 }
 
-fn write_value(v: f64, style: &Style) -> String {
+fn write_value(v: Num, style: &Style) -> String {
+    let v = match (v, style) {
+        // Integers print exactly, whatever their size (PyTorch's int mode has no exponent).
+        (Num::Int(i), Style::Int) => return i.to_string(),
+        (Num::Int(i), Style::Bool) => return (if i != 0 { "True" } else { "False" }).into(),
+        (v, _) => v.as_f64(),
+    };
     if v.is_nan() {
         return "nan".into();
     }
@@ -60,7 +95,8 @@ fn write_value(v: f64, style: &Style) -> String {
         return if v > 0.0 { "inf".into() } else { "-inf".into() };
     }
     match style {
-        Style::Int => format!("{}", v as i64),
+        // Only integer tensors take these styles, and their values are `Num::Int`.
+        Style::Int => format!("{v:.0}"),
         Style::Bool => (if v != 0.0 { "True" } else { "False" }).into(),
         Style::WholeFloat => format!("{v:.0}."),
         Style::Fixed => format!("{v:.4}"),
@@ -87,7 +123,7 @@ fn shown_indices(size: usize, summarize: bool) -> Vec<Option<usize>> {
 }
 
 struct Printer<'a> {
-    values: &'a [f64],
+    values: &'a [Num],
     shape: &'a [usize],
     strides: Vec<usize>,
     style: Style,
@@ -166,24 +202,26 @@ pub(crate) fn format(t: &RawTensor, f: &mut fmt::Formatter<'_>) -> fmt::Result {
     } else {
         t
     };
-    let values: Vec<f64> = match shown_data.dtype {
+    let values: Vec<Num> = match shown_data.dtype {
         DType::F32 => shown_data
             .to_vec::<f32>()
-            .map(|v| v.into_iter().map(f64::from).collect()),
-        DType::F64 => shown_data.to_vec::<f64>(),
+            .map(|v| v.into_iter().map(|x| Num::Float(x.into())).collect()),
+        DType::F64 => shown_data
+            .to_vec::<f64>()
+            .map(|v| v.into_iter().map(Num::Float).collect()),
         // Exact in f64, as PyTorch's `_tensor_str` reads every value through `.item()`.
         DType::F16 => shown_data
             .to_vec::<half::f16>()
-            .map(|v| v.into_iter().map(|x| x.to_f64()).collect()),
+            .map(|v| v.into_iter().map(|x| Num::Float(x.to_f64())).collect()),
         DType::BF16 => shown_data
             .to_vec::<half::bf16>()
-            .map(|v| v.into_iter().map(|x| x.to_f64()).collect()),
+            .map(|v| v.into_iter().map(|x| Num::Float(x.to_f64())).collect()),
         DType::I64 => shown_data
             .to_vec::<i64>()
-            .map(|v| v.into_iter().map(|x| x as f64).collect()),
+            .map(|v| v.into_iter().map(Num::Int).collect()),
         DType::Bool => shown_data
             .to_vec::<bool>()
-            .map(|v| v.into_iter().map(|x| if x { 1.0 } else { 0.0 }).collect()),
+            .map(|v| v.into_iter().map(|x| Num::Int(x.into())).collect()),
     }
     .map_err(|_| fmt::Error)?;
     let shape = t.shape();
@@ -241,13 +279,13 @@ pub(crate) fn format(t: &RawTensor, f: &mut fmt::Formatter<'_>) -> fmt::Result {
 }
 
 fn collect_shown(
-    values: &[f64],
+    values: &[Num],
     shape: &[usize],
     strides: &[usize],
     dim: usize,
     offset: usize,
     summarize: bool,
-    out: &mut Vec<f64>,
+    out: &mut Vec<Num>,
 ) {
     if values.is_empty() {
         return;
@@ -322,6 +360,11 @@ mod tests {
         assert_eq!(t.to_string(), "tensor([[[0., 0.]],\n\n        [[0., 0.]]])");
         let t = Tensor::<Cpu>::zeros([0, 3], Cpu);
         assert_eq!(t.to_string(), "tensor([], size=(0, 3))");
+        let t = Tensor::from_vec(vec![9007199254740993i64, -1, i64::MIN], [3], Cpu);
+        assert_eq!(
+            t.to_string(),
+            "tensor([    9007199254740993,                   -1, -9223372036854775808])"
+        );
         let t = Tensor::<Cpu>::arange(2000, Cpu);
         assert_eq!(t.to_string(), "tensor([0.0000e+00, 1.0000e+00, 2.0000e+00,  ..., 1.9970e+03, 1.9980e+03,\n        1.9990e+03])");
     }

@@ -79,7 +79,11 @@ pub struct Tensor<D, E: Element = f32> {
 }
 
 impl<D: Device, E: Element> Clone for Tensor<D, E> {
-    /// A new handle to the same storage (no copy), as PyTorch's tensor assignment.
+    /// A new handle to the same storage (no copy), as PyTorch's `y = x`, and a new value as far
+    /// as writes go: an in-place operator on either handle rebinds that handle only, so the
+    /// other keeps its values (in PyTorch, `x += 1` would change `y` too). Because storages
+    /// are never written while shared, no copy is needed for that, and a tensor saved for a
+    /// backward pass can never be modified under it.
     fn clone(&self) -> Self {
         Tensor {
             raw: self.raw.clone(),
@@ -203,12 +207,21 @@ impl<D: Device, E: Element> Tensor<D, E> {
     );
 
     /// `start, start + step, ...` up to but excluding `end` (PyTorch's `torch.arange(start, end, step)`).
+    ///
+    /// PyTorch's checks and texts: `step must be nonzero`, `unsupported range: 0 -> nan` for a
+    /// bound that is not finite, `upper bound and lower bound inconsistent with step sign`
+    /// when `step` points away from `end`. For `i64` the three values are first converted to
+    /// integers as PyTorch does (truncated; NaN or infinity is `value cannot be converted to
+    /// type int64_t without overflow`).
+    ///
+    /// ```
+    /// use devtype::prelude::*;
+    /// let err = Tensor::<Cpu>::try_arange_step(0.0, 1.0, -1.0, Cpu).unwrap_err();
+    /// assert_eq!(err.to_string(), "upper bound and lower bound inconsistent with step sign");
+    /// ```
     pub fn try_arange_step(start: f64, end: f64, step: f64, dev: D) -> Result<Self> {
-        if step == 0.0 || !((end - start) / step).is_finite() {
-            return Err(crate::Error::Shape("step must be nonzero".into()));
-        }
-        let n = ((end - start) / step).ceil().max(0.0) as usize;
-        Self::create([n], dev, Fill::Range { start, step })
+        let (n, fill) = crate::ops::creation::arange(start, end, step, E::DTYPE)?;
+        Self::create([n], dev, fill)
     }
     infallible!(
         /// `start, start + step, ...` up to but excluding `end`.
