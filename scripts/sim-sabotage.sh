@@ -98,7 +98,8 @@ for name in "${chosen[@]}"; do
         missed+=("$name")
     else
         echo "   caught:"
-        grep -E "devtype-sim:|panicked at|^test result|FAILED|error\[" "$log" | head -n 6 | sed 's/^/     /'
+        { grep -E "devtype-sim:|panicked at|^test result|FAILED|error\[" "$log" || tail -n 5 "$log"; } |
+            head -n 6 | sed 's/^/     /' || true
         caught=$((caught + 1))
     fi
     cp "$root/${file[$name]}" "$scratch/${file[$name]}"

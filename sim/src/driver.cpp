@@ -813,7 +813,9 @@ API CUresult cuMemFreeAsync(CUdeviceptr p, CUstream h) {
     }
     s->push([p] {
         std::lock_guard<std::mutex> lock(mu);
-        device_free(p, "cuMemFreeAsync");
+        // A second free of the same block queued before the first ran: memory corruption on a
+        // GPU, so the context fails.
+        if (device_free(p, "cuMemFreeAsync") == CUDA_ERROR_INVALID_VALUE) sticky = CUDA_ERROR_ILLEGAL_ADDRESS;
     });
     return CUDA_SUCCESS;
 }
