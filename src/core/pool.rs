@@ -285,7 +285,6 @@ pub(crate) fn copy_to_vec<T: crate::core::Element>(values: &[T]) -> Result<Vec<T
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::dtype::sealed::ElementStorage;
 
     fn cached<T: crate::core::Element>() -> usize {
         T::pool().free.lock().map_or(0, |f| f.len())
