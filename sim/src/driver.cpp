@@ -147,9 +147,12 @@ std::mutex& cap_mu = *new std::mutex;
 using Op = std::function<void()>;
 
 // Device memory allocated by stream-ordered allocations during a capture: the graph's memory
-// (CUDA's mem-alloc nodes), freed when the last graph or executable graph using it is destroyed.
+// (CUDA's mem-alloc nodes). What the capture also freed (mem-free nodes) is released when the
+// last graph or executable graph using it is destroyed; what it did not free outlives the graph,
+// as in CUDA, until the program frees it with cuMemFreeAsync.
 struct GraphMemory {
     std::vector<CUdeviceptr> blocks;
+    std::vector<CUdeviceptr> freed;  // of `blocks`, those freed in the capture
     ~GraphMemory();
 };
 
@@ -544,19 +547,19 @@ CUresult captured_event_forbids_sync(Event* ev) {
 }
 
 GraphMemory::~GraphMemory() {
-    if (blocks.empty()) return;
+    if (freed.empty()) return;
     // A launch of the graph may still be queued: let the device's streams finish first.
     Device* d = nullptr;
     std::vector<Stream*> streams;
     {
         std::lock_guard<std::mutex> lock(mu);
-        auto it = live.find(blocks.front());
+        auto it = live.find(freed.front());
         if (it != live.end()) d = it->second.device;
         if (d) streams = d->streams;
     }
     for (Stream* s : streams) s->drain();
     std::lock_guard<std::mutex> lock(mu);
-    for (CUdeviceptr b : blocks) device_free(b, "cuGraphDestroy");
+    for (CUdeviceptr b : freed) device_free(b, "cuGraphDestroy");
 }
 
 struct Graph {
@@ -1005,8 +1008,11 @@ API CUresult cuMemFreeAsync(CUdeviceptr p, CUstream h) {
         std::lock_guard<std::mutex> lock(cap_mu);
         if (s->capture) {
             if (s->capture->invalidated) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
-            const auto& b = s->capture->memory->blocks;
-            if (std::find(b.begin(), b.end(), p) != b.end()) return CUDA_SUCCESS;
+            auto& m = *s->capture->memory;
+            if (std::find(m.blocks.begin(), m.blocks.end(), p) != m.blocks.end()) {
+                if (std::find(m.freed.begin(), m.freed.end(), p) == m.freed.end()) m.freed.push_back(p);
+                return CUDA_SUCCESS;
+            }
             report("cuMemFreeAsync of 0x%llx during a capture: the block was not allocated by it",
                    (unsigned long long)p);
             invalidate(s->capture);
