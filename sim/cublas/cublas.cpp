@@ -115,6 +115,7 @@ struct Driver {
     CUresult (*ctx_get_current)(void**) = nullptr;
     CUresult (*ctx_set_current)(void*) = nullptr;
     CUresult (*ctx_synchronize)() = nullptr;
+    CUresult (*stream_is_capturing)(cudaStream_t, int*) = nullptr;
 };
 
 void* find(const char* name) {
@@ -150,6 +151,7 @@ Driver driver(bool refresh) {
         resolve(d.ctx_get_current, "cuCtxGetCurrent");
         resolve(d.ctx_set_current, "cuCtxSetCurrent");
         resolve(d.ctx_synchronize, "cuCtxSynchronize");
+        resolve(d.stream_is_capturing, "cuStreamIsCapturing");
         g_driver = d;
         g_driver_found = d.launch_host_func != nullptr;
     }
@@ -356,6 +358,10 @@ void run_and_free(void* p) {
     delete j;
 }
 
+// A GEMM queued during a stream capture runs at every replay of the graph (as cuBLAS's kernel
+// nodes do, with their arguments copied into the graph): its job is the graph's and is kept.
+void run_kept(void* p) { run(*static_cast<Job*>(p)); }
+
 bool known_compute(int c) {
     return (c >= CUBLAS_COMPUTE_16F && c <= CUBLAS_COMPUTE_32F_FAST_16BF &&
             c != 66 && c != 67) ||
@@ -460,7 +466,9 @@ cublasStatus_t gemm(cublasHandle_t handle, cublasOperation_t transa, cublasOpera
         run_and_free(j);
         return CUBLAS_STATUS_SUCCESS;
     }
-    if (d.launch_host_func(h.stream, run_and_free, j) != 0) {
+    int capturing = 0;
+    if (d.stream_is_capturing && d.stream_is_capturing(h.stream, &capturing) != 0) capturing = 0;
+    if (d.launch_host_func(h.stream, capturing ? run_kept : run_and_free, j) != 0) {
         delete j;
         return CUBLAS_STATUS_EXECUTION_FAILED;
     }

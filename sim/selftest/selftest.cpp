@@ -1,6 +1,6 @@
 // Checks the simulator's own semantics through the driver API: barriers, shuffles, atomics,
 // argument unpacking, coordinates, launch limits, the red-zone check, the deadlock report,
-// stream order with events. Built and run by sim/selftest/run.sh; exits non-zero on a failure.
+// stream order with events, stream capture and graph replay. Built and run by sim/selftest/run.sh; exits non-zero on a failure.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -30,7 +30,18 @@ CUresult cuStreamWaitEvent(CUstream, CUevent, unsigned);
 CUresult cuStreamSynchronize(CUstream);
 CUresult cuLaunchHostFunc(CUstream, void (*)(void*), void*);
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr, const void*, size_t, CUstream);
+CUresult cuMemcpyDtoHAsync_v2(void*, CUdeviceptr, size_t, CUstream);
 CUresult cuMemHostAlloc(void**, size_t, unsigned);
+CUresult cuMemsetD32Async(CUdeviceptr, unsigned, size_t, CUstream);
+CUresult cuMemAllocAsync(CUdeviceptr*, size_t, CUstream);
+CUresult cuMemFreeAsync(CUdeviceptr, CUstream);
+CUresult cuStreamBeginCapture_v2(CUstream, int);
+CUresult cuStreamEndCapture(CUstream, CUgraph*);
+CUresult cuStreamIsCapturing(CUstream, int*);
+CUresult cuGraphInstantiateWithFlags(CUgraphExec*, CUgraph, unsigned long long);
+CUresult cuGraphLaunch(CUgraphExec, CUstream);
+CUresult cuGraphExecDestroy(CUgraphExec);
+CUresult cuGraphDestroy(CUgraph);
 }
 
 namespace {
@@ -157,6 +168,101 @@ int main() {
     ok = true;
     for (unsigned i = 0; i < n; ++i) ok &= out[i] == pinned[(i / 256) * 256 + 255 - i % 256];
     expect(ok, "cuStreamWaitEvent orders a kernel after a copy on another stream");
+
+    // Stream capture: the work queued on a capturing stream (and on a stream that joins it
+    // through an event) is recorded, not run, and runs in order at every cuGraphLaunch.
+    {
+        static int host_calls = 0;
+        for (unsigned i = 0; i < n; ++i) pinned[i] = -1.0f;
+        cuMemsetD32Async(dout, 0, n, compute);
+        cuStreamSynchronize(compute);
+        CUdeviceptr ones;
+        cuMemAlloc_v2(&ones, n * 4);
+        expect(cuStreamBeginCapture_v2(compute, 1) == CUDA_SUCCESS, "cuStreamBeginCapture_v2 on a stream");
+        int status = -1;
+        cuStreamIsCapturing(compute, &status);
+        expect(status == 1, "cuStreamIsCapturing says ACTIVE");
+        expect(cuStreamBeginCapture_v2(compute, 1) == CUDA_ERROR_ILLEGAL_STATE, "a second begin is refused");
+        CUdeviceptr scratch = 0;
+        expect(cuMemAllocAsync(&scratch, n * 4, compute) == CUDA_SUCCESS && scratch != 0,
+               "cuMemAllocAsync in a capture gives the graph's memory");
+        cuMemcpyHtoDAsync_v2(din, pinned, n * 4, compute);
+        launch(function(m, "block_reverse"), 4, 256, {&scratch, &din}, 1, 1, 1, 1, compute);
+        launch(function(m, "block_reverse"), 4, 256, {&dout, &scratch}, 1, 1, 1, 1, compute);
+        cuLaunchHostFunc(compute, [](void*) { ++host_calls; }, nullptr);
+        CUevent fork, join;
+        cuEventCreate(&fork, 0);
+        cuEventCreate(&join, 0);
+        cuEventRecord(fork, compute);
+        expect(cuStreamWaitEvent(copy, fork, 0) == CUDA_SUCCESS, "another stream joins the capture by an event wait");
+        cuStreamIsCapturing(copy, &status);
+        expect(status == 1, "and is capturing");
+        cuMemsetD32Async(ones, 0x3f800000u, n, copy);  // 1.0f
+        cuEventRecord(join, copy);
+        cuStreamWaitEvent(compute, join, 0);
+        expect(cuMemFreeAsync(scratch, compute) == CUDA_SUCCESS, "cuMemFreeAsync of the graph's memory in the capture");
+        CUgraph graph = nullptr;
+        expect(cuStreamEndCapture(compute, &graph) == CUDA_SUCCESS && graph, "cuStreamEndCapture returns the graph");
+        cuStreamIsCapturing(copy, &status);
+        expect(status == 0, "the joined stream leaves the capture with it");
+        cuStreamSynchronize(compute);
+        cuMemcpyDtoH_v2(out.data(), dout, n * 4);
+        ok = host_calls == 0;
+        for (unsigned i = 0; i < n; ++i) ok &= out[i] == 0.0f;
+        expect(ok, "nothing captured ran during the capture");
+        CUgraphExec exec = nullptr;
+        expect(cuGraphInstantiateWithFlags(&exec, graph, 0) == CUDA_SUCCESS, "cuGraphInstantiateWithFlags");
+        for (int replay = 1; replay <= 3; ++replay) {
+            for (unsigned i = 0; i < n; ++i) pinned[i] = (float)(replay * 10000 + i);
+            cuMemsetD32Async(ones, 0, n, compute);
+            cuGraphLaunch(exec, compute);
+            cuStreamSynchronize(compute);
+            cuMemcpyDtoH_v2(out.data(), dout, n * 4);
+            ok = host_calls == replay;
+            for (unsigned i = 0; i < n; ++i) ok &= out[i] == pinned[i];
+            cuMemcpyDtoH_v2(out.data(), ones, n * 4);
+            for (unsigned i = 0; i < n; ++i) ok &= out[i] == 1.0f;
+            expect(ok, "each replay runs the copy, kernels, host function and memset in order on fresh input");
+        }
+        expect(cuGraphExecDestroy(exec) == CUDA_SUCCESS && cuGraphDestroy(graph) == CUDA_SUCCESS,
+               "the graph and its executable are destroyed");
+
+        // A synchronizing call in a capture fails and invalidates it; the stream stays usable.
+        cuStreamBeginCapture_v2(compute, 1);
+        launch(function(m, "block_reverse"), 4, 256, {&dout, &din}, 1, 1, 1, 1, compute);
+        expect(cuStreamSynchronize(compute) == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+               "cuStreamSynchronize on a capturing stream: operation not permitted when stream is capturing");
+        cuStreamIsCapturing(compute, &status);
+        expect(status == 2, "and the capture is invalidated");
+        expect(launch(function(m, "block_reverse"), 4, 256, {&dout, &din}, 1, 1, 1, 1, compute) ==
+                   CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,
+               "later work on it fails with CUDA_ERROR_STREAM_CAPTURE_INVALIDATED");
+        graph = reinterpret_cast<CUgraph>(1);
+        expect(cuStreamEndCapture(compute, &graph) == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED && !graph,
+               "and cuStreamEndCapture returns no graph");
+        cuStreamBeginCapture_v2(compute, 1);
+        expect(cuCtxSynchronize() == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "cuCtxSynchronize in a capture fails");
+        expect(cuMemcpyDtoH_v2(out.data(), dout, 4) == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+               "a synchronous copy in a capture fails");
+        expect(cuMemcpyDtoHAsync_v2(out.data(), dout, 4, compute) == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,
+               "(the capture is already invalidated)");
+        cuStreamEndCapture(compute, &graph);
+        cuStreamBeginCapture_v2(compute, 1);
+        CUevent outside;
+        cuEventCreate(&outside, 0);
+        cuEventRecord(outside, copy);
+        expect(cuStreamWaitEvent(compute, outside, 0) == CUDA_ERROR_STREAM_CAPTURE_ISOLATION,
+               "a capture may not wait on an event recorded outside it");
+        cuStreamEndCapture(compute, &graph);
+        for (unsigned i = 0; i < n; ++i) pinned[i] = (float)i;
+        cuMemcpyHtoDAsync_v2(din, pinned, n * 4, compute);
+        launch(function(m, "block_reverse"), 4, 256, {&dout, &din}, 1, 1, 1, 1, compute);
+        expect(cuStreamSynchronize(compute) == CUDA_SUCCESS, "the stream works after a failed capture");
+        cuMemcpyDtoH_v2(out.data(), dout, n * 4);
+        ok = true;
+        for (unsigned i = 0; i < n; ++i) ok &= out[i] == (float)((i / 256) * 256 + 255 - i % 256);
+        expect(ok, "and computes right");
+    }
 
     // Out-of-bounds write: caught at the next synchronize, and the context stays failed.
     CUdeviceptr small;

@@ -10,6 +10,8 @@ typedef struct CUevent_st* CUevent;
 typedef struct CUmod_st* CUmodule;
 typedef struct CUfunc_st* CUfunction;
 typedef struct CUmemPoolHandle_st* CUmemoryPool;
+typedef struct CUgraph_st* CUgraph;
+typedef struct CUgraphExec_st* CUgraphExec;
 typedef struct CUuuid_st {
     char bytes[16];
 } CUuuid;
@@ -29,6 +31,12 @@ typedef struct CUuuid_st {
     X(CUDA_ERROR_ILLEGAL_ADDRESS, "an illegal memory access was encountered")         \
     X(CUDA_ERROR_LAUNCH_FAILED, "unspecified launch failure")                         \
     X(CUDA_ERROR_NOT_SUPPORTED, "operation not supported")                            \
+    X(CUDA_ERROR_ILLEGAL_STATE, "the operation cannot be performed in the present state") \
+    X(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "operation not permitted when stream is capturing") \
+    X(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, "operation failed due to a previous error during capture") \
+    X(CUDA_ERROR_STREAM_CAPTURE_MERGE, "operation would result in a merge of separate capture sequences") \
+    X(CUDA_ERROR_STREAM_CAPTURE_UNMATCHED, "capture was not ended in the same stream as it began") \
+    X(CUDA_ERROR_STREAM_CAPTURE_ISOLATION, "dependency created on uncaptured work in another stream") \
     X(CUDA_ERROR_UNKNOWN, "unknown error")
 
 #define CU_ERROR_LIST(N)                \
@@ -46,6 +54,12 @@ typedef struct CUuuid_st {
     N(CUDA_ERROR_ILLEGAL_ADDRESS)       \
     N(CUDA_ERROR_LAUNCH_FAILED)         \
     N(CUDA_ERROR_NOT_SUPPORTED)         \
+    N(CUDA_ERROR_ILLEGAL_STATE)         \
+    N(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED) \
+    N(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED) \
+    N(CUDA_ERROR_STREAM_CAPTURE_MERGE)  \
+    N(CUDA_ERROR_STREAM_CAPTURE_UNMATCHED) \
+    N(CUDA_ERROR_STREAM_CAPTURE_ISOLATION) \
     N(CUDA_ERROR_UNKNOWN)
 
 typedef enum CUresult_enum {
@@ -63,5 +77,11 @@ typedef enum CUresult_enum {
     CUDA_ERROR_ILLEGAL_ADDRESS = 700,
     CUDA_ERROR_LAUNCH_FAILED = 719,
     CUDA_ERROR_NOT_SUPPORTED = 801,
+    CUDA_ERROR_ILLEGAL_STATE = 401,
+    CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED = 900,
+    CUDA_ERROR_STREAM_CAPTURE_INVALIDATED = 901,
+    CUDA_ERROR_STREAM_CAPTURE_MERGE = 902,
+    CUDA_ERROR_STREAM_CAPTURE_UNMATCHED = 903,
+    CUDA_ERROR_STREAM_CAPTURE_ISOLATION = 905,
     CUDA_ERROR_UNKNOWN = 999,
 } CUresult;

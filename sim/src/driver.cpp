@@ -13,6 +13,7 @@
 //   after an illegal address: every later call returns CUDA_ERROR_ILLEGAL_ADDRESS.
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -134,9 +135,48 @@ Device* device_of(int ordinal) {
     return devices[ordinal].get();
 }
 
+// ---- stream capture ----------------------------------------------------------------------------
+
+// A stream capture in progress (cuStreamBeginCapture_v2 .. cuStreamEndCapture): the operations
+// queued on its streams are recorded here, in order, instead of running. Streams that wait on
+// an event recorded in the capture join it, as in CUDA's cross-stream capture; the sim records
+// one sequence for all of them (a valid order of the graph's nodes). Guarded by `cap_mu`, which
+// is never taken before `mu` (`mu` may be held when taking it, not the other way round).
+std::mutex& cap_mu = *new std::mutex;
+
+using Op = std::function<void()>;
+
+// Device memory allocated by stream-ordered allocations during a capture: the graph's memory
+// (CUDA's mem-alloc nodes). What the capture also freed (mem-free nodes) is released when the
+// last graph or executable graph using it is destroyed; what it did not free outlives the graph,
+// as in CUDA, until the program frees it with cuMemFreeAsync.
+struct GraphMemory {
+    std::vector<CUdeviceptr> blocks;
+    std::vector<CUdeviceptr> freed;  // of `blocks`, those freed in the capture
+    ~GraphMemory();
+};
+
+struct Capture {
+    uint64_t id;
+    Device* device;
+    Stream* origin;
+    int mode;  // CU_STREAM_CAPTURE_MODE_GLOBAL 0, THREAD_LOCAL 1, RELAXED 2
+    std::thread::id thread;
+    bool invalidated = false;
+    std::vector<Op> ops;
+    std::vector<Stream*> members;
+    std::shared_ptr<GraphMemory> memory = std::make_shared<GraphMemory>();
+};
+std::map<uint64_t, Capture*>& captures = *new std::map<uint64_t, Capture*>;  // active, by id
+uint64_t capture_counter = 0;
+
+struct Stream;
+thread_local Stream* running_stream = nullptr;  // the stream whose worker this thread is
+
 // ---- streams -----------------------------------------------------------------------------------
 
 struct Stream {
+    Capture* capture = nullptr;  // guarded by cap_mu
     Device* device;
     std::mutex qmu;
     std::condition_variable qcv;
@@ -153,6 +193,7 @@ struct Stream {
     }
 
     void run() {
+        running_stream = this;
         for (;;) {
             std::function<void()> op;
             {
@@ -186,7 +227,16 @@ struct Stream {
     }
 
     // Queues `op`; returns its sequence number (1-based).
+    // During a capture the operation is recorded instead (returns 0); an invalidated
+    // capture drops it (the call that invalidated it returned the error).
     uint64_t push(std::function<void()> op) {
+        {
+            std::lock_guard<std::mutex> lock(cap_mu);
+            if (capture) {
+                if (!capture->invalidated) capture->ops.push_back(std::move(op));
+                return 0;
+            }
+        }
         std::lock_guard<std::mutex> lock(qmu);
         queue.push_back(std::move(op));
         const uint64_t n = ++enqueued;
@@ -442,6 +492,79 @@ struct Event {
     uint64_t completed = 0;  // recordings that have completed
     std::chrono::steady_clock::time_point at{};
     unsigned flags = 0;
+    uint64_t capture = 0;  // the capture its last record was part of (0: none); under cap_mu
+};
+
+// ---- stream capture: the checks ----
+
+// Caller holds cap_mu.
+void invalidate(Capture* c) {
+    c->invalidated = true;
+    c->ops.clear();
+}
+
+// CUDA_ERROR_STREAM_CAPTURE_INVALIDATED for work queued on a stream whose capture failed.
+CUresult capture_error(Stream* s) {
+    std::lock_guard<std::mutex> lock(cap_mu);
+    return s->capture && s->capture->invalidated ? CUDA_ERROR_STREAM_CAPTURE_INVALIDATED : CUDA_SUCCESS;
+}
+
+// An operation that makes the host wait for `s` (or read host memory now): not permitted while
+// `s` is capturing, and it invalidates the capture, as the driver does.
+CUresult capture_forbids_sync(Stream* s) {
+    std::lock_guard<std::mutex> lock(cap_mu);
+    if (!s->capture) return CUDA_SUCCESS;
+    invalidate(s->capture);
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+}
+
+// A potentially unsafe call on device `d` (cuCtxSynchronize, the synchronous copies, the legacy
+// stream, cuMemAlloc/cuMemFree): not permitted while a capture in global mode (or thread-local
+// mode, from its thread) is active on the device; it invalidates those captures.
+CUresult capture_forbids_unsafe(Device* d) {
+    std::lock_guard<std::mutex> lock(cap_mu);
+    CUresult r = CUDA_SUCCESS;
+    for (auto& entry : captures) {
+        Capture* c = entry.second;
+        if (c->device != d) continue;
+        if (c->mode == 0 || (c->mode == 1 && c->thread == std::this_thread::get_id())) {
+            invalidate(c);
+            r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+        }
+    }
+    return r;
+}
+
+// Waiting for (or querying) an event recorded in an active capture: not permitted; it
+// invalidates the capture.
+CUresult captured_event_forbids_sync(Event* ev) {
+    if (!ev) return CUDA_ERROR_INVALID_HANDLE;
+    std::lock_guard<std::mutex> lock(cap_mu);
+    auto it = ev->capture ? captures.find(ev->capture) : captures.end();
+    if (it == captures.end()) return CUDA_SUCCESS;
+    invalidate(it->second);
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+}
+
+GraphMemory::~GraphMemory() {
+    if (freed.empty()) return;
+    // A launch of the graph may still be queued: let the device's streams finish first.
+    Device* d = nullptr;
+    std::vector<Stream*> streams;
+    {
+        std::lock_guard<std::mutex> lock(mu);
+        auto it = live.find(freed.front());
+        if (it != live.end()) d = it->second.device;
+        if (d) streams = d->streams;
+    }
+    for (Stream* s : streams) s->drain();
+    std::lock_guard<std::mutex> lock(mu);
+    for (CUdeviceptr b : freed) device_free(b, "cuGraphDestroy");
+}
+
+struct Graph {
+    std::shared_ptr<const std::vector<Op>> ops;
+    std::shared_ptr<GraphMemory> memory;
 };
 
 }  // namespace
@@ -600,6 +723,7 @@ API CUresult cuCtxSynchronize() {
     NEED_INIT();
     if (!current_ctx) return CUDA_ERROR_INVALID_CONTEXT;
     Device* d = current_ctx->device;
+    if (CUresult r = capture_forbids_unsafe(d)) return r;
     std::vector<Stream*> streams;
     {
         std::lock_guard<std::mutex> lock(mu);
@@ -638,6 +762,10 @@ API CUresult cuStreamSynchronize(CUstream h) {
     NEED_INIT();
     Stream* s = stream_of(h);
     if (!s) return CUDA_ERROR_INVALID_HANDLE;
+    if (CUresult r = capture_forbids_sync(s)) return r;
+    if (!h) {
+        if (CUresult r = capture_forbids_unsafe(s->device)) return r;
+    }
     s->drain();
     return after_sync(s->device, "cuStreamSynchronize");
 }
@@ -646,6 +774,8 @@ API CUresult cuStreamQuery(CUstream h) {
     NEED_INIT();
     CHECK_STICKY();
     Stream* s = stream_of(h);
+    if (!s) return CUDA_ERROR_INVALID_HANDLE;
+    if (CUresult r = capture_forbids_sync(s)) return r;
     std::lock_guard<std::mutex> lock(s->qmu);
     return s->completed.load() >= s->enqueued ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
@@ -671,6 +801,16 @@ API CUresult cuEventRecord(CUevent e, CUstream h) {
     Event* ev = reinterpret_cast<Event*>(e);
     Stream* s = stream_of(h);
     if (!ev || !s) return CUDA_ERROR_INVALID_HANDLE;
+    {
+        // In a capture the record is a dependency of the graph, not an operation of its own.
+        std::lock_guard<std::mutex> lock(cap_mu);
+        if (s->capture) {
+            if (s->capture->invalidated) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+            ev->capture = s->capture->id;
+            return CUDA_SUCCESS;
+        }
+        ev->capture = 0;
+    }
     uint64_t n;
     {
         std::lock_guard<std::mutex> lock(mu);
@@ -689,6 +829,7 @@ API CUresult cuEventQuery(CUevent e) {
     NEED_INIT();
     CHECK_STICKY();
     Event* ev = reinterpret_cast<Event*>(e);
+    if (CUresult r = captured_event_forbids_sync(ev)) return r;
     std::lock_guard<std::mutex> lock(mu);
     return ev->completed >= ev->recorded ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
@@ -696,6 +837,7 @@ API CUresult cuEventQuery(CUevent e) {
 API CUresult cuEventSynchronize(CUevent e) {
     NEED_INIT();
     Event* ev = reinterpret_cast<Event*>(e);
+    if (CUresult r = captured_event_forbids_sync(ev)) return r;
     {
         std::unique_lock<std::mutex> lock(mu);
         const uint64_t n = ev->recorded;
@@ -724,6 +866,36 @@ API CUresult cuStreamWaitEvent(CUstream h, CUevent e, unsigned) {
     Event* ev = reinterpret_cast<Event*>(e);
     Stream* s = stream_of(h);
     if (!ev || !s) return CUDA_ERROR_INVALID_HANDLE;
+    {
+        // Cross-stream capture: a stream that waits on an event recorded in a capture joins it;
+        // a capturing stream may not wait on work outside its capture.
+        std::lock_guard<std::mutex> lock(cap_mu);
+        auto it = ev->capture ? captures.find(ev->capture) : captures.end();
+        Capture* from = it == captures.end() ? nullptr : it->second;
+        if (from) {
+            if (from->invalidated) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+            if (s->capture && s->capture != from) {
+                invalidate(s->capture);
+                invalidate(from);
+                return CUDA_ERROR_STREAM_CAPTURE_MERGE;
+            }
+            if (!s->capture) {
+                s->capture = from;
+                from->members.push_back(s);
+            }
+            return CUDA_SUCCESS;
+        }
+        if (s->capture) {
+            if (s->capture->invalidated) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+            // An event recorded outside the capture (or never recorded): only in-stream order
+            // crosses the capture's boundary.
+            if (ev->recorded) {
+                invalidate(s->capture);
+                return CUDA_ERROR_STREAM_CAPTURE_ISOLATION;
+            }
+            return CUDA_SUCCESS;
+        }
+    }
     uint64_t n;
     {
         std::lock_guard<std::mutex> lock(mu);
@@ -742,6 +914,7 @@ API CUresult cuLaunchHostFunc(CUstream h, void (*fn)(void*), void* data) {
     CHECK_STICKY();
     Stream* s = stream_of(h);
     if (!s || !fn) return CUDA_ERROR_INVALID_VALUE;
+    if (CUresult r = capture_error(s)) return r;
     s->push([fn, data] { fn(data); });
     return CUDA_SUCCESS;
 }
@@ -763,6 +936,7 @@ API CUresult cuMemAlloc_v2(CUdeviceptr* p, size_t bytes) {
     CHECK_STICKY();
     if (!current_ctx) return CUDA_ERROR_INVALID_CONTEXT;
     if (!p || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+    if (CUresult r = capture_forbids_unsafe(current_ctx->device)) return r;
     std::lock_guard<std::mutex> lock(mu);
     return device_alloc(current_ctx->device, bytes, false, p);
 }
@@ -770,6 +944,7 @@ API CUresult cuMemAlloc_v2(CUdeviceptr* p, size_t bytes) {
 API CUresult cuMemFree_v2(CUdeviceptr p) {
     NEED_INIT();
     if (!current_ctx) return CUDA_ERROR_INVALID_CONTEXT;
+    if (CUresult r = capture_forbids_unsafe(current_ctx->device)) return r;
     cuCtxSynchronize();
     std::lock_guard<std::mutex> lock(mu);
     const CUresult r = device_free(p, "cuMemFree");
@@ -782,6 +957,20 @@ API CUresult cuMemAllocAsync(CUdeviceptr* p, size_t bytes, CUstream h) {
     Stream* s = stream_of(h);
     if (!p || !s) return CUDA_ERROR_INVALID_VALUE;
     if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+    {
+        // During a capture: CUDA's mem-alloc node. The memory is the graph's, at a fixed
+        // address, for as long as the graph (or an executable graph made from it) lives.
+        std::unique_lock<std::mutex> clock(cap_mu);
+        if (s->capture) {
+            if (s->capture->invalidated) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+            std::shared_ptr<GraphMemory> memory = s->capture->memory;
+            clock.unlock();
+            std::lock_guard<std::mutex> lock(mu);
+            const CUresult r = device_alloc(s->device, bytes, false, p);
+            if (r == CUDA_SUCCESS) memory->blocks.push_back(*p);
+            return r;
+        }
+    }
     CUresult r;
     {
         std::lock_guard<std::mutex> lock(mu);
@@ -809,6 +998,25 @@ API CUresult cuMemFreeAsync(CUdeviceptr p, CUstream h) {
         if (!live.count(p)) {
             report("cuMemFreeAsync of 0x%llx, which is not a live allocation (double free?)", (unsigned long long)p);
             return CUDA_ERROR_INVALID_VALUE;
+        }
+    }
+    {
+        // During a capture, memory the capture allocated stays the graph's (a mem-free node
+        // would let later alloc nodes reuse it; keeping it is the same to the graph's work).
+        // Freeing memory from outside the graph in a graph is not supported by the simulator:
+        // replaying it would free the block again.
+        std::lock_guard<std::mutex> lock(cap_mu);
+        if (s->capture) {
+            if (s->capture->invalidated) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+            auto& m = *s->capture->memory;
+            if (std::find(m.blocks.begin(), m.blocks.end(), p) != m.blocks.end()) {
+                if (std::find(m.freed.begin(), m.freed.end(), p) == m.freed.end()) m.freed.push_back(p);
+                return CUDA_SUCCESS;
+            }
+            report("cuMemFreeAsync of 0x%llx during a capture: the block was not allocated by it",
+                   (unsigned long long)p);
+            invalidate(s->capture);
+            return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
         }
     }
     s->push([p] {
@@ -902,6 +1110,7 @@ API CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void* src, size_t n, CU
     CHECK_STICKY();
     Stream* s = stream_of(h);
     if (!s) return CUDA_ERROR_INVALID_HANDLE;
+    if (CUresult r = capture_error(s)) return r;
     if (CUresult r = check_device_range(dst, n, "cuMemcpyHtoDAsync")) return r;
     if (n == 0) return CUDA_SUCCESS;
     bool from_pinned;
@@ -911,11 +1120,12 @@ API CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void* src, size_t n, CU
     }
     if (from_pinned) {
         // Page-locked memory is read when the copy runs, as a GPU's DMA engine reads it.
-        s->push([s, dst, src, n] {
-            s->dma_delay();
+        s->push([dst, src, n] {
+            running_stream->dma_delay();
             std::memcpy(reinterpret_cast<void*>(dst), src, n);
         });
     } else {
+        if (CUresult r = capture_forbids_sync(s)) return r;
         // Pageable memory is staged before the call returns.
         auto staged = std::make_shared<std::vector<char>>(static_cast<const char*>(src), static_cast<const char*>(src) + n);
         s->push([dst, staged] { std::memcpy(reinterpret_cast<void*>(dst), staged->data(), staged->size()); });
@@ -928,6 +1138,7 @@ API CUresult cuMemcpyDtoHAsync_v2(void* dst, CUdeviceptr src, size_t n, CUstream
     CHECK_STICKY();
     Stream* s = stream_of(h);
     if (!s) return CUDA_ERROR_INVALID_HANDLE;
+    if (CUresult r = capture_error(s)) return r;
     if (CUresult r = check_device_range(src, n, "cuMemcpyDtoHAsync")) return r;
     if (n == 0) return CUDA_SUCCESS;
     bool to_pinned;
@@ -935,8 +1146,11 @@ API CUresult cuMemcpyDtoHAsync_v2(void* dst, CUdeviceptr src, size_t n, CUstream
         std::lock_guard<std::mutex> lock(mu);
         to_pinned = is_pinned(dst, n);
     }
-    const uint64_t seq = s->push([s, dst, src, n, to_pinned] {
-        if (to_pinned) s->dma_delay();
+    if (!to_pinned) {
+        if (CUresult r = capture_forbids_sync(s)) return r;
+    }
+    const uint64_t seq = s->push([dst, src, n, to_pinned] {
+        if (to_pinned) running_stream->dma_delay();
         std::memcpy(dst, reinterpret_cast<const void*>(src), n);
     });
     // A copy to pageable memory returns when it is done.
@@ -949,6 +1163,7 @@ API CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CU
     CHECK_STICKY();
     Stream* s = stream_of(h);
     if (!s) return CUDA_ERROR_INVALID_HANDLE;
+    if (CUresult r = capture_error(s)) return r;
     if (CUresult r = check_device_range(src, n, "cuMemcpyDtoDAsync")) return r;
     if (CUresult r = check_device_range(dst, n, "cuMemcpyDtoDAsync")) return r;
     if (n) s->push([dst, src, n] { std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), n); });
@@ -964,6 +1179,7 @@ API CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t n, CUs
     CHECK_STICKY();
     Stream* s = stream_of(h);
     if (!s) return CUDA_ERROR_INVALID_HANDLE;
+    if (CUresult r = capture_error(s)) return r;
     if (CUresult r = check_device_range(dst, n, "cuMemsetD8Async")) return r;
     if (n) s->push([dst, value, n] { std::memset(reinterpret_cast<void*>(dst), value, n); });
     return CUDA_SUCCESS;
@@ -974,6 +1190,7 @@ API CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned value, size_t n, CUstrea
     CHECK_STICKY();
     Stream* s = stream_of(h);
     if (!s) return CUDA_ERROR_INVALID_HANDLE;
+    if (CUresult r = capture_error(s)) return r;
     if (CUresult r = check_device_range(dst, n * 4, "cuMemsetD32Async")) return r;
     if (n)
         s->push([dst, value, n] {
@@ -983,20 +1200,29 @@ API CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned value, size_t n, CUstrea
     return CUDA_SUCCESS;
 }
 
-// The synchronous forms run on the context's null stream and wait.
+// The synchronous forms run on the context's null stream and wait (not permitted during a
+// capture: they synchronize).
+static CUresult sync_copy_allowed() {
+    Device* d = current_ctx ? current_ctx->device : device_of(0);
+    return d ? capture_forbids_unsafe(d) : CUDA_SUCCESS;
+}
 API CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, size_t n) {
+    if (CUresult r = sync_copy_allowed()) return r;
     CUresult r = cuMemcpyHtoDAsync_v2(dst, src, n, nullptr);
     return r ? r : cuStreamSynchronize(nullptr);
 }
 API CUresult cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, size_t n) {
+    if (CUresult r = sync_copy_allowed()) return r;
     CUresult r = cuMemcpyDtoHAsync_v2(dst, src, n, nullptr);
     return r ? r : cuStreamSynchronize(nullptr);
 }
 API CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n) {
+    if (CUresult r = sync_copy_allowed()) return r;
     CUresult r = cuMemcpyDtoDAsync_v2(dst, src, n, nullptr);
     return r ? r : cuStreamSynchronize(nullptr);
 }
 API CUresult cuMemsetD8_v2(CUdeviceptr dst, unsigned char v, size_t n) {
+    if (CUresult r = sync_copy_allowed()) return r;
     CUresult r = cuMemsetD8Async(dst, v, n, nullptr);
     return r ? r : cuStreamSynchronize(nullptr);
 }
@@ -1077,6 +1303,7 @@ API CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
     Function* fn = reinterpret_cast<Function*>(f);
     Stream* s = stream_of(h);
     if (!fn || !s) return CUDA_ERROR_INVALID_HANDLE;
+    if (CUresult r = capture_error(s)) return r;
     // The limits of compute capability 9.0, checked as the driver checks them.
     const uint64_t threads = (uint64_t)bx * by * bz;
     if (gx == 0 || gy == 0 || gz == 0 || bx == 0 || by == 0 || bz == 0 || threads > 1024 || bx > 1024 ||
@@ -1117,6 +1344,108 @@ API CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
             sticky = CUDA_ERROR_LAUNCH_FAILED;
         }
     });
+    return CUDA_SUCCESS;
+}
+
+// ---- stream capture and graphs ----
+
+API CUresult cuStreamBeginCapture_v2(CUstream h, int mode) {
+    NEED_INIT();
+    CHECK_STICKY();
+    if (!h) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;  // the legacy stream cannot capture
+    Stream* s = reinterpret_cast<Stream*>(h);
+    if (mode < 0 || mode > 2) return CUDA_ERROR_INVALID_VALUE;
+    std::lock_guard<std::mutex> lock(cap_mu);
+    if (s->capture) return CUDA_ERROR_ILLEGAL_STATE;
+    auto* c = new Capture;
+    c->id = ++capture_counter;
+    c->device = s->device;
+    c->origin = s;
+    c->mode = mode;
+    c->thread = std::this_thread::get_id();
+    c->members.push_back(s);
+    captures[c->id] = c;
+    s->capture = c;
+    return CUDA_SUCCESS;
+}
+API CUresult cuStreamBeginCapture(CUstream h, int mode) { return cuStreamBeginCapture_v2(h, mode); }
+
+API CUresult cuStreamEndCapture(CUstream h, CUgraph* graph) {
+    NEED_INIT();
+    if (!graph) return CUDA_ERROR_INVALID_VALUE;
+    *graph = nullptr;
+    Stream* s = stream_of(h);
+    if (!s) return CUDA_ERROR_INVALID_HANDLE;
+    std::unique_ptr<Capture> c;
+    {
+        std::lock_guard<std::mutex> lock(cap_mu);
+        if (!s->capture) return CUDA_ERROR_ILLEGAL_STATE;
+        if (s->capture->origin != s) {
+            invalidate(s->capture);
+            return CUDA_ERROR_STREAM_CAPTURE_UNMATCHED;
+        }
+        if (s->capture->mode == 1 && s->capture->thread != std::this_thread::get_id())
+            return CUDA_ERROR_STREAM_CAPTURE_UNMATCHED;
+        c.reset(s->capture);
+        captures.erase(c->id);
+        for (Stream* m : c->members) m->capture = nullptr;
+    }
+    if (c->invalidated) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;  // its memory goes with it
+    auto* g = new Graph{std::make_shared<const std::vector<Op>>(std::move(c->ops)), c->memory};
+    *graph = reinterpret_cast<CUgraph>(g);
+    return CUDA_SUCCESS;
+}
+
+// CU_STREAM_CAPTURE_STATUS_NONE 0, ACTIVE 1, INVALIDATED 2.
+API CUresult cuStreamIsCapturing(CUstream h, int* status) {
+    NEED_INIT();
+    Stream* s = stream_of(h);
+    if (!s || !status) return CUDA_ERROR_INVALID_VALUE;
+    std::lock_guard<std::mutex> lock(cap_mu);
+    *status = !s->capture ? 0 : s->capture->invalidated ? 2 : 1;
+    return CUDA_SUCCESS;
+}
+
+API CUresult cuGraphInstantiateWithFlags(CUgraphExec* exec, CUgraph graph, unsigned long long flags) {
+    NEED_INIT();
+    CHECK_STICKY();
+    Graph* g = reinterpret_cast<Graph*>(graph);
+    if (!exec || !g) return CUDA_ERROR_INVALID_VALUE;
+    if (flags & ~0xfull) return CUDA_ERROR_INVALID_VALUE;
+    *exec = reinterpret_cast<CUgraphExec>(new Graph(*g));
+    return CUDA_SUCCESS;
+}
+
+// Queues the graph's operations, in their captured order, on the stream.
+API CUresult cuGraphLaunch(CUgraphExec exec, CUstream h) {
+    NEED_INIT();
+    CHECK_STICKY();
+    Graph* g = reinterpret_cast<Graph*>(exec);
+    Stream* s = stream_of(h);
+    if (!g || !s) return CUDA_ERROR_INVALID_HANDLE;
+    if (CUresult r = capture_error(s)) return r;
+    for (const Op& op : *g->ops) s->push(op);
+    return CUDA_SUCCESS;
+}
+
+API CUresult cuGraphUpload(CUgraphExec exec, CUstream h) {
+    NEED_INIT();
+    CHECK_STICKY();
+    if (!exec || !stream_of(h)) return CUDA_ERROR_INVALID_HANDLE;
+    return CUDA_SUCCESS;
+}
+
+API CUresult cuGraphExecDestroy(CUgraphExec exec) {
+    NEED_INIT();
+    if (!exec) return CUDA_ERROR_INVALID_VALUE;
+    delete reinterpret_cast<Graph*>(exec);
+    return CUDA_SUCCESS;
+}
+
+API CUresult cuGraphDestroy(CUgraph graph) {
+    NEED_INIT();
+    if (!graph) return CUDA_ERROR_INVALID_VALUE;
+    delete reinterpret_cast<Graph*>(graph);
     return CUDA_SUCCESS;
 }
 

@@ -94,6 +94,10 @@ impl Drop for SharedStorage {
     fn drop(&mut self) {
         // SAFETY: this is the handle's drop, so `self.0` is taken once and never used again.
         let arc = unsafe { ManuallyDrop::take(&mut self.0) };
+        let arc = match capture_keep::keep(arc) {
+            Some(arc) => arc,
+            None => return,
+        };
         if arc.is_tiny_cpu() && Arc::strong_count(&arc) == 1 {
             keep_spare(arc);
         }
@@ -148,5 +152,63 @@ mod tests {
         assert!(!b.ptr_eq(&view));
         assert_eq!(values(&view), [1.0, 2.0]);
         assert_eq!(values(&b), [5.0, 6.0]);
+    }
+}
+
+/// GPU memory whose last handle drops while a stream capture is in progress on its GPU.
+///
+/// Freeing it there would put a free node into the graph, which every replay would run again
+/// (and memory from before the capture would be freed while the graph still reads it): instead
+/// the capture keeps the storage, and the graph made from it holds it until the graph is
+/// dropped, when it is freed in stream order after the graph's last replay.
+pub(crate) mod capture_keep {
+    use super::Storage;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+
+    /// Captures in progress (any GPU): the drop path only locks when one is.
+    static ACTIVE: AtomicUsize = AtomicUsize::new(0);
+    /// Per capturing GPU ordinal, the storages kept so far.
+    static KEPT: Mutex<Vec<(usize, Vec<Arc<Storage>>)>> = Mutex::new(Vec::new());
+
+    /// Storage kept for a graph (freed when dropped).
+    pub(crate) struct Kept(#[allow(dead_code)] Vec<Arc<Storage>>);
+
+    /// Starts keeping the storage of GPU `ordinal` that is dropped.
+    pub(crate) fn begin(ordinal: usize) {
+        let mut kept = KEPT.lock().unwrap_or_else(|p| p.into_inner());
+        kept.push((ordinal, Vec::new()));
+        ACTIVE.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Stops keeping storage of GPU `ordinal`; returns what was kept.
+    pub(crate) fn end(ordinal: usize) -> Kept {
+        let mut kept = KEPT.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(i) = kept.iter().position(|(o, _)| *o == ordinal) else {
+            return Kept(Vec::new());
+        };
+        ACTIVE.fetch_sub(1, Ordering::SeqCst);
+        Kept(kept.swap_remove(i).1)
+    }
+
+    /// Keeps `arc` when it is the last handle to GPU memory of a capturing GPU (returns
+    /// `None`); otherwise gives it back.
+    #[inline]
+    pub(super) fn keep(arc: Arc<Storage>) -> Option<Arc<Storage>> {
+        if ACTIVE.load(Ordering::SeqCst) == 0 {
+            return Some(arc);
+        }
+        let ordinal = match &*arc {
+            Storage::Cuda(c) if Arc::strong_count(&arc) == 1 => c.ordinal(),
+            _ => return Some(arc),
+        };
+        let mut kept = KEPT.lock().unwrap_or_else(|p| p.into_inner());
+        match kept.iter_mut().find(|(o, _)| *o == ordinal) {
+            Some((_, list)) => {
+                list.push(arc);
+                None
+            }
+            None => Some(arc),
+        }
     }
 }

@@ -73,6 +73,7 @@ fn handle(gpu: &GpuContext) -> Result<&CudaBlas> {
     if let Some(h) = gpu.blas.handle.get() {
         return Ok(h);
     }
+    gpu.not_capturing("cublasCreate")?;
     // `Err(MissingLibrary)` or `Err(BrokenLibrary)` rather than a cudarc panic.
     super::loader::cublas()?;
     gpu.bind()?;

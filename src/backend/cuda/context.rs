@@ -46,6 +46,8 @@ pub(crate) struct GpuContext {
     pub(crate) kernels: KernelCache,
     /// The cuBLAS handle on this device's stream, created on first use.
     pub(crate) blas: BlasCache,
+    /// True while a graph capture (`devtype::cuda::graph`) is in progress on the stream.
+    pub(crate) capturing: std::sync::atomic::AtomicBool,
 }
 
 impl GpuContext {
@@ -63,6 +65,19 @@ impl GpuContext {
             return super::memory::out_of_memory(self, 0);
         }
         driver_error(context, e)
+    }
+
+    /// Fails with the driver's `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED` while a graph capture is
+    /// in progress on this GPU: for what cannot be recorded into a graph (loading a kernel
+    /// module, creating the cuBLAS handle), which the capture's warm-up run does beforehand.
+    pub(crate) fn not_capturing(&self, context: &'static str) -> Result<()> {
+        if self.capturing.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(driver_error(
+                context,
+                DriverError(CUresult::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED),
+            ));
+        }
+        Ok(())
     }
 
     /// Makes this GPU's context current on the calling thread (needed before raw driver calls).
@@ -231,6 +246,7 @@ fn open_new(ordinal: usize) -> Result<&'static GpuContext> {
         pool,
         kernels: KernelCache::new(),
         blas: BlasCache::new(),
+        capturing: std::sync::atomic::AtomicBool::new(false),
     }));
     Ok(ctx)
 }

@@ -165,6 +165,8 @@ fn module(gpu: &'static GpuContext, family: &KernelFile) -> Result<&'static Kern
     if let Some(m) = slot.loaded.get() {
         return Ok(m);
     }
+    // Compiling and loading a module cannot be part of a graph (and would be lost from it).
+    gpu.not_capturing("cuModuleLoadData")?;
     let compiled = slot
         .compiled
         .get_or_init(|| {
