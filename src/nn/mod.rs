@@ -46,6 +46,7 @@ mod linear;
 mod loss;
 mod place;
 mod sequential;
+pub mod utils;
 
 pub use crate::ops::loss::Reduction;
 pub use activation::{Dropout, ReLU};
