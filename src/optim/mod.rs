@@ -25,10 +25,12 @@
 
 mod adam;
 mod grad_scaler;
+mod lr_scheduler;
 mod sgd;
 
 pub use adam::Adam;
 pub use grad_scaler::GradScaler;
+pub use lr_scheduler::{AnnealStrategy, LrScheduler};
 pub use sgd::Sgd;
 
 use crate::core::error::Result;
