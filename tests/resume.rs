@@ -6,6 +6,7 @@
 mod common;
 
 use devtype::amp::{autocast, GradScaler};
+use devtype::nn::utils::clip_grad_norm_;
 use devtype::nn::{CrossEntropyLoss, Linear, MSELoss, Module};
 use devtype::optim::{
     load_checkpoint, save_checkpoint, Adam, LrScheduler, Optimizer, OptimizerState, Sgd,
@@ -294,4 +295,42 @@ fn a_gpu_checkpoint_resumes_on_the_cpu_and_back() {
     run(&mut g, &mut opt, gpu);
     run(&mut back, &mut opt_back, gpu);
     assert_eq!(bits(&g.to(Cpu)), bits(&back.to(Cpu)));
+}
+
+/// The README's training example, verbatim (between the first and last line).
+#[test]
+fn the_readme_training_example() {
+    let _rng = lock();
+    let dev = Cpu; // or Cuda::<0>::open()?
+    let path = std::env::temp_dir().join("devtype-readme-run.safetensors");
+    let train = |model: &mut Linear<Cpu>, opt: &mut Adam<Cpu>, sched: &mut LrScheduler, steps| {
+        for _ in 0..steps {
+            model.zero_grad();
+            let x = Tensor::randn([8, 4], dev); // drawn from the saved generator
+            MSELoss::new()
+                .forward(&model.forward(&x), &Tensor::<Cpu>::zeros([8, 2], dev))
+                .backward();
+            clip_grad_norm_(&*model, 1.0, 2.0);
+            opt.step(model);
+            sched.step(opt).unwrap();
+        }
+    };
+    let fresh = || {
+        let mut opt = Adam::new(1e-2).decoupled_weight_decay(0.01);
+        let sched = LrScheduler::one_cycle_lr_default(&mut opt, 1e-2, 10).unwrap();
+        (Linear::new(4, 2, Cpu).to(dev), opt, sched)
+    };
+    devtype::manual_seed(0);
+    let (mut model, mut opt, mut sched) = fresh();
+    train(&mut model, &mut opt, &mut sched, 10); // 10 steps in one go
+
+    devtype::manual_seed(0);
+    let (mut a, mut opt_a, mut sched_a) = fresh();
+    train(&mut a, &mut opt_a, &mut sched_a, 4); // 4 steps, then saved...
+    save_checkpoint(&path, &a, &opt_a, None, Some(&sched_a)).unwrap();
+    let (mut b, mut opt_b, mut sched_b) = fresh(); // ...and resumed in fresh objects
+    load_checkpoint(&path, &mut b, &mut opt_b, None, Some(&mut sched_b)).unwrap();
+    train(&mut b, &mut opt_b, &mut sched_b, 6);
+    assert_eq!(b.weight().to_vec(), model.weight().to_vec()); // bit for bit
+    std::fs::remove_file(&path).ok();
 }
