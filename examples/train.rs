@@ -211,9 +211,9 @@ impl DeviceJob for Job {
             if self.stop_after == Some(epoch + 1) {
                 bar.finish_and_clear();
                 println!(
-                    "stopped after epoch {}: the run is in {}; carry on with --resume {0}",
+                    "stopped after epoch {}: the run is in {path}; carry on with --resume {path}",
                     epoch + 1,
-                    self.checkpoint.display()
+                    path = self.checkpoint.display()
                 );
                 return None;
             }
