@@ -308,7 +308,7 @@ fn the_readme_training_example() {
             model.zero_grad();
             let x = Tensor::randn([8, 4], dev); // drawn from the saved generator
             MSELoss::new()
-                .forward(&model.forward(&x), &Tensor::<Cpu>::zeros([8, 2], dev))
+                .forward(model.forward(&x), Tensor::<Cpu>::zeros([8, 2], dev))
                 .backward();
             clip_grad_norm_(&*model, 1.0, 2.0);
             opt.step(model);

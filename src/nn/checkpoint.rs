@@ -89,14 +89,15 @@ pub(crate) fn write_with_metadata(
     safetensors::serialize_to_file(views, metadata, path).map_err(|e| checkpoint_error(path, e))
 }
 
-/// Reads every tensor of `path` onto the CPU in its own dtype, with the file's metadata (the
-/// header checked as [`read`] checks it).
-pub(crate) fn read_raw(
-    path: &Path,
-) -> Result<(
+/// The tensors of a file (on the CPU, by name) and its metadata.
+pub(crate) type RawFile = (
     Vec<(String, RawTensor)>,
     std::collections::HashMap<String, String>,
-)> {
+);
+
+/// Reads every tensor of `path` onto the CPU in its own dtype, with the file's metadata (the
+/// header checked as [`read`] checks it).
+pub(crate) fn read_raw(path: &Path) -> Result<RawFile> {
     let bytes = std::fs::read(path).map_err(|e| checkpoint_error(path, e))?;
     check_header(path, &bytes)?;
     let (_, meta) = SafeTensors::read_metadata(&bytes).map_err(|e| checkpoint_error(path, e))?;

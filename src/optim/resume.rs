@@ -121,14 +121,13 @@ fn param_names<D: Device, E: Float, M: Module<D, E>>(
 /// let mut model = Linear::new(3, 1, Cpu).to(dev);
 /// let mut opt = Sgd::new(0.1).momentum(0.9).nesterov(true);
 /// let mut sched = LrScheduler::step_lr(&mut opt, 2, 0.5)?;
-/// let step = |model: &mut Linear<Cpu>, opt: &mut Sgd<Cpu>, sched: &mut LrScheduler| {
+/// let step = |model: &mut Linear<Cpu>, opt: &mut Sgd<Cpu>, sched: &mut LrScheduler, x: &Tensor<Cpu>| {
 ///     model.zero_grad();
-///     let x = Tensor::randn([4, 3], dev);
-///     MSELoss::new().forward(&model.forward(&x), &Tensor::<Cpu>::zeros([4, 1], dev)).backward();
+///     MSELoss::new().forward(model.forward(x), Tensor::<Cpu>::zeros([4, 1], dev)).backward();
 ///     opt.step(model);
 ///     sched.step(opt).unwrap();
 /// };
-/// step(&mut model, &mut opt, &mut sched);
+/// step(&mut model, &mut opt, &mut sched, &Tensor::randn([4, 3], dev));
 /// save_checkpoint(&path, &model, &opt, None, Some(&sched))?;
 ///
 /// // Later, in a fresh process: build the same objects, then load into them.
@@ -136,8 +135,9 @@ fn param_names<D: Device, E: Float, M: Module<D, E>>(
 /// let mut opt2 = Sgd::new(0.1);
 /// let mut sched2 = LrScheduler::step_lr(&mut opt2, 2, 0.5)?;
 /// load_checkpoint(&path, &mut model2, &mut opt2, None, Some(&mut sched2))?;
-/// step(&mut model, &mut opt, &mut sched);
-/// step(&mut model2, &mut opt2, &mut sched2);
+/// let x = Tensor::randn([4, 3], dev);
+/// step(&mut model, &mut opt, &mut sched, &x);
+/// step(&mut model2, &mut opt2, &mut sched2, &x);
 /// assert_eq!(model.weight().to_vec(), model2.weight().to_vec()); // bit for bit
 /// # std::fs::remove_file(&path).ok();
 /// # Ok::<(), devtype::Error>(())
