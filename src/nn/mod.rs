@@ -42,6 +42,7 @@
 mod activation;
 mod checkpoint;
 mod dynamic;
+pub mod init;
 mod linear;
 mod loss;
 mod place;
