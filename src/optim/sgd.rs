@@ -162,6 +162,10 @@ impl<D: Device, E: Float> Sgd<D, E> {
     /// An optimizer with learning rate `lr` and the momentum buffers of a file, loaded onto
     /// `dev` (the resumed optimizer's state is typed on the device it was loaded onto).
     ///
+    /// The file holds the buffers only: dampening, weight decay and Nesterov are not in it.
+    /// To resume a run exactly, use [`save_checkpoint`](super::save_checkpoint) and
+    /// [`load_checkpoint`](super::load_checkpoint), which keep every hyper-parameter too.
+    ///
     /// The buffers are checked against the model at every step, before anything changes: a
     /// file of another model (a buffer of another shape, or for a parameter the model does not
     /// have) makes `try_step` an error that names the parameter and both shapes.
