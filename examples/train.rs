@@ -13,7 +13,15 @@
 //! cargo run --release --example train -- --epochs 5       # fewer or more epochs
 //! cargo run --release --example train -- --out model.safetensors
 //! cargo run --release --example train -- --amp bf16       # mixed precision (or f16)
+//! cargo run --release --example train -- --stop-after 10    # epochs 1 to 10, saved
+//! cargo run --release --example train -- --resume spirals-run.safetensors  # 11 to 30
 //! ```
+//!
+//! After every epoch the whole run is saved to one checkpoint (`--checkpoint PATH`, by default
+//! `spirals-run.safetensors`): the model, Adam's moments and step counts, the `GradScaler`,
+//! the cosine schedule's position (which is also the epoch count) and the random generator.
+//! `--resume PATH` loads it into freshly built objects and carries on from the next epoch:
+//! the resumed run ends with the very parameters of an uninterrupted one.
 //!
 //! With `--amp`, the products of the linear layers run in `bf16` or `f16` inside
 //! `devtype::amp::autocast` while the parameters, the loss and Adam stay `f32`; with `f16`, a
@@ -32,7 +40,7 @@ use devtype::amp::{autocast_dtype, GradScaler};
 use devtype::data::{spirals, DataLoader, Dataset, Mnist};
 use devtype::device::{run_on_best_device, DeviceJob};
 use devtype::nn::{CrossEntropyLoss, Linear, ReLU};
-use devtype::optim::Adam;
+use devtype::optim::{load_checkpoint, save_checkpoint, Adam, LrScheduler};
 use devtype::prelude::*;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::PathBuf;
@@ -76,6 +84,12 @@ struct Job {
     out: PathBuf,
     /// The type products run in (`--amp`), if not `f32`.
     amp: Option<DType>,
+    /// Where the whole run is saved after every epoch.
+    checkpoint: PathBuf,
+    /// A checkpoint to resume from.
+    resume: Option<PathBuf>,
+    /// Stop (saved) after this many epochs, as an interrupted run would.
+    stop_after: Option<usize>,
 }
 
 /// `f` inside `autocast` when mixed precision is on.
@@ -87,9 +101,10 @@ fn maybe_autocast<R>(amp: Option<DType>, f: impl FnOnce() -> R) -> R {
 }
 
 impl DeviceJob for Job {
-    type Output = f64;
+    /// The held-out accuracy; `None` for a run stopped by `--stop-after`.
+    type Output = Option<f64>;
 
-    fn run<D: Device>(self, dev: D) -> f64 {
+    fn run<D: Device>(self, dev: D) -> Option<f64> {
         println!(
             "training on {dev}: {} train / {} held-out points, {} epochs, products in {}",
             self.train.len(),
@@ -105,6 +120,29 @@ impl DeviceJob for Job {
         let mut opt = Adam::new(self.lr);
         // f16 needs loss scaling (its smallest normal is 6e-5); bf16 has f32's range.
         let mut scaler = (self.amp == Some(DType::F16)).then(|| GradScaler::new(dev));
+        // The rate follows a cosine over the epochs, down to a tenth; its position is the
+        // number of epochs done.
+        let mut schedule =
+            LrScheduler::cosine_annealing_lr(&mut opt, self.epochs as i64, self.lr / 10.0)
+                .expect("epochs > 0");
+        if let Some(path) = &self.resume {
+            if let Err(e) = load_checkpoint(
+                path,
+                &mut model,
+                &mut opt,
+                scaler.as_mut(),
+                Some(&mut schedule),
+            ) {
+                eprintln!("cannot resume from {}: {e}", path.display());
+                std::process::exit(2);
+            }
+            println!(
+                "resumed from {} after epoch {}",
+                path.display(),
+                schedule.last_epoch()
+            );
+        }
+        let first_epoch = schedule.last_epoch() as usize;
         // Shuffled with a fixed seed (the same batches on every run, a new order each epoch),
         // prepared by two threads while the model computes.
         let loader = DataLoader::new(self.train, dev)
@@ -122,10 +160,10 @@ impl DeviceJob for Job {
                 .expect("template"),
         );
         let start = Instant::now();
-        for epoch in 0..self.epochs {
+        for epoch in first_epoch..self.epochs {
             let syncs_before = devtype::cuda::sync_count();
             let mut total = Tensor::<D>::zeros([], dev); // the epoch's loss, summed on the device
-            for batch in loader.iter() {
+            for batch in loader.iter_epoch(epoch as u64) {
                 // Every batch arrives on `dev`: (Tensor<D>, Tensor<D, i64>).
                 let (x, y) = match batch {
                     Ok(batch) => batch,
@@ -165,6 +203,28 @@ impl DeviceJob for Job {
                 bar.println(line);
             }
             bar.set_message(format!("loss {mean:.4}"));
+            if let Err(e) = schedule.step(&mut opt) {
+                eprintln!("schedule: {e}");
+            }
+            // The whole run, so that `--resume` carries on from here.
+            if let Err(e) = save_checkpoint(
+                &self.checkpoint,
+                &model,
+                &opt,
+                scaler.as_ref(),
+                Some(&schedule),
+            ) {
+                eprintln!("could not save the checkpoint: {e}");
+            }
+            if self.stop_after == Some(epoch + 1) {
+                bar.finish_and_clear();
+                println!(
+                    "stopped after epoch {}: the run is in {path}; carry on with --resume {path}",
+                    epoch + 1,
+                    path = self.checkpoint.display()
+                );
+                return None;
+            }
         }
         bar.finish_and_clear();
         let seconds = start.elapsed().as_secs_f64();
@@ -193,7 +253,7 @@ impl DeviceJob for Job {
             ),
             Err(e) => eprintln!("could not save the model: {e}"),
         }
-        accuracy
+        Some(accuracy)
     }
 }
 
@@ -223,6 +283,9 @@ fn main() {
                 lr: 1e-3,
                 out: PathBuf::from("mnist-mlp.safetensors"),
                 amp: None,
+                checkpoint: PathBuf::from("mnist-run.safetensors"),
+                resume: None,
+                stop_after: None,
             }
         }
         None => {
@@ -236,6 +299,9 @@ fn main() {
                 lr: 3e-3,
                 out: PathBuf::from("spirals-mlp.safetensors"),
                 amp: None,
+                checkpoint: PathBuf::from("spirals-run.safetensors"),
+                resume: None,
+                stop_after: None,
             }
         }
     };
@@ -260,9 +326,23 @@ fn main() {
         out: value("--out").map(PathBuf::from).unwrap_or(job.out),
         epochs,
         amp,
+        checkpoint: value("--checkpoint")
+            .map(PathBuf::from)
+            .unwrap_or(job.checkpoint),
+        resume: value("--resume").map(PathBuf::from),
+        stop_after: match value("--stop-after").map(|n| n.parse::<usize>()) {
+            None => None,
+            Some(Ok(n)) if n > 0 => Some(n),
+            Some(_) => {
+                eprintln!("--stop-after takes a positive whole number");
+                std::process::exit(2);
+            }
+        },
         ..job
     };
-    let accuracy = run_on_best_device(job);
+    let Some(accuracy) = run_on_best_device(job) else {
+        return; // stopped by --stop-after, saved
+    };
     if accuracy < 0.95 {
         eprintln!("accuracy below 95%");
         std::process::exit(1);

@@ -162,7 +162,7 @@ pub use api::{MaskFor, TensorList};
 pub use autograd::{no_grad, DynVar, Var};
 pub use device::{Cpu, Cuda, Device, DynDevice};
 pub use dyn_tensor::DynTensor;
-pub use random::manual_seed;
+pub use random::{get_rng_state, manual_seed, set_rng_state, RngState};
 #[doc(hidden)]
 pub use tensor::Is;
 pub use tensor::{

@@ -62,3 +62,38 @@ pub(crate) fn normal(seed: u64, i: u64) -> f64 {
     let u2 = uniform(seed, 2 * i + 1);
     (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
 }
+
+/// The state of the random generator: its seed and its position in the stream (what
+/// `torch.get_rng_state()` gives PyTorch users). Saved in a full training checkpoint, so that
+/// a resumed run draws the numbers the uninterrupted run draws.
+///
+/// ```
+/// use devtype::prelude::*;
+/// devtype::manual_seed(3);
+/// let _ = Tensor::randn([5], Cpu);
+/// let state = devtype::get_rng_state();
+/// let a = Tensor::randn([3], Cpu).to_vec();
+/// devtype::set_rng_state(state);
+/// assert_eq!(a, Tensor::randn([3], Cpu).to_vec());
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RngState {
+    /// The seed of the stream.
+    pub seed: u64,
+    /// The next position of the stream.
+    pub offset: u64,
+}
+
+/// The generator's state (PyTorch's `torch.get_rng_state()`).
+pub fn get_rng_state() -> RngState {
+    RngState {
+        seed: SEED.load(Ordering::SeqCst),
+        offset: OFFSET.load(Ordering::SeqCst),
+    }
+}
+
+/// Restores a state from [`get_rng_state`] (PyTorch's `torch.set_rng_state`).
+pub fn set_rng_state(state: RngState) {
+    SEED.store(state.seed, Ordering::SeqCst);
+    OFFSET.store(state.offset, Ordering::SeqCst);
+}

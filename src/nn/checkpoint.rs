@@ -62,6 +62,15 @@ fn repeated_name_error(path: &Path, name: &str) -> Error {
 /// Writes named tensors to `path` in the safetensors format. A name given twice is an error
 /// naming it, and nothing is written.
 pub(crate) fn write(path: &Path, tensors: &[(String, &RawTensor)]) -> Result<()> {
+    write_with_metadata(path, tensors, None)
+}
+
+/// [`write`], with the header's `__metadata__` (string to string).
+pub(crate) fn write_with_metadata(
+    path: &Path,
+    tensors: &[(String, &RawTensor)],
+    metadata: Option<std::collections::HashMap<String, String>>,
+) -> Result<()> {
     if let Some(name) = repeated_name(tensors.iter().map(|(n, _)| n.as_str())) {
         return Err(repeated_name_error(path, name));
     }
@@ -77,7 +86,69 @@ pub(crate) fn write(path: &Path, tensors: &[(String, &RawTensor)]) -> Result<()>
                 .map_err(|e| checkpoint_error(path, e))
         })
         .collect::<Result<Vec<_>>>()?;
-    safetensors::serialize_to_file(views, None, path).map_err(|e| checkpoint_error(path, e))
+    safetensors::serialize_to_file(views, metadata, path).map_err(|e| checkpoint_error(path, e))
+}
+
+/// The tensors of a file (on the CPU, by name) and its metadata.
+pub(crate) type RawFile = (
+    Vec<(String, RawTensor)>,
+    std::collections::HashMap<String, String>,
+);
+
+/// Reads every tensor of `path` onto the CPU in its own dtype, with the file's metadata (the
+/// header checked as [`read`] checks it).
+pub(crate) fn read_raw(path: &Path) -> Result<RawFile> {
+    let bytes = std::fs::read(path).map_err(|e| checkpoint_error(path, e))?;
+    check_header(path, &bytes)?;
+    let (_, meta) = SafeTensors::read_metadata(&bytes).map_err(|e| checkpoint_error(path, e))?;
+    let metadata = meta.metadata().clone().unwrap_or_default();
+    let file = SafeTensors::deserialize(&bytes).map_err(|e| checkpoint_error(path, e))?;
+    let mut out = Vec::new();
+    for (name, view) in file.tensors() {
+        let shape = crate::core::layout::Dims::shape(view.shape())?;
+        let numel: usize = view.shape().iter().product();
+        let data = view.data();
+        let bad = || {
+            checkpoint_error(
+                path,
+                format!(
+                    "tensor \"{name}\": shape {:?} does not match its {} bytes of data",
+                    view.shape(),
+                    data.len()
+                ),
+            )
+        };
+        macro_rules! decode {
+            ($t:ty, $w:expr, $f:expr) => {{
+                if data.len() != numel * $w {
+                    return Err(bad());
+                }
+                let v: Vec<$t> = data.chunks_exact($w).map($f).collect();
+                RawTensor::from_cpu_vec(v, shape)
+            }};
+        }
+        let raw = match view.dtype() {
+            Dtype::F32 => decode!(f32, 4, |c| f32::from_le_bytes(c.try_into().expect("4"))),
+            Dtype::F64 => decode!(f64, 8, |c| f64::from_le_bytes(c.try_into().expect("8"))),
+            Dtype::I64 => decode!(i64, 8, |c| i64::from_le_bytes(c.try_into().expect("8"))),
+            Dtype::F16 => decode!(half::f16, 2, |c| half::f16::from_le_bytes(
+                c.try_into().expect("2")
+            )),
+            Dtype::BF16 => decode!(half::bf16, 2, |c| half::bf16::from_le_bytes(
+                c.try_into().expect("2")
+            )),
+            Dtype::BOOL => decode!(bool, 1, |c| c[0] != 0),
+            other => {
+                return Err(checkpoint_error(
+                    path,
+                    format!("tensor \"{name}\" is {other:?}, which devtype does not read"),
+                ))
+            }
+        };
+        out.push((name, raw));
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok((out, metadata))
 }
 
 /// A tensor read from a file: its name, shape and values of `E`.
@@ -483,6 +554,19 @@ pub fn load<D: Device, E: Float, M: Module<D, E>>(
     path: impl AsRef<Path>,
 ) -> Result<()> {
     let path = path.as_ref();
+    let loaded = read::<E>(path)?;
+    let values = prepare_load(model, path, loaded)?;
+    commit_load(model, values);
+    Ok(())
+}
+
+/// The values `loaded` gives the parameters of `model`, on its device, every name and shape
+/// checked (see [`load`]); nothing changes yet.
+pub(crate) fn prepare_load<D: Device, E: Float, M: Module<D, E>>(
+    model: &M,
+    path: &Path,
+    loaded: Vec<Loaded<E>>,
+) -> Result<std::collections::HashMap<String, Tensor<D, E>>> {
     // Every name, and the first name of each parameter (its identity), in visit order.
     let mut all: Vec<(String, Vec<usize>, Option<usize>)> = Vec::new();
     model.visit_parameters("", &mut |name, p| {
@@ -498,7 +582,6 @@ pub fn load<D: Device, E: Float, M: Module<D, E>>(
     if let Some(name) = repeated_name(params.iter().map(|(n, _)| *n)) {
         return Err(repeated_name_error(path, name));
     }
-    let loaded = read::<E>(path)?;
     let find = |name: &str| loaded.iter().find(|t| t.name == name);
     for (name, shape, _) in &all {
         let primary = params.iter().any(|(n, _)| n == name);
@@ -525,7 +608,7 @@ pub fn load<D: Device, E: Float, M: Module<D, E>>(
         ));
     }
     let Some(device) = model.named_parameters().first().map(|(_, p)| p.device()) else {
-        return Ok(());
+        return Ok(std::collections::HashMap::new());
     };
     let mut values = std::collections::HashMap::with_capacity(params.len());
     let primaries: std::collections::HashSet<String> =
@@ -536,13 +619,21 @@ pub fn load<D: Device, E: Float, M: Module<D, E>>(
             values.insert(t.name, value);
         }
     }
+    Ok(values)
+}
+
+/// Gives the parameters of `model` the values [`prepare_load`] made: cannot fail.
+pub(crate) fn commit_load<D: Device, E: Float, M: Module<D, E>>(
+    model: &mut M,
+    mut values: std::collections::HashMap<String, Tensor<D, E>>,
+) {
     // Every value is on the device: nothing can fail from here on.
-    super::for_each_unique_mut(model, |name, p| {
+    let _ = super::for_each_unique_mut(model, |name, p| {
         if let Some(v) = values.remove(name) {
             p.set_value(v);
         }
         Ok(())
-    })
+    });
 }
 
 /// Reads every tensor of a safetensors file onto `dev`, by name (sorted): a checkpoint

@@ -42,15 +42,20 @@
 mod activation;
 mod checkpoint;
 mod dynamic;
+pub mod init;
 mod linear;
 mod loss;
 mod place;
 mod sequential;
+pub mod utils;
 
 pub use crate::ops::loss::Reduction;
 pub use activation::{Dropout, ReLU};
+pub(crate) use checkpoint::{
+    commit_load, prepare_load, read as checkpoint_read, read_raw as checkpoint_read_raw,
+    write as checkpoint_write, write_with_metadata as checkpoint_write_with_metadata, Loaded,
+};
 pub use checkpoint::{load, load_tensors, save};
-pub(crate) use checkpoint::{read as checkpoint_read, write as checkpoint_write};
 pub use dynamic::{DynCrossEntropyLoss, DynLinear, DynModule, DynSequential};
 pub use linear::Linear;
 pub use loss::{CrossEntropyLoss, MSELoss, TargetOn};

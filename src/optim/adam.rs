@@ -364,3 +364,129 @@ impl<D: Device, E: Float> Optimizer<D, E> for Adam<D, E> {
         self.update.lr = lr;
     }
 }
+
+impl<D: Device, E: Float> super::resume::sealed::Sealed<D> for Adam<D, E> {
+    #[allow(private_interfaces)]
+    fn export_state(&self) -> Result<(Vec<(String, RawTensor)>, super::resume::Meta)> {
+        use super::resume::exact;
+        let u = self.update;
+        let g = "optimizer.param_groups.0";
+        let mut meta: super::resume::Meta = [
+            (
+                "optimizer.type".to_string(),
+                if u.decoupled { "AdamW" } else { "Adam" }.to_string(),
+            ),
+            (format!("{g}.lr"), exact(u.lr)),
+            (format!("{g}.betas.0"), exact(u.beta1)),
+            (format!("{g}.betas.1"), exact(u.beta2)),
+            (format!("{g}.eps"), exact(u.eps)),
+            (format!("{g}.weight_decay"), exact(u.weight_decay)),
+        ]
+        .into_iter()
+        .collect();
+        let mut tensors = Vec::new();
+        for (name, m) in &self.state {
+            let s = format!("optimizer.state.{name}");
+            if let Some(t) = &m.exp_avg {
+                tensors.push((format!("{s}.exp_avg"), t.clone()));
+            }
+            if let Some(t) = &m.exp_avg_sq {
+                tensors.push((format!("{s}.exp_avg_sq"), t.clone()));
+            }
+            // PyTorch's `step`: the count of steps taken (on the device once steps could be
+            // skipped there); the host's count of calls, which also counts skipped ones, too.
+            let step = match &m.device_step {
+                Some(t) => t.clone(),
+                None => {
+                    RawTensor::from_cpu_vec(vec![m.step as f64], crate::core::layout::Dims::EMPTY)
+                }
+            };
+            tensors.push((format!("{s}.step"), step));
+            meta.insert(format!("{s}.host_step"), m.step.to_string());
+            meta.insert(
+                format!("{s}.step_on_device"),
+                m.device_step.is_some().to_string(),
+            );
+        }
+        Ok((tensors, meta))
+    }
+
+    #[allow(private_interfaces)]
+    fn import_state(
+        tensors: &HashMap<String, RawTensor>,
+        meta: &super::resume::Meta,
+        dev: D,
+        names: &std::collections::HashSet<String>,
+    ) -> Result<Self> {
+        use super::resume::{meta_bool, meta_f64, state_tensor};
+        use crate::core::error::Error;
+        let kind = meta.get("optimizer.type").map(String::as_str);
+        if kind != Some("Adam") && kind != Some("AdamW") {
+            return Err(Error::InvalidOptimizerArgument(format!(
+                "the checkpoint holds the state of {}, not of Adam or AdamW",
+                kind.unwrap_or("no optimizer")
+            )));
+        }
+        let g = "optimizer.param_groups.0";
+        let wd = meta_f64(meta, &format!("{g}.weight_decay"))?;
+        let mut opt = Adam::<D, E>::new(meta_f64(meta, &format!("{g}.lr"))?)
+            .betas(
+                meta_f64(meta, &format!("{g}.betas.0"))?,
+                meta_f64(meta, &format!("{g}.betas.1"))?,
+            )
+            .eps(meta_f64(meta, &format!("{g}.eps"))?);
+        opt = if kind == Some("AdamW") {
+            opt.decoupled_weight_decay(wd)
+        } else {
+            opt.weight_decay(wd)
+        };
+        opt.check()?;
+        let dyn_dev = dev.dyn_device();
+        for (key, raw) in tensors {
+            let Some(rest) = key.strip_prefix("optimizer.state.") else {
+                continue;
+            };
+            let (name, what) = rest.rsplit_once('.').unwrap_or((rest, ""));
+            let m = opt.state.entry(name.to_string()).or_default();
+            match what {
+                "exp_avg" => m.exp_avg = Some(state_tensor(raw, E::DTYPE, dyn_dev)?),
+                "exp_avg_sq" => m.exp_avg_sq = Some(state_tensor(raw, E::DTYPE, dyn_dev)?),
+                "step" => {
+                    let s = format!("optimizer.state.{name}");
+                    m.step = meta
+                        .get(&format!("{s}.host_step"))
+                        .and_then(|v| v.parse().ok())
+                        .ok_or_else(|| Error::MissingTensor {
+                            name: format!("{s}.host_step"),
+                        })?;
+                    if meta_bool(meta, &format!("{s}.step_on_device"))? {
+                        if raw.dtype != DType::F64 || raw.numel() != 1 {
+                            return Err(Error::InvalidOptimizerArgument(format!(
+                                "{key} must be one f64, found {:?} of {}",
+                                raw.shape(),
+                                raw.dtype
+                            )));
+                        }
+                        m.device_step = Some(raw.to_device(dyn_dev)?);
+                    }
+                }
+                _ => {
+                    return Err(Error::InvalidOptimizerArgument(format!(
+                        "the checkpoint holds {key}, which Adam does not keep"
+                    )))
+                }
+            }
+        }
+        for (name, m) in &opt.state {
+            if m.exp_avg.is_none() || m.exp_avg_sq.is_none() {
+                return Err(Error::MissingTensor {
+                    name: format!("optimizer.state.{name}.exp_avg"),
+                });
+            }
+        }
+        check_state_names(opt.state.keys(), names, "exp_avg")?;
+        Ok(opt)
+    }
+}
+
+impl<D: Device, E: Float> super::OptimizerState<D, E> for Adam<D, E> {}

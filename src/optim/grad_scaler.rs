@@ -338,3 +338,74 @@ impl<D: Device> GradScaler<D> {
         self.growth_tracker.item() as u32
     }
 }
+
+impl<D: Device> GradScaler<D> {
+    /// The scaler's state for a checkpoint (PyTorch's `GradScaler.state_dict()` names).
+    pub(crate) fn export_state(
+        &self,
+    ) -> (
+        Vec<(String, crate::core::raw::RawTensor)>,
+        super::resume::Meta,
+    ) {
+        use super::resume::exact;
+        let tensors = vec![
+            ("scaler.scale".to_string(), self.scale.raw.clone()),
+            (
+                "scaler._growth_tracker".to_string(),
+                self.growth_tracker.raw.clone(),
+            ),
+        ];
+        let meta = [
+            (
+                "scaler.growth_factor".to_string(),
+                exact(self.schedule.growth_factor as f64),
+            ),
+            (
+                "scaler.backoff_factor".to_string(),
+                exact(self.schedule.backoff_factor as f64),
+            ),
+            (
+                "scaler.growth_interval".to_string(),
+                self.schedule.growth_interval.to_string(),
+            ),
+        ]
+        .into_iter()
+        .collect();
+        (tensors, meta)
+    }
+
+    /// A scaler on this one's device with a checkpoint's state, every value checked.
+    pub(crate) fn import_state(
+        &self,
+        tensors: &HashMap<String, crate::core::raw::RawTensor>,
+        meta: &super::resume::Meta,
+    ) -> Result<Self> {
+        use super::resume::meta_f64;
+        let dev = self.scale.device();
+        let get = |name: &str, dtype: crate::core::DType| {
+            let t = tensors.get(name).ok_or_else(|| Error::MissingTensor {
+                name: name.to_string(),
+            })?;
+            if t.dtype != dtype || t.numel() != 1 {
+                return Err(Error::InvalidOptimizerArgument(format!(
+                    "{name} must be one {dtype}, found {:?} of {}",
+                    t.shape(),
+                    t.dtype
+                )));
+            }
+            t.to_device(dev.dyn_device())
+        };
+        let interval = meta_f64(meta, "scaler.growth_interval")?;
+        let mut s = GradScaler::try_with(
+            dev,
+            1.0,
+            meta_f64(meta, "scaler.growth_factor")? as f32,
+            meta_f64(meta, "scaler.backoff_factor")? as f32,
+            interval as u32,
+        )?;
+        s.scale = Tensor::from_raw(get("scaler.scale", crate::core::DType::F32)?, dev);
+        s.growth_tracker =
+            Tensor::from_raw(get("scaler._growth_tracker", crate::core::DType::I64)?, dev);
+        Ok(s)
+    }
+}

@@ -27,10 +27,14 @@
 
 mod adam;
 mod grad_scaler;
+mod lr_scheduler;
+mod resume;
 mod sgd;
 
 pub use adam::Adam;
 pub use grad_scaler::GradScaler;
+pub use lr_scheduler::{AnnealStrategy, LrScheduler};
+pub use resume::{load_checkpoint, save_checkpoint, OptimizerState};
 pub use sgd::Sgd;
 
 use crate::core::error::Result;

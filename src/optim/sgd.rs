@@ -162,6 +162,10 @@ impl<D: Device, E: Float> Sgd<D, E> {
     /// An optimizer with learning rate `lr` and the momentum buffers of a file, loaded onto
     /// `dev` (the resumed optimizer's state is typed on the device it was loaded onto).
     ///
+    /// The file holds the buffers only: dampening, weight decay and Nesterov are not in it.
+    /// To resume a run exactly, use [`save_checkpoint`](super::save_checkpoint) and
+    /// [`load_checkpoint`](super::load_checkpoint), which keep every hyper-parameter too.
+    ///
     /// The buffers are checked against the model at every step, before anything changes: a
     /// file of another model (a buffer of another shape, or for a parameter the model does not
     /// have) makes `try_step` an error that names the parameter and both shapes.
@@ -232,3 +236,70 @@ impl<D: Device, E: Float> Optimizer<D, E> for Sgd<D, E> {
         self.update.lr = lr;
     }
 }
+
+impl<D: Device, E: Float> super::resume::sealed::Sealed<D> for Sgd<D, E> {
+    #[allow(private_interfaces)]
+    fn export_state(&self) -> Result<(Vec<(String, RawTensor)>, super::resume::Meta)> {
+        use super::resume::exact;
+        let u = self.update;
+        let g = "optimizer.param_groups.0";
+        let meta = [
+            ("optimizer.type".to_string(), "SGD".to_string()),
+            (format!("{g}.lr"), exact(u.lr)),
+            (format!("{g}.momentum"), exact(u.momentum)),
+            (format!("{g}.dampening"), exact(u.dampening)),
+            (format!("{g}.weight_decay"), exact(u.weight_decay)),
+            (format!("{g}.nesterov"), u.nesterov.to_string()),
+        ]
+        .into_iter()
+        .collect();
+        let tensors = self
+            .momentum_buffers
+            .iter()
+            .map(|(k, v)| (format!("optimizer.state.{k}.momentum_buffer"), v.clone()))
+            .collect();
+        Ok((tensors, meta))
+    }
+
+    #[allow(private_interfaces)]
+    fn import_state(
+        tensors: &HashMap<String, RawTensor>,
+        meta: &super::resume::Meta,
+        dev: D,
+        names: &std::collections::HashSet<String>,
+    ) -> Result<Self> {
+        use super::resume::{meta_bool, meta_f64};
+        if meta.get("optimizer.type").map(String::as_str) != Some("SGD") {
+            return Err(crate::core::error::Error::InvalidOptimizerArgument(
+                format!(
+                    "the checkpoint holds the state of {}, not of SGD",
+                    meta.get("optimizer.type")
+                        .map_or("no optimizer", String::as_str)
+                ),
+            ));
+        }
+        let g = "optimizer.param_groups.0";
+        let mut opt = Sgd::<D, E>::new(meta_f64(meta, &format!("{g}.lr"))?)
+            .momentum(meta_f64(meta, &format!("{g}.momentum"))?)
+            .dampening(meta_f64(meta, &format!("{g}.dampening"))?)
+            .weight_decay(meta_f64(meta, &format!("{g}.weight_decay"))?)
+            .nesterov(meta_bool(meta, &format!("{g}.nesterov"))?);
+        opt.check()?;
+        for (key, raw) in tensors {
+            let Some(rest) = key.strip_prefix("optimizer.state.") else {
+                continue;
+            };
+            let name = rest.strip_suffix(".momentum_buffer").ok_or_else(|| {
+                crate::core::error::Error::InvalidOptimizerArgument(format!(
+                    "the checkpoint holds {key}, which SGD does not keep"
+                ))
+            })?;
+            let t = super::resume::state_tensor(raw, E::DTYPE, dev.dyn_device())?;
+            opt.momentum_buffers.insert(name.to_string(), t);
+        }
+        check_state_names(opt.momentum_buffers.keys(), names, "momentum_buffer")?;
+        Ok(opt)
+    }
+}
+
+impl<D: Device, E: Float> super::OptimizerState<D, E> for Sgd<D, E> {}
