@@ -534,6 +534,11 @@ pub trait ReshapesTo<S2> {}
 impl<S: Numel, S2: Numel> ReshapesTo<S2> for S where (S::N, S2::N): NumelAgree<S2> {}
 
 /// `flatten(1, -1)`: `[b, h, w]` to `[b, h * w]`, the product computed with typenum.
+#[diagnostic::on_unimplemented(
+    message = "`flatten` keeps dimension 0 and multiplies the others: it takes a tensor of rank 3 or 4, not one of shape `{Self}`",
+    label = "a tensor of shape `{Self}`",
+    note = "for another layout, `reshape::<(...)>()` to the shape you mean"
+)]
 pub trait Flatten {
     /// The result shape.
     type Out: Shape;
@@ -549,12 +554,22 @@ where
 }
 
 /// `transpose::<I, J>()`'s result shape.
+#[diagnostic::on_unimplemented(
+    message = "Dimension out of range (transpose::<{I}, {J}> of a tensor of shape `{Self}`)",
+    label = "dimension {I} or {J} is not in this shape",
+    note = "dimensions count from 0: a tensor of rank r has dimensions 0 to r - 1"
+)]
 pub trait Transpose<const I: usize, const J: usize> {
     /// The result shape.
     type Out: Shape;
 }
 
 /// `permute::<(C<i>, ...)>()`'s result shape.
+#[diagnostic::on_unimplemented(
+    message = "permute(): `{P}` is not an order of the dimensions of a tensor of shape `{Self}`",
+    label = "`{P}` is not an order of the dimensions of `{Self}`",
+    note = "give each dimension exactly once: `permute::<(C<2>, C<0>, C<1>)>()` for a tensor of rank 3"
+)]
 pub trait Permute<P> {
     /// The result shape.
     type Out: Shape;
