@@ -372,3 +372,25 @@ impl<D: Device, E: Float, L: Stack<D, E>, In: 'static, First: 'static, Out: 'sta
         self.layers.training(training)
     }
 }
+
+impl<D: Device, const IN: usize, const OUT: usize, E: Float> crate::nn::Placement
+    for Linear<D, IN, OUT, E>
+{
+    type Device = D;
+}
+
+/// The device of a [`Seq`]'s layers: its first layer's (a `Linear`, so a device).
+pub trait StackPlacement {
+    /// The first layer's placement.
+    type Device: crate::nn::Placed;
+}
+impl<L: crate::nn::Placement> StackPlacement for (L,) {
+    type Device = L::Device;
+}
+impl<P: StackPlacement, L> StackPlacement for (P, L) {
+    type Device = P::Device;
+}
+
+impl<L: StackPlacement, In, First, Out> crate::nn::Placement for Seq<L, In, First, Out> {
+    type Device = L::Device;
+}
