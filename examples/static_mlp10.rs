@@ -29,7 +29,7 @@ fn main() {
         .then(ReLU)
         .then(Linear::<Cpu, 32, 10>::new(dev));
     let images: Shaped<Cpu, f32, (Dyn, C<28>, C<28>)> = Shaped::randn([16, 28, 28], dev);
-    let logits = model.forward(&images.flatten()); // Shaped<Cpu, f32, (Dyn, C<10>)>
+    let logits = model.forward(images.flatten()); // Shaped<Cpu, f32, (Dyn, C<10>)>
     let probs = logits.softmax::<1>().sum::<1>();
     println!("{:?} {:?}", logits.shape(), probs.to_vec());
 }

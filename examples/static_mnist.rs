@@ -82,7 +82,7 @@ impl DeviceJob for Job {
                 let images: Images<D> = x.reshape(&[-1, 28, 28]).into_shaped();
                 let labels: Shaped<D, i64, (Dyn,)> = y.into_shaped();
                 model.zero_grad();
-                let logits = model.forward(&images.flatten()); // Shaped<D, f32, (Dyn, C<10>)>
+                let logits = model.forward(images.flatten()); // Shaped<D, f32, (Dyn, C<10>)>
                 let loss = logits.cross_entropy(&labels);
                 loss.backward();
                 opt.step(&mut model);
@@ -100,7 +100,7 @@ impl DeviceJob for Job {
             .to(dev)
             .reshape(&[-1, 28, 28])
             .into_shaped();
-        let predicted = no_grad(|| model.forward(&images.flatten()).argmax::<1>());
+        let predicted = no_grad(|| model.forward(images.flatten()).argmax::<1>());
         let correct = predicted
             .tensor()
             .eq(&self.test.labels.to(dev))

@@ -244,13 +244,16 @@ impl<D: Device, E: Float, P: Stack<D, E>, L: Layer<D, E>> Stack<D, E> for (P, L)
     }
 }
 
+/// The widths a [`Seq`] carries in its type (no data).
+type Sizes<In, First, Out> = PhantomData<fn() -> (In, First, Out)>;
+
 /// Layers applied in order (`nn.Sequential`) whose sizes must chain: built with
 /// [`Seq::new`] and [`then`](Seq::then), which does not compile when a layer does not take
 /// what the layers before it give. `IN` is the input width, `FIRST` the first layer's output
 /// width (for the input's message), `OUT` the output width.
 pub struct Seq<L, In, First, Out> {
     layers: L,
-    _sizes: PhantomData<fn() -> (In, First, Out)>,
+    _sizes: Sizes<In, First, Out>,
 }
 
 impl<L: Clone, In, First, Out> Clone for Seq<L, In, First, Out> {
