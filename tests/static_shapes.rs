@@ -78,6 +78,9 @@ fn shape_changes_match_the_dynamic_ones() {
     same(flat.tensor(), &img.tensor().flatten(1, -1), "flatten");
     let back = flat.reshape::<(Dyn, C<28>, C<28>)>();
     same(back.tensor(), img.tensor(), "reshape back");
+    let viewed = flat.view::<(Dyn, C<4>, C<196>)>();
+    same(viewed.tensor(), &flat.tensor().view(&[-1, 4, 196]), "view");
+    assert!(viewed.tensor().shares_storage_with(flat.tensor()));
     let t = img.transpose::<1, 2>();
     same(t.tensor(), &img.tensor().transpose(1, 2), "transpose");
     let p = img.permute::<(C<2>, C<0>, C<1>)>();

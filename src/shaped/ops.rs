@@ -635,6 +635,34 @@ impl<D: Device, E: Element, S: Shape> Shaped<D, E, S> {
         }
     }
 
+    /// The same elements viewed in shape `S2` (`view`: no copy; a non-contiguous tensor is the
+    /// run-time error it is in PyTorch). Element counts checked as in
+    /// [`try_reshape`](Self::try_reshape).
+    pub fn try_view<S2: Shape>(&self) -> Result<Shaped<D, E, S2>>
+    where
+        S: ReshapesTo<S2>,
+    {
+        let sizes: Vec<isize> = S2::sizes()
+            .iter()
+            .map(|s| s.map_or(-1, |s| s as isize))
+            .collect();
+        self.tensor.try_view(&sizes).map(Shaped::wrap)
+    }
+
+    /// `view` as `S2`; see [`try_view`](Self::try_view).
+    ///
+    /// Panics with the error's text where [`try_view`](Self::try_view) returns it.
+    #[track_caller]
+    pub fn view<S2: Shape>(&self) -> Shaped<D, E, S2>
+    where
+        S: ReshapesTo<S2>,
+    {
+        match self.try_view() {
+            Ok(v) => v,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
     /// `flatten(1, -1)` (`nn.Flatten`): `[b, h, w]` to `[b, h * w]`, the size in the type.
     pub fn flatten(&self) -> Shaped<D, E, S::Out>
     where
