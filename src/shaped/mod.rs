@@ -54,6 +54,21 @@
 //!   [`ArgumentOn`](crate::tensor::ArgumentOn), [`ElementIs`](crate::tensor::ElementIs)),
 //!   implemented for `Shaped` too: mixing devices still reads as the device sentence.
 //!
+//! # What rustc 1.95 allows, and what it does not
+//!
+//! - A `Dyn` size has no value at compile time, so the message writes it `?`
+//!   (`?x784 and 512x10`); PyTorch would print the batch size.
+//! - The leaf's `Self` must not be the operand's type: when it is, rustc reports the operand's
+//!   bound with its generic text (``the trait bound `&Shaped<..>: Matmuls<..>` is not
+//!   satisfied``) and the numbers only in a label.
+//! - The result shape must not come from the checking trait: a return type projected through
+//!   a bound that fails puts the error on the method's name instead of the operand.
+//! - `cat` takes its dim first, `a.cat(Axis::<1>, &b)`: given after the operand, rustc infers
+//!   the dim from the one impl whose sizes agree and reports ``expected `1`, found `0` `` at
+//!   the dim instead of the size sentence.
+//! - A dimension out of range cannot print PyTorch's `[-2, 1]`: the rank is not a `const`
+//!   parameter anywhere (that needs `generic_const_exprs`), so the message names the shape.
+//!
 //! [`nn`] holds `Linear` with its sizes in the type and a [`nn::Seq`] builder whose layers
 //! must chain.
 
