@@ -63,6 +63,7 @@ for r in range(2, R + 1):
         for j in range(r):
             t = dims[:]
             t[i], t[j] = t[j], t[i]
+            w("#[diagnostic::do_not_recommend]")
             w(f"impl<{gens}> Transpose<{i}, {j}> for {tup(dims)} {{ type Out = {tup(t)}; }}")
 w("")
 
@@ -72,6 +73,7 @@ for r in range(2, R + 1):
     gens = ", ".join(x + ": Dim" for x in dims)
     for p in itertools.permutations(range(r)):
         order = tup([f"C<{i}>" for i in p])
+        w("#[diagnostic::do_not_recommend]")
         w(f"impl<{gens}> Permute<{order}> for {tup(dims)} {{ type Out = {tup([dims[i] for i in p])}; }}")
 w("")
 

@@ -287,187 +287,248 @@ impl<A: Dim, B: Dim, T: Dim, U: Dim> HasDim<3> for (A, B, T, U) {
     type Replaced<Z> = (A, B, T, Z);
 }
 
+#[diagnostic::do_not_recommend]
 impl<A: Dim, B: Dim> Transpose<0, 0> for (A, B) {
     type Out = (A, B);
 }
+#[diagnostic::do_not_recommend]
 impl<A: Dim, B: Dim> Transpose<0, 1> for (A, B) {
     type Out = (B, A);
 }
+#[diagnostic::do_not_recommend]
 impl<A: Dim, B: Dim> Transpose<1, 0> for (A, B) {
     type Out = (B, A);
 }
+#[diagnostic::do_not_recommend]
 impl<A: Dim, B: Dim> Transpose<1, 1> for (A, B) {
     type Out = (A, B);
 }
+#[diagnostic::do_not_recommend]
 impl<A: Dim, B: Dim, T: Dim> Transpose<0, 0> for (A, B, T) {
     type Out = (A, B, T);
 }
+#[diagnostic::do_not_recommend]
 impl<A: Dim, B: Dim, T: Dim> Transpose<0, 1> for (A, B, T) {
     type Out = (B, A, T);
 }
+#[diagnostic::do_not_recommend]
 impl<A: Dim, B: Dim, T: Dim> Transpose<0, 2> for (A, B, T) {
     type Out = (T, B, A);
 }
+#[diagnostic::do_not_recommend]
 impl<A: Dim, B: Dim, T: Dim> Transpose<1, 0> for (A, B, T) {
     type Out = (B, A, T);
 }
+#[diagnostic::do_not_recommend]
 impl<A: Dim, B: Dim, T: Dim> Transpose<1, 1> for (A, B, T) {
     type Out = (A, B, T);
 }
+#[diagnostic::do_not_recommend]
 impl<A: Dim, B: Dim, T: Dim> Transpose<1, 2> for (A, B, T) {
     type Out = (A, T, B);
 }
+#[diagnostic::do_not_recommend]
 impl<A: Dim, B: Dim, T: Dim> Transpose<2, 0> for (A, B, T) {
     type Out = (T, B, A);
 }
+#[diagnostic::do_not_recommend]
 impl<A: Dim, B: Dim, T: Dim> Transpose<2, 1> for (A, B, T) {
     type Out = (A, T, B);
 }
+#[diagnostic::do_not_recommend]
 impl<A: Dim, B: Dim, T: Dim> Transpose<2, 2> for (A, B, T) {
     type Out = (A, B, T);
 }
+#[diagnostic::do_not_recommend]
 impl<A: Dim, B: Dim, T: Dim, U: Dim> Transpose<0, 0> for (A, B, T, U) {
     type Out = (A, B, T, U);
 }
+#[diagnostic::do_not_recommend]
 impl<A: Dim, B: Dim, T: Dim, U: Dim> Transpose<0, 1> for (A, B, T, U) {
     type Out = (B, A, T, U);
 }
+#[diagnostic::do_not_recommend]
 impl<A: Dim, B: Dim, T: Dim, U: Dim> Transpose<0, 2> for (A, B, T, U) {
     type Out = (T, B, A, U);
 }
+#[diagnostic::do_not_recommend]
 impl<A: Dim, B: Dim, T: Dim, U: Dim> Transpose<0, 3> for (A, B, T, U) {
     type Out = (U, B, T, A);
 }
+#[diagnostic::do_not_recommend]
 impl<A: Dim, B: Dim, T: Dim, U: Dim> Transpose<1, 0> for (A, B, T, U) {
     type Out = (B, A, T, U);
 }
+#[diagnostic::do_not_recommend]
 impl<A: Dim, B: Dim, T: Dim, U: Dim> Transpose<1, 1> for (A, B, T, U) {
     type Out = (A, B, T, U);
 }
+#[diagnostic::do_not_recommend]
 impl<A: Dim, B: Dim, T: Dim, U: Dim> Transpose<1, 2> for (A, B, T, U) {
     type Out = (A, T, B, U);
 }
+#[diagnostic::do_not_recommend]
 impl<A: Dim, B: Dim, T: Dim, U: Dim> Transpose<1, 3> for (A, B, T, U) {
     type Out = (A, U, T, B);
 }
+#[diagnostic::do_not_recommend]
 impl<A: Dim, B: Dim, T: Dim, U: Dim> Transpose<2, 0> for (A, B, T, U) {
     type Out = (T, B, A, U);
 }
+#[diagnostic::do_not_recommend]
 impl<A: Dim, B: Dim, T: Dim, U: Dim> Transpose<2, 1> for (A, B, T, U) {
     type Out = (A, T, B, U);
 }
+#[diagnostic::do_not_recommend]
 impl<A: Dim, B: Dim, T: Dim, U: Dim> Transpose<2, 2> for (A, B, T, U) {
     type Out = (A, B, T, U);
 }
+#[diagnostic::do_not_recommend]
 impl<A: Dim, B: Dim, T: Dim, U: Dim> Transpose<2, 3> for (A, B, T, U) {
     type Out = (A, B, U, T);
 }
+#[diagnostic::do_not_recommend]
 impl<A: Dim, B: Dim, T: Dim, U: Dim> Transpose<3, 0> for (A, B, T, U) {
     type Out = (U, B, T, A);
 }
+#[diagnostic::do_not_recommend]
 impl<A: Dim, B: Dim, T: Dim, U: Dim> Transpose<3, 1> for (A, B, T, U) {
     type Out = (A, U, T, B);
 }
+#[diagnostic::do_not_recommend]
 impl<A: Dim, B: Dim, T: Dim, U: Dim> Transpose<3, 2> for (A, B, T, U) {
     type Out = (A, B, U, T);
 }
+#[diagnostic::do_not_recommend]
 impl<A: Dim, B: Dim, T: Dim, U: Dim> Transpose<3, 3> for (A, B, T, U) {
     type Out = (A, B, T, U);
 }
 
+#[diagnostic::do_not_recommend]
 impl<A: Dim, B: Dim> Permute<(C<0>, C<1>)> for (A, B) {
     type Out = (A, B);
 }
+#[diagnostic::do_not_recommend]
 impl<A: Dim, B: Dim> Permute<(C<1>, C<0>)> for (A, B) {
     type Out = (B, A);
 }
+#[diagnostic::do_not_recommend]
 impl<A: Dim, B: Dim, T: Dim> Permute<(C<0>, C<1>, C<2>)> for (A, B, T) {
     type Out = (A, B, T);
 }
+#[diagnostic::do_not_recommend]
 impl<A: Dim, B: Dim, T: Dim> Permute<(C<0>, C<2>, C<1>)> for (A, B, T) {
     type Out = (A, T, B);
 }
+#[diagnostic::do_not_recommend]
 impl<A: Dim, B: Dim, T: Dim> Permute<(C<1>, C<0>, C<2>)> for (A, B, T) {
     type Out = (B, A, T);
 }
+#[diagnostic::do_not_recommend]
 impl<A: Dim, B: Dim, T: Dim> Permute<(C<1>, C<2>, C<0>)> for (A, B, T) {
     type Out = (B, T, A);
 }
+#[diagnostic::do_not_recommend]
 impl<A: Dim, B: Dim, T: Dim> Permute<(C<2>, C<0>, C<1>)> for (A, B, T) {
     type Out = (T, A, B);
 }
+#[diagnostic::do_not_recommend]
 impl<A: Dim, B: Dim, T: Dim> Permute<(C<2>, C<1>, C<0>)> for (A, B, T) {
     type Out = (T, B, A);
 }
+#[diagnostic::do_not_recommend]
 impl<A: Dim, B: Dim, T: Dim, U: Dim> Permute<(C<0>, C<1>, C<2>, C<3>)> for (A, B, T, U) {
     type Out = (A, B, T, U);
 }
+#[diagnostic::do_not_recommend]
 impl<A: Dim, B: Dim, T: Dim, U: Dim> Permute<(C<0>, C<1>, C<3>, C<2>)> for (A, B, T, U) {
     type Out = (A, B, U, T);
 }
+#[diagnostic::do_not_recommend]
 impl<A: Dim, B: Dim, T: Dim, U: Dim> Permute<(C<0>, C<2>, C<1>, C<3>)> for (A, B, T, U) {
     type Out = (A, T, B, U);
 }
+#[diagnostic::do_not_recommend]
 impl<A: Dim, B: Dim, T: Dim, U: Dim> Permute<(C<0>, C<2>, C<3>, C<1>)> for (A, B, T, U) {
     type Out = (A, T, U, B);
 }
+#[diagnostic::do_not_recommend]
 impl<A: Dim, B: Dim, T: Dim, U: Dim> Permute<(C<0>, C<3>, C<1>, C<2>)> for (A, B, T, U) {
     type Out = (A, U, B, T);
 }
+#[diagnostic::do_not_recommend]
 impl<A: Dim, B: Dim, T: Dim, U: Dim> Permute<(C<0>, C<3>, C<2>, C<1>)> for (A, B, T, U) {
     type Out = (A, U, T, B);
 }
+#[diagnostic::do_not_recommend]
 impl<A: Dim, B: Dim, T: Dim, U: Dim> Permute<(C<1>, C<0>, C<2>, C<3>)> for (A, B, T, U) {
     type Out = (B, A, T, U);
 }
+#[diagnostic::do_not_recommend]
 impl<A: Dim, B: Dim, T: Dim, U: Dim> Permute<(C<1>, C<0>, C<3>, C<2>)> for (A, B, T, U) {
     type Out = (B, A, U, T);
 }
+#[diagnostic::do_not_recommend]
 impl<A: Dim, B: Dim, T: Dim, U: Dim> Permute<(C<1>, C<2>, C<0>, C<3>)> for (A, B, T, U) {
     type Out = (B, T, A, U);
 }
+#[diagnostic::do_not_recommend]
 impl<A: Dim, B: Dim, T: Dim, U: Dim> Permute<(C<1>, C<2>, C<3>, C<0>)> for (A, B, T, U) {
     type Out = (B, T, U, A);
 }
+#[diagnostic::do_not_recommend]
 impl<A: Dim, B: Dim, T: Dim, U: Dim> Permute<(C<1>, C<3>, C<0>, C<2>)> for (A, B, T, U) {
     type Out = (B, U, A, T);
 }
+#[diagnostic::do_not_recommend]
 impl<A: Dim, B: Dim, T: Dim, U: Dim> Permute<(C<1>, C<3>, C<2>, C<0>)> for (A, B, T, U) {
     type Out = (B, U, T, A);
 }
+#[diagnostic::do_not_recommend]
 impl<A: Dim, B: Dim, T: Dim, U: Dim> Permute<(C<2>, C<0>, C<1>, C<3>)> for (A, B, T, U) {
     type Out = (T, A, B, U);
 }
+#[diagnostic::do_not_recommend]
 impl<A: Dim, B: Dim, T: Dim, U: Dim> Permute<(C<2>, C<0>, C<3>, C<1>)> for (A, B, T, U) {
     type Out = (T, A, U, B);
 }
+#[diagnostic::do_not_recommend]
 impl<A: Dim, B: Dim, T: Dim, U: Dim> Permute<(C<2>, C<1>, C<0>, C<3>)> for (A, B, T, U) {
     type Out = (T, B, A, U);
 }
+#[diagnostic::do_not_recommend]
 impl<A: Dim, B: Dim, T: Dim, U: Dim> Permute<(C<2>, C<1>, C<3>, C<0>)> for (A, B, T, U) {
     type Out = (T, B, U, A);
 }
+#[diagnostic::do_not_recommend]
 impl<A: Dim, B: Dim, T: Dim, U: Dim> Permute<(C<2>, C<3>, C<0>, C<1>)> for (A, B, T, U) {
     type Out = (T, U, A, B);
 }
+#[diagnostic::do_not_recommend]
 impl<A: Dim, B: Dim, T: Dim, U: Dim> Permute<(C<2>, C<3>, C<1>, C<0>)> for (A, B, T, U) {
     type Out = (T, U, B, A);
 }
+#[diagnostic::do_not_recommend]
 impl<A: Dim, B: Dim, T: Dim, U: Dim> Permute<(C<3>, C<0>, C<1>, C<2>)> for (A, B, T, U) {
     type Out = (U, A, B, T);
 }
+#[diagnostic::do_not_recommend]
 impl<A: Dim, B: Dim, T: Dim, U: Dim> Permute<(C<3>, C<0>, C<2>, C<1>)> for (A, B, T, U) {
     type Out = (U, A, T, B);
 }
+#[diagnostic::do_not_recommend]
 impl<A: Dim, B: Dim, T: Dim, U: Dim> Permute<(C<3>, C<1>, C<0>, C<2>)> for (A, B, T, U) {
     type Out = (U, B, A, T);
 }
+#[diagnostic::do_not_recommend]
 impl<A: Dim, B: Dim, T: Dim, U: Dim> Permute<(C<3>, C<1>, C<2>, C<0>)> for (A, B, T, U) {
     type Out = (U, B, T, A);
 }
+#[diagnostic::do_not_recommend]
 impl<A: Dim, B: Dim, T: Dim, U: Dim> Permute<(C<3>, C<2>, C<0>, C<1>)> for (A, B, T, U) {
     type Out = (U, T, A, B);
 }
+#[diagnostic::do_not_recommend]
 impl<A: Dim, B: Dim, T: Dim, U: Dim> Permute<(C<3>, C<2>, C<1>, C<0>)> for (A, B, T, U) {
     type Out = (U, T, B, A);
 }
