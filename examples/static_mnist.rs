@@ -16,7 +16,7 @@
 //! a loss of 0.0004 and 100.00% held-out accuracy (dev build, 115 s with the build, on 2 busy
 //! cores); `main` asserts more than 90%.
 //!
-//! Change a size (say `Linear::<D, 128, 64>` to `Linear::<D, 100, 64>`) and the model does not
+//! Change a size (say `StaticLinear::<D, 128, 64>` to `StaticLinear::<D, 100, 64>`) and the model does not
 //! compile: `addmm: mat1 and mat2 shapes cannot be multiplied (?x128 and 100x64)`.
 
 use devtype::data::{spirals, DataLoader, Dataset, Mnist};
@@ -24,7 +24,7 @@ use devtype::device::{run_on_best_device, DeviceJob};
 use devtype::nn::ReLU;
 use devtype::optim::Adam;
 use devtype::prelude::*;
-use devtype::shaped::nn::{Linear, Seq};
+use devtype::shaped::nn::{Seq, StaticLinear};
 use devtype::shaped::{Dyn, Shaped, C};
 
 /// A batch of images, as the loader hands it over, with its shape in its type.
@@ -63,11 +63,11 @@ impl DeviceJob for Job {
     fn run<D: Device>(self, dev: D) -> f64 {
         devtype::manual_seed(0);
         // 784 -> 128 -> 64 -> 10: each layer must take the previous one's output.
-        let mut model = Seq::new(Linear::<D, 784, 128>::new(dev))
+        let mut model = Seq::new(StaticLinear::<D, 784, 128>::new(dev))
             .then(ReLU)
-            .then(Linear::<D, 128, 64>::new(dev))
+            .then(StaticLinear::<D, 128, 64>::new(dev))
             .then(ReLU)
-            .then(Linear::<D, 64, 10>::new(dev));
+            .then(StaticLinear::<D, 64, 10>::new(dev));
         let mut opt = Adam::new(1e-3);
         let loader = DataLoader::new(self.train, dev)
             .batch_size(64)

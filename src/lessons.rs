@@ -197,7 +197,7 @@ lesson!(
     shape_model_input_width
 );
 lesson!(
-    /// Static shapes ([`crate::shaped`]): `Seq::new(Linear<784, 512>).then(ReLU).then(Linear<256, 10>)`: layers that do not chain.
+    /// Static shapes ([`crate::shaped`]): `Seq::new(StaticLinear<784, 512>).then(ReLU).then(StaticLinear<256, 10>)`: layers that do not chain.
     shape_sequential_not_chained
 );
 lesson!(

@@ -3,7 +3,7 @@
 
 use devtype::nn::ReLU;
 use devtype::prelude::*;
-use devtype::shaped::nn::{Linear, Seq};
+use devtype::shaped::nn::{Seq, StaticLinear};
 use devtype::shaped::{Axis, Dyn, Shaped, C};
 
 type M<A, B> = Shaped<Cpu, f32, (A, B)>;
@@ -151,7 +151,7 @@ fn dynamic_sizes_are_checked_at_run_time_with_the_same_texts() {
     );
     let r = x.try_reshape::<(C<5>, Dyn)>().unwrap_err().to_string();
     assert_eq!(r, "shape '[5, -1]' is invalid for input of size 12");
-    let layer = Linear::<Cpu, 5, 2>::new(Cpu);
+    let layer = StaticLinear::<Cpu, 5, 2>::new(Cpu);
     assert_eq!(
         layer.try_forward(&x).unwrap_err().to_string(),
         "addmm: mat1 and mat2 shapes cannot be multiplied (4x3 and 5x2)"
@@ -198,8 +198,8 @@ fn conversions_are_free_one_way_and_checked_the_other() {
 
 #[test]
 fn a_chained_model_matches_its_layers_and_trains() {
-    let l1 = Linear::<Cpu, 6, 8>::new(Cpu);
-    let l2 = Linear::<Cpu, 8, 3>::new(Cpu);
+    let l1 = StaticLinear::<Cpu, 6, 8>::new(Cpu);
+    let l2 = StaticLinear::<Cpu, 8, 3>::new(Cpu);
     let model = Seq::new(l1.clone()).then(ReLU).then(l2.clone());
     let x: M<Dyn, C<6>> = Shaped::randn([5, 6], Cpu);
     let y = model.forward(&x);

@@ -57,7 +57,7 @@ mm_family!(
 #[diagnostic::on_unimplemented(
     message = "addmm: mat1 and mat2 shapes cannot be multiplied ({M}x{K1} and {K2}x{N})",
     label = "this weight takes {K2} input features, the input has {K1}",
-    note = "a `Linear<IN, OUT>` takes inputs of `IN` features: its `IN` must be the input's last size"
+    note = "a `StaticLinear<IN, OUT>` takes inputs of `IN` features: its `IN` must be the input's last size"
 )]
 pub trait AddmmSizes<const M: usize, const K1: usize, const K2: usize, const N: usize> {}
 impl<const M: usize, const K: usize, const N: usize> AddmmSizes<M, K, K, N> for () {}
@@ -66,7 +66,7 @@ impl<const M: usize, const K: usize, const N: usize> AddmmSizes<M, K, K, N> for 
 #[diagnostic::on_unimplemented(
     message = "addmm: mat1 and mat2 shapes cannot be multiplied (?x{K1} and {K2}x{N})",
     label = "this takes {K2} input features, the input has {K1}",
-    note = "a `Linear<IN, OUT>` takes inputs of `IN` features: its `IN` must be the input's last size"
+    note = "a `StaticLinear<IN, OUT>` takes inputs of `IN` features: its `IN` must be the input's last size"
 )]
 pub trait AddmmSizesRowsDyn<const K1: usize, const K2: usize, const N: usize> {}
 impl<const K: usize, const N: usize> AddmmSizesRowsDyn<K, K, N> for () {}
@@ -75,7 +75,7 @@ impl<const K: usize, const N: usize> AddmmSizesRowsDyn<K, K, N> for () {}
 #[diagnostic::on_unimplemented(
     message = "addmm: mat1 and mat2 shapes cannot be multiplied (?x{K1} and {K2}x{N})",
     label = "this layer takes {K2} input features, the layers before it give {K1}",
-    note = "each `Linear<IN, OUT>` must take the previous layer's `OUT`: make this layer `Linear<{K1}, {N}>`, or the previous one give {K2}"
+    note = "each `StaticLinear<IN, OUT>` must take the previous layer's `OUT`: make this layer `StaticLinear<{K1}, {N}>`, or the previous one give {K2}"
 )]
 pub trait ChainSizes<const K1: usize, const K2: usize, const N: usize> {}
 impl<const K: usize, const N: usize> ChainSizes<K, K, N> for () {}

@@ -69,7 +69,7 @@
 //! - A dimension out of range cannot print PyTorch's `[-2, 1]`: the rank is not a `const`
 //!   parameter anywhere (that needs `generic_const_exprs`), so the message names the shape.
 //!
-//! [`nn`] holds `Linear` with its sizes in the type and a [`nn::Seq`] builder whose layers
+//! [`nn`] holds `StaticLinear` with its sizes in the type and a [`nn::Seq`] builder whose layers
 //! must chain.
 
 mod check;

@@ -3,12 +3,12 @@
 //! ```
 //! use devtype::prelude::*;
 //! use devtype::nn::ReLU;
-//! use devtype::shaped::nn::{Linear, Seq};
+//! use devtype::shaped::nn::{StaticLinear, Seq};
 //! use devtype::shaped::{Dyn, Shaped, C};
 //!
-//! let model = Seq::new(Linear::<Cpu, 784, 128>::new(Cpu))
+//! let model = Seq::new(StaticLinear::<Cpu, 784, 128>::new(Cpu))
 //!     .then(ReLU)
-//!     .then(Linear::<Cpu, 128, 10>::new(Cpu)); // `Linear::<Cpu, 64, 10>` does not compile
+//!     .then(StaticLinear::<Cpu, 128, 10>::new(Cpu)); // `StaticLinear::<Cpu, 64, 10>` does not compile
 //! let x: Shaped<Cpu, f32, (Dyn, C<784>)> = Shaped::randn([32, 784], Cpu);
 //! let logits = model.forward(&x);            // Shaped<Cpu, f32, (Dyn, C<10>)>
 //! assert_eq!(logits.shape(), &[32, 10]);
@@ -27,16 +27,19 @@ use crate::nn::{join_name, Forward, Module, ReLU};
 use crate::tensor::{Float, HasDevice, ModuleInput, Tensor};
 use std::marker::PhantomData;
 
-/// `nn.Linear(IN, OUT)` with its sizes in the type: `Linear<Cuda<0>, 784, 512>`.
+/// `nn.Linear(IN, OUT)` with its sizes in the type: `StaticLinear<Cuda<0>, 784, 512>`.
+///
+/// Not named `Linear`: with two public `Linear`s, rustc would write the other one
+/// `devtype::nn::Linear` in every diagnostic that names it, lessons included.
 #[derive(Clone, Debug)]
-pub struct Linear<D: Device, const IN: usize, const OUT: usize, E: Float = f32> {
+pub struct StaticLinear<D: Device, const IN: usize, const OUT: usize, E: Float = f32> {
     inner: crate::nn::Linear<D, E>,
 }
 
-impl<D: Device, const IN: usize, const OUT: usize> Linear<D, IN, OUT, f32> {
+impl<D: Device, const IN: usize, const OUT: usize> StaticLinear<D, IN, OUT, f32> {
     /// A layer of `f32` with PyTorch's default initialisation, created directly on `dev`.
     pub fn try_new(dev: D) -> Result<Self> {
-        crate::nn::Linear::try_new(IN, OUT, dev).map(|inner| Linear { inner })
+        crate::nn::Linear::try_new(IN, OUT, dev).map(|inner| StaticLinear { inner })
     }
 
     /// A layer of `f32` with PyTorch's default initialisation, created directly on `dev`.
@@ -51,7 +54,7 @@ impl<D: Device, const IN: usize, const OUT: usize> Linear<D, IN, OUT, f32> {
     }
 }
 
-impl<D: Device, const IN: usize, const OUT: usize, E: Float> Linear<D, IN, OUT, E> {
+impl<D: Device, const IN: usize, const OUT: usize, E: Float> StaticLinear<D, IN, OUT, E> {
     /// The dynamic layer inside (its weight is `[OUT, IN]`).
     pub fn inner(&self) -> &crate::nn::Linear<D, E> {
         &self.inner
@@ -60,7 +63,7 @@ impl<D: Device, const IN: usize, const OUT: usize, E: Float> Linear<D, IN, OUT, 
     /// A layer from a dynamic one, whose weight must be `[OUT, IN]`.
     pub fn try_from_inner(inner: crate::nn::Linear<D, E>) -> Result<Self> {
         Shaped::<D, E, (C<OUT>, C<IN>)>::try_from_tensor(inner.weight().clone())?;
-        Ok(Linear { inner })
+        Ok(StaticLinear { inner })
     }
 
     /// `x @ weight.T + bias` for `x` of shape `[batch, IN]`: another width does not compile
@@ -100,12 +103,12 @@ where
 }
 
 impl<D: Device, const IN: usize, const OUT: usize, E: Float> Module<D, E>
-    for Linear<D, IN, OUT, E>
+    for StaticLinear<D, IN, OUT, E>
 {
-    type On<D2: Device> = Linear<D2, IN, OUT, E>;
+    type On<D2: Device> = StaticLinear<D2, IN, OUT, E>;
 
     fn try_to<D2: Device>(&self, dev: D2) -> Result<Self::On<D2>> {
-        self.inner.try_to(dev).map(|inner| Linear { inner })
+        self.inner.try_to(dev).map(|inner| StaticLinear { inner })
     }
 
     fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &Tensor<D, E>)) {
@@ -134,20 +137,22 @@ pub trait Layer<D: Device, E: Float>: Module<D, E> {
 /// A layer that takes `F` features (the check at [`Seq::then`]).
 pub trait Accepts<F> {}
 impl<const K: usize, const IN: usize, const OUT: usize, D: Device, E: Float> Accepts<C<K>>
-    for Linear<D, IN, OUT, E>
+    for StaticLinear<D, IN, OUT, E>
 where
     (): ChainSizes<K, IN, OUT>,
 {
 }
 impl<const IN: usize, const OUT: usize, D: Device, E: Float> Accepts<Dyn>
-    for Linear<D, IN, OUT, E>
+    for StaticLinear<D, IN, OUT, E>
 {
 }
 impl<F> Accepts<F> for ReLU {}
 
-impl<D: Device, const IN: usize, const OUT: usize, E: Float> Layer<D, E> for Linear<D, IN, OUT, E> {
+impl<D: Device, const IN: usize, const OUT: usize, E: Float> Layer<D, E>
+    for StaticLinear<D, IN, OUT, E>
+{
     type Out<F: Dim> = C<OUT>;
-    type LayerOn<D2: Device> = Linear<D2, IN, OUT, E>;
+    type LayerOn<D2: Device> = StaticLinear<D2, IN, OUT, E>;
     fn layer_to<D2: Device>(&self, dev: D2) -> Result<Self::LayerOn<D2>> {
         self.try_to(dev)
     }
@@ -266,10 +271,10 @@ impl<L: Clone, In, First, Out> Clone for Seq<L, In, First, Out> {
 }
 
 impl<D: Device, E: Float, const IN: usize, const OUT: usize>
-    Seq<(Linear<D, IN, OUT, E>,), C<IN>, C<OUT>, C<OUT>>
+    Seq<(StaticLinear<D, IN, OUT, E>,), C<IN>, C<OUT>, C<OUT>>
 {
     /// A model that starts with `first`.
-    pub fn new(first: Linear<D, IN, OUT, E>) -> Self {
+    pub fn new(first: StaticLinear<D, IN, OUT, E>) -> Self {
         Seq {
             layers: (first,),
             _sizes: PhantomData,
@@ -278,7 +283,7 @@ impl<D: Device, E: Float, const IN: usize, const OUT: usize>
 }
 
 impl<L, In, First, Out: Dim> Seq<L, In, First, Out> {
-    /// The model with `layer` appended: it must take `Out` features (a `Linear<IN, _>` with
+    /// The model with `layer` appended: it must take `Out` features (a `StaticLinear<IN, _>` with
     /// `IN` the width so far, or an activation).
     pub fn then<D: Device, E: Float, N: Layer<D, E> + Accepts<Out>>(
         self,
@@ -320,7 +325,7 @@ impl<L, In: Dim, First: Dim, Out: Dim> Seq<L, In, First, Out> {
             + ShapeOf<Shape = (B, K)>
             + ModelInput<In, First>,
     {
-        // A `Seq` starts with a `Linear`, so it has a device; the input is on it (its bound).
+        // A `Seq` starts with a `StaticLinear`, so it has a device; the input is on it (its bound).
         let dev = self
             .layers
             .device()
@@ -377,12 +382,12 @@ impl<D: Device, E: Float, L: Stack<D, E>, In: 'static, First: 'static, Out: 'sta
 }
 
 impl<D: Device, const IN: usize, const OUT: usize, E: Float> crate::nn::Placement
-    for Linear<D, IN, OUT, E>
+    for StaticLinear<D, IN, OUT, E>
 {
     type Device = D;
 }
 
-/// The device of a [`Seq`]'s layers: its first layer's (a `Linear`, so a device).
+/// The device of a [`Seq`]'s layers: its first layer's (a `StaticLinear`, so a device).
 pub trait StackPlacement {
     /// The first layer's placement.
     type Device: crate::nn::Placed;

@@ -1,15 +1,15 @@
 // Shapes in the type, none written after the inputs: every result shape is inferred, a
 // `Dyn` batch runs next to static feature sizes, and `flatten` computes 28 * 28 = 784 in the
-// type, which the first layer's `Linear<_, 784, _>` then checks.
+// type, which the first layer's `StaticLinear<_, 784, _>` then checks.
 use devtype::nn::ReLU;
 use devtype::prelude::*;
-use devtype::shaped::nn::{Linear, Seq};
+use devtype::shaped::nn::{StaticLinear, Seq};
 use devtype::shaped::{Axis, Dyn, Shaped, C};
 
 fn main() {
-    let model = Seq::new(Linear::<Cpu, 784, 64>::new(Cpu))
+    let model = Seq::new(StaticLinear::<Cpu, 784, 64>::new(Cpu))
         .then(ReLU)
-        .then(Linear::<Cpu, 64, 10>::new(Cpu));
+        .then(StaticLinear::<Cpu, 64, 10>::new(Cpu));
     let images: Shaped<Cpu, f32, (Dyn, C<28>, C<28>)> = Shaped::randn([8, 28, 28], Cpu);
     let logits = model.forward(&images.flatten()); // (Dyn, C<10>)
     let extra = logits.cat(Axis::<1>, &logits); // (Dyn, C<20>)
