@@ -34,6 +34,17 @@
 //! | [`matmul_f32_with_i64`] | `float @ long`: `expected m1 and m2 to have the same dtype` | [`MatrixElementIs`](crate::MatrixElementIs) |
 //! | [`add_f32_with_i64`] | `float + long`, which PyTorch promotes silently | [`ElementIs`](crate::ElementIs) |
 //! | [`index_select_ids_on_cpu`] | an embedding lookup with the token ids left on the CPU | [`ArgumentOn`](crate::ArgumentOn) |
+//! | [`shape_add_sizes`] | an element-wise op on sizes that do not broadcast | [`BroadcastSizes`](crate::shaped::BroadcastSizes) |
+//! | [`shape_matmul_sizes`] | `x @ w` whose inner sizes differ (`64x784 and 512x10`) | [`MmSizesRowsDyn`](crate::shaped::MmSizesRowsDyn) |
+//! | [`shape_bmm_batch`] | `torch.bmm` of batches of different sizes | [`BmmSizes`](crate::shaped::BmmSizes) |
+//! | [`shape_model_input_width`] | a batch of the wrong width fed to a model | [`AddmmSizesRowsDyn`](crate::shaped::AddmmSizesRowsDyn) |
+//! | [`shape_sequential_not_chained`] | an `nn.Sequential` whose layers do not chain | [`ChainSizes`](crate::shaped::ChainSizes) at `Seq::then` |
+//! | [`shape_reshape_count`] | `x.view(2, 5)` of 40 elements | [`Reshape2`](crate::shaped::Reshape2) |
+//! | [`shape_cat_sizes`] | `torch.cat` of tensors whose other sizes differ | [`CatSizes`](crate::shaped::CatSizes) |
+//! | [`shape_reduce_dim`] | `x.sum(2)` of a matrix | [`HasDim`](crate::shaped::HasDim) |
+//! | [`shape_transpose_dim`] | `x.transpose(1, 2)` of a matrix | [`Transpose`](crate::shaped::Transpose) |
+//! | [`shape_cross_entropy_batch`] | `cross_entropy` with 16 targets for 32 rows | [`BatchSizes`](crate::shaped::BatchSizes) |
+//! | [`shape_devices_mixed`] | shapes that agree on two devices: still the device sentence | [`ArgumentOn`](crate::ArgumentOn) |
 //!
 //! The fixed programs, which compile and run on any machine (on the CPU, and on GPU 0 too where
 //! one opens), are in [`done_right`].
@@ -168,6 +179,50 @@ lesson!(
     /// `table.index_select(0, &ids)` with the embedding table on the GPU and the token ids on
     /// the CPU: PyTorch names `index`, devtype points at the ids.
     index_select_ids_on_cpu
+);
+lesson!(
+    /// Static shapes ([`crate::shaped`]): `a + b` of `(C<2>, C<3>)` and `(C<2>, C<4>)`: sizes that do not broadcast.
+    shape_add_sizes
+);
+lesson!(
+    /// Static shapes ([`crate::shaped`]): `x.matmul(&w)` with 784 columns against 512 rows, the batch `Dyn`.
+    shape_matmul_sizes
+);
+lesson!(
+    /// Static shapes ([`crate::shaped`]): `a.bmm(&b)` of 3 and 4 matrices.
+    shape_bmm_batch
+);
+lesson!(
+    /// Static shapes ([`crate::shaped`]): `model.forward(&x)` with 28 features where the first layer takes 784.
+    shape_model_input_width
+);
+lesson!(
+    /// Static shapes ([`crate::shaped`]): `Seq::new(StaticLinear<784, 512>).then(ReLU).then(StaticLinear<256, 10>)`: layers that do not chain.
+    shape_sequential_not_chained
+);
+lesson!(
+    /// Static shapes ([`crate::shaped`]): `reshape::<(C<2>, C<5>)>()` of 40 elements.
+    shape_reshape_count
+);
+lesson!(
+    /// Static shapes ([`crate::shaped`]): `a.cat(Axis::<1>, &b)` with 2 rows against 3.
+    shape_cat_sizes
+);
+lesson!(
+    /// Static shapes ([`crate::shaped`]): `sum::<2>()` of a matrix.
+    shape_reduce_dim
+);
+lesson!(
+    /// Static shapes ([`crate::shaped`]): `transpose::<1, 2>()` of a matrix.
+    shape_transpose_dim
+);
+lesson!(
+    /// Static shapes ([`crate::shaped`]): `cross_entropy` with 16 targets for 32 rows of logits.
+    shape_cross_entropy_batch
+);
+lesson!(
+    /// Static shapes ([`crate::shaped`]): `x.matmul(&w)` of shaped tensors whose sizes agree and devices do not.
+    shape_devices_mixed
 );
 
 /// The same programs done right: each compiles and runs (trybuild runs them), on the CPU

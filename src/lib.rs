@@ -150,6 +150,7 @@ pub mod nn;
 mod ops;
 pub mod optim;
 mod random;
+pub mod shaped;
 mod tensor;
 
 pub use crate::core::pool::empty_host_cache;
