@@ -115,9 +115,6 @@ pub mod cuda {
     //! - **Memory.** [`memory_allocated`] tracks the bytes of live tensors per device. Running out
     //!   of memory is [`Error::OutOfMemory`](crate::Error::OutOfMemory); the device stays usable.
 
-    /// CUDA graphs: capture a step's GPU work once, replay it with one launch (PyTorch's
-    /// `torch.cuda.CUDAGraph`); see [`capture`].
-    pub use crate::backend::cuda::{capture, CapturedGraph, Capturing};
     pub use crate::backend::cuda::{
         device_count, empty_cache, get_device_name, is_available, max_memory_allocated,
         memory_allocated, nvrtc_available, nvrtc_version, set_sync_debug_mode, sync_count,
@@ -126,6 +123,9 @@ pub mod cuda {
     pub use crate::backend::cuda::{
         empty_pinned_cache, pinned_memory_allocated, pinned_memory_reserved,
     };
+    /// CUDA graphs: capture a step's GPU work once, replay it with one launch (PyTorch's
+    /// `torch.cuda.CUDAGraph`); see [`capture`].
+    pub use crate::device::graph::{capture, CapturedGraph, Capturing};
     pub use crate::ops::kernels::{compile_kernels, KernelReport};
 
     /// Matrix-product settings, as `torch.backends.cuda.matmul`.

@@ -10,6 +10,8 @@ pub use crate::core::DynDevice;
 use crate::core::error::Result;
 use std::fmt;
 
+pub(crate) mod graph;
+
 mod sealed {
     pub trait Sealed {}
     impl Sealed for super::Cpu {}

@@ -3,7 +3,6 @@
 pub(crate) mod blas;
 pub(crate) mod context;
 pub(crate) mod disk_cache;
-pub(crate) mod graph;
 pub(crate) mod kernels;
 pub(crate) mod launch;
 pub(crate) mod loader;
@@ -15,7 +14,6 @@ mod timer;
 
 pub use blas::{allow_tf32, set_allow_tf32};
 pub use context::{device_count, get_device_name, is_available};
-pub use graph::{capture, CapturedGraph, Capturing};
 pub use kernels::nvrtc_version;
 pub use memory::{empty_cache, max_memory_allocated, memory_allocated};
 pub use pinned::{empty_pinned_cache, pinned_memory_allocated, pinned_memory_reserved};

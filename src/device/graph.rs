@@ -19,10 +19,10 @@
 //! is capturing") and ends the capture with that error; so does a kernel compile or a cuBLAS
 //! handle creation the warm-up did not do. The device stays usable afterwards.
 
-use super::context::{driver_error, GpuContext};
+use super::Cuda;
+use crate::backend::cuda::context::{driver_error, GpuContext};
 use crate::core::error::Result;
 use crate::core::storage::capture_keep;
-use crate::device::Cuda;
 use cudarc::driver::sys;
 use std::marker::PhantomData;
 use std::sync::atomic::Ordering;
@@ -83,13 +83,13 @@ pub fn capture<const N: usize>(
     _device: Cuda<N>,
     mut step: impl FnMut(&Capturing<Cuda<N>>) -> Result<()>,
 ) -> Result<CapturedGraph<N>> {
-    let gpu = super::context::get(N)?;
+    let gpu = crate::backend::cuda::context::get(N)?;
     step(&Capturing {
         warm_up: true,
         _device: PhantomData,
     })?;
     gpu.synchronize()?;
-    super::sync::record_sync();
+    crate::backend::cuda::sync::record_sync();
     gpu.bind()?;
     capture_keep::begin(N);
     gpu.capturing.store(true, Ordering::SeqCst);
