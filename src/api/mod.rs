@@ -25,6 +25,7 @@ mod loss;
 mod matmul;
 mod operators;
 mod reduce;
+mod select;
 mod shape;
 mod softmax;
 mod unary;
@@ -33,6 +34,7 @@ pub use autocast::{autocast, autocast_dtype, autocast_type, LowPrecision};
 pub use cat::{JoinList, TensorList};
 pub use copy::MaskFor;
 pub use gradcheck::{gradcheck, gradcheck_dyn, gradcheck_with, GradcheckOptions};
+pub use select::ValuesIndices;
 
 pub(crate) mod rules {
     //! The recorded ops, for the modules in `nn`.
@@ -52,6 +54,7 @@ pub(crate) const DECLARED: &[&[&str]] = &[
     loss::DECLARED,
     matmul::DECLARED,
     reduce::DECLARED,
+    select::DECLARED,
     shape::DECLARED,
     softmax::DECLARED,
     unary::DECLARED,
