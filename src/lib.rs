@@ -155,7 +155,7 @@ pub use crate::core::{format_size, Error, Result, ResultType};
 pub use api::declared_ops;
 #[doc(hidden)]
 pub use api::JoinList;
-pub use api::ValuesIndices;
+pub use api::{IndexItem, IndexItems, IndexSpec, ValuesIndices};
 pub use api::{MaskFor, TensorList};
 pub use autograd::{no_grad, DynVar, Var};
 pub use device::{Cpu, Cuda, Device, DynDevice};

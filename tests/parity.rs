@@ -11,6 +11,7 @@
 use devtype::nn::Reduction;
 use devtype::prelude::*;
 use devtype::Float;
+use devtype::IndexItem;
 use std::collections::BTreeSet;
 
 type Out = (Vec<usize>, Vec<f64>);
@@ -316,6 +317,15 @@ fn cases<E: Float>() -> Vec<(&'static str, Case)> {
         |i| i.a.masked_fill(i.a.gt(&i.b), s(0.25)),
         i.a.to_dyn()
             .masked_fill(&i.a.to_dyn().gt(&i.b.to_dyn())?, 0.25)
+    );
+    case!(
+        "index",
+        |i| i
+            .bat1
+            .index(&[IndexItem::Select(-1), IndexItem::Slice(Some(1), None)]),
+        i.bat1
+            .to_dyn()
+            .index(&[IndexItem::Select(-1), IndexItem::Slice(Some(1), None)])
     );
     // Shapes.
     case!(

@@ -7,6 +7,7 @@
 use devtype::autograd::{gradcheck, gradcheck_dyn};
 use devtype::prelude::*;
 use devtype::tensor;
+use devtype::IndexItem;
 
 type T = Tensor<Cpu, f64>;
 
@@ -402,4 +403,55 @@ fn the_tensor_literal_reads_its_shape_from_the_nesting() {
     assert_eq!((s.shape().len(), s.item()), (0, 3));
     let e: Tensor<Cpu, f32> = tensor!([[0f32; 0]; 0], Cpu);
     assert_eq!(e.shape(), &[0]);
+}
+
+#[test]
+fn indexing_reads_like_pytorch_and_makes_views() {
+    let x = randn(&[3, 4, 5], 13);
+    let v = x.to_vec();
+    let at = |a: usize, b: usize, c: usize| v[a * 20 + b * 5 + c];
+    // x[1] and x[-1, :, 2]: single indices drop their dims.
+    let r = x.i(1);
+    assert_eq!(r.shape(), &[4, 5]);
+    assert_eq!(r.to_vec(), v[20..40]);
+    let r = x.i((-1, .., 2));
+    assert_eq!(r.shape(), &[4]);
+    assert_eq!(r.to_vec(), (0..4).map(|b| at(2, b, 2)).collect::<Vec<_>>());
+    // x[:, 1:3, -2:] and clamped ends (x[:, 2:99]), an empty slice (x[2:1]).
+    let r = x.i((.., 1..3, -2..));
+    assert_eq!(r.shape(), &[3, 2, 2]);
+    let mut want = Vec::new();
+    for a in 0..3 {
+        for b in 1..3 {
+            for c in 3..5 {
+                want.push(at(a, b, c));
+            }
+        }
+    }
+    assert_eq!(r.to_vec(), want);
+    assert_eq!(x.i((.., 2..99)).shape(), &[3, 2, 5]);
+    assert_eq!(x.i(IndexItem::Slice(Some(2), Some(1))).shape(), &[0, 4, 5]);
+    assert_eq!(x.i((..2, ..=1)).shape(), &[2, 2, 5]);
+    // A view: the same storage, no copy (writes through the source are seen).
+    assert!(x.i((.., 1)).shares_storage_with(&x));
+    // The dynamic front, and PyTorch's texts.
+    let d = x.to_dyn();
+    assert_eq!(
+        d.i((0, 1..)).unwrap().to_vec::<f64>().unwrap(),
+        x.i((0, 1..)).to_vec()
+    );
+    assert_eq!(
+        err(x.try_i((0, 4))),
+        "index 4 is out of bounds for dimension 1 with size 4"
+    );
+    assert_eq!(
+        err(x.try_i((.., -6))),
+        "index -6 is out of bounds for dimension 1 with size 4"
+    );
+    assert_eq!(
+        err(d.i((0, 0, 0, 0))),
+        "too many indices for tensor of dimension 3"
+    );
+    // The gradient lands in the places read.
+    gradcheck(|t| t[0].try_i((1.., -1, 1..4)), std::slice::from_ref(&x)).unwrap();
 }

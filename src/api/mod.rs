@@ -27,6 +27,7 @@ mod operators;
 mod reduce;
 mod select;
 mod shape;
+mod slice;
 mod softmax;
 mod unary;
 
@@ -35,6 +36,7 @@ pub use cat::{JoinList, TensorList};
 pub use copy::MaskFor;
 pub use gradcheck::{gradcheck, gradcheck_dyn, gradcheck_with, GradcheckOptions};
 pub use select::ValuesIndices;
+pub use slice::{IndexItem, IndexItems, IndexSpec};
 
 pub(crate) mod rules {
     //! The recorded ops, for the modules in `nn`.
@@ -55,6 +57,7 @@ pub(crate) const DECLARED: &[&[&str]] = &[
     matmul::DECLARED,
     reduce::DECLARED,
     select::DECLARED,
+    slice::DECLARED,
     shape::DECLARED,
     softmax::DECLARED,
     unary::DECLARED,
