@@ -490,8 +490,8 @@ fn optimizer_steps(cfg: Cfg) {
 fn lines_workload(cfg: Cfg) {
     let x = Tensor::<Cpu>::randn([4096, 4096], Cpu);
     let mask = x.gt_scalar(0.5);
-    let mut run = |case: &str, mut f: Box<dyn FnMut() + '_>| {
-        let t = time_per_call(cfg, || f());
+    let run = |case: &str, mut f: Box<dyn FnMut() + '_>| {
+        let t = time_per_call(cfg, &mut f);
         report("devtype", "L", case, "ms", &t, ms);
     };
     run("sum()", Box::new(|| drop(black_box(x.sum()))));
