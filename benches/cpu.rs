@@ -485,6 +485,35 @@ fn optimizer_steps(cfg: Cfg) {
     );
 }
 
+/// Workload L: the tensor API of issue 29 on a 16M-element f32 tensor (`[4096, 4096]`), ms
+/// per call, side by side with `scripts/torch_cpu_bench.py L`.
+fn lines_workload(cfg: Cfg) {
+    let x = Tensor::<Cpu>::randn([4096, 4096], Cpu);
+    let mask = x.gt_scalar(0.5);
+    let run = |case: &str, mut f: Box<dyn FnMut() + '_>| {
+        let t = time_per_call(cfg, &mut f);
+        report("devtype", "L", case, "ms", &t, ms);
+    };
+    run("sum()", Box::new(|| drop(black_box(x.sum()))));
+    run("mean()", Box::new(|| drop(black_box(x.mean()))));
+    run("cumsum(1)", Box::new(|| drop(black_box(x.cumsum(1)))));
+    run("cumsum(0)", Box::new(|| drop(black_box(x.cumsum(0)))));
+    run("max(1)", Box::new(|| drop(black_box(x.max(1)))));
+    run("sort(1)", Box::new(|| drop(black_box(x.sort(1, false)))));
+    run(
+        "topk(16, 1)",
+        Box::new(|| drop(black_box(x.topk(16, 1, true, true)))),
+    );
+    run(
+        "masked_fill(x > 0.5, 0)",
+        Box::new(|| drop(black_box(x.masked_fill(&mask, 0.0)))),
+    );
+    run(
+        "x[:, 1:3] contiguous",
+        Box::new(|| drop(black_box(x.i((.., 1..3)).contiguous()))),
+    );
+}
+
 fn main() {
     let args: Vec<String> = std::env::args()
         .skip(1)
@@ -509,5 +538,8 @@ fn main() {
     }
     if want("S") {
         optimizer_steps(cfg);
+    }
+    if want("L") {
+        lines_workload(cfg);
     }
 }

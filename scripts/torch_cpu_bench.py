@@ -224,9 +224,28 @@ def optimizer_steps():
             report("S", f"{name} scaled step time ({impl})", "ms", t)
 
 
+def lines_workload():
+    """Workload L: issue 29's tensor API on a 16M-element f32 tensor, ms per call."""
+    x = torch.randn(4096, 4096)
+    mask = x > 0.5
+    with torch.no_grad():
+        for case, fn in [
+            ("sum()", lambda: x.sum()),
+            ("mean()", lambda: x.mean()),
+            ("cumsum(1)", lambda: x.cumsum(1)),
+            ("cumsum(0)", lambda: x.cumsum(0)),
+            ("max(1)", lambda: x.max(1)),
+            ("sort(1)", lambda: x.sort(1, stable=True)),
+            ("topk(16, 1)", lambda: x.topk(16, 1)),
+            ("masked_fill(x > 0.5, 0)", lambda: x.masked_fill(mask, 0.0)),
+            ("x[:, 1:3] contiguous", lambda: x[:, 1:3].contiguous()),
+        ]:
+            report("L", case, "ms", time_per_call(fn))
+
+
 def main():
     torch.set_num_threads(THREADS)
-    want = sys.argv[1:] or ["A", "B", "C", "E", "H", "S"]
+    want = sys.argv[1:] or ["A", "B", "C", "E", "H", "S", "L"]
     if "A" in want:
         gemm()
     if "B" in want:
@@ -239,6 +258,8 @@ def main():
         half_speed()
     if "S" in want:
         optimizer_steps()
+    if "L" in want:
+        lines_workload()
 
 
 if __name__ == "__main__":

@@ -159,6 +159,7 @@ pub use crate::core::{format_size, Error, Result, ResultType};
 pub use api::declared_ops;
 #[doc(hidden)]
 pub use api::JoinList;
+pub use api::{IndexItem, IndexItems, IndexSpec, ValuesIndices};
 pub use api::{MaskFor, TensorList};
 pub use autograd::{no_grad, DynVar, Var};
 pub use device::{Cpu, Cuda, Device, DynDevice};
@@ -170,7 +171,7 @@ pub use tensor::{
     ArgumentOn, DType, Element, ElementIs, Float, HasDevice, IntoShape, MatrixElementIs,
     ModuleInput, Numeric, OperandOn, Scalar, Tensor, MAX_DIMS,
 };
-pub use tensor::{AsyncSource, Download, PinnedTensor, Upload};
+pub use tensor::{AsyncSource, Download, PinnedTensor, TensorLiteral, Upload};
 
 /// The `half` crate, whose `f16` and `bf16` are devtype's 16-bit
 /// element types (`Tensor<Cpu, f16>`, `DType::F16`, `DType::BF16`); also in the prelude.

@@ -440,7 +440,7 @@ fn integer_unary_and_arithmetic() {
     assert_exact(&to_ref(&ta.abs()), &a.map(f64::abs), "i64 abs");
     assert_exact(&to_ref(&ta.square()), &a.map(|x| x * x), "i64 square");
     assert_exact(
-        &to_ref(&ta.sum(1)),
+        &to_ref(&ta.sum_dim(1)),
         &a.reduce(&[1], false, |v| v.iter().sum()),
         "i64 sum",
     );
@@ -738,7 +738,7 @@ fn reductions<E: Float + Precision>() {
                 let w = format!("dim {dim} of {what}");
                 let scale = ra.reduce(&[d], false, abs_sum);
                 assert_close_scaled(
-                    &to_ref(&a.sum(dim)),
+                    &to_ref(&a.sum_dim(dim)),
                     &ra.reduce(&[d], false, sum),
                     &scale,
                     E::ACCUMULATED,
@@ -746,7 +746,7 @@ fn reductions<E: Float + Precision>() {
                 );
                 let mscale = ra.reduce(&[d], false, |v| abs_sum(v) / v.len() as f64);
                 assert_close_scaled(
-                    &to_ref(&a.mean(dim)),
+                    &to_ref(&a.mean_dim(dim)),
                     &ra.reduce(&[d], false, mean),
                     &mscale,
                     E::ACCUMULATED,
@@ -770,17 +770,17 @@ fn reductions<E: Float + Precision>() {
                 );
                 if ra.shape[d] > 0 {
                     assert_exact(
-                        &to_ref(&a.max(dim)),
+                        &to_ref(&a.max(dim).values),
                         &ra.reduce(&[d], false, max),
                         &format!("max {w}"),
                     );
                     assert_exact(
-                        &to_ref(&a.min(dim)),
+                        &to_ref(&a.min(dim).values),
                         &ra.reduce(&[d], false, min),
                         &format!("min {w}"),
                     );
                     assert_exact(
-                        &to_ref(&a.max_keepdim(dim)),
+                        &to_ref(&a.max_keepdim(dim).values),
                         &ra.reduce(&[d], true, max),
                         &format!("max_keepdim {w}"),
                     );
@@ -829,15 +829,15 @@ fn reductions_f64() {
 #[test]
 fn reductions_of_empty_tensors_follow_pytorch() {
     let e = Tensor::<Cpu>::zeros([3, 0], Cpu);
-    assert_eq!(e.sum(1).to_vec(), vec![0.0; 3]);
-    assert_eq!(e.sum(0).shape(), &[0]);
+    assert_eq!(e.sum_dim(1).to_vec(), vec![0.0; 3]);
+    assert_eq!(e.sum_dim(0).shape(), &[0]);
     assert_eq!(e.sum_all().item(), 0.0);
     assert!(e.mean_all().item().is_nan(), "mean of nothing is nan");
-    assert!(e.mean(1).to_vec().iter().all(|v| v.is_nan()));
+    assert!(e.mean_dim(1).to_vec().iter().all(|v| v.is_nan()));
     assert!(e.try_max_all().is_err());
     assert!(e.try_max(1).is_err());
     assert!(e.try_argmax(1).is_err());
-    assert_eq!(e.max(0).shape(), &[0]);
+    assert_eq!(e.max(0).values.shape(), &[0]);
 }
 
 /// Reference argmax/argmin: the first index of the extreme value; a NaN wins (first NaN).
@@ -894,10 +894,10 @@ fn argmax_argmin<E: Float + Precision>() {
     let t = Tensor::<Cpu, E>::from_vec(v.map(E::from_f64).to_vec(), [5], Cpu);
     assert_eq!(t.argmax(0).item(), 1);
     assert_eq!(t.argmin(0).item(), 1);
-    assert!(t.max(0).item().to_f64().is_nan());
-    assert!(t.min(0).item().to_f64().is_nan());
+    assert!(t.max(0).values.item().to_f64().is_nan());
+    assert!(t.min(0).values.item().to_f64().is_nan());
     assert!(t.max_all().item().to_f64().is_nan());
-    assert!(t.sum(0).item().to_f64().is_nan());
+    assert!(t.sum_dim(0).item().to_f64().is_nan());
     let m = Tensor::<Cpu, E>::from_vec(
         [3.0, 1.0, f64::NAN, 2.0, 2.0, 0.0]
             .map(E::from_f64)

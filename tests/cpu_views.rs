@@ -197,7 +197,7 @@ fn shape_errors_have_pytorchs_text() {
         "Dimension out of range (expected to be in range of [-1, 0], but got 1)"
     );
     assert_eq!(
-        err(s.try_sum(1)),
+        err(s.try_sum_dim(1)),
         "Dimension out of range (expected to be in range of [-1, 0], but got 1)"
     );
     // Sizes whose product overflows are refused, not multiplied.
@@ -571,7 +571,7 @@ fn views_of_empty_tensors() {
     let e3 = Tensor::<Cpu>::zeros([2, 0, 4], Cpu);
     assert_eq!(e3.transpose(0, 2).to_vec(), Vec::<f32>::new());
     assert_eq!((&e3.transpose(0, 2) + 1.0).shape(), &[4, 0, 2]);
-    assert_eq!(e3.transpose(0, 2).sum(0).shape(), &[0, 2]);
+    assert_eq!(e3.transpose(0, 2).sum_dim(0).shape(), &[0, 2]);
     assert_eq!(e3.softmax(-1).shape(), &[2, 0, 4]);
     assert_eq!(e3.softmax(0).shape(), &[2, 0, 4]);
     // A narrow to nothing of a tensor that has no storage.

@@ -265,7 +265,7 @@ fn max_min_gradients_at_nan_and_ties_on_the_gpu() {
     a.maximum(&b).sum_all().backward();
     // Over a dim, the NaN is the max and the min, at its index (the backward's route).
     let x = Tensor::<Cpu, f64>::from_vec(vec![1.0, nan, 3.0, 4.0, 2.0, 4.0], [2, 3], Cpu).to(gpu);
-    let (mx, mn) = (x.max(1).to_vec(), x.min(1).to_vec());
+    let (mx, mn) = (x.max(1).values.to_vec(), x.min(1).values.to_vec());
     assert!(mx[0].is_nan() && mx[1] == 4.0 && mn[0].is_nan() && mn[1] == 2.0);
     assert_eq!(x.argmax(1).to_vec(), [1, 0]);
     assert_eq!(x.argmin(1).to_vec(), [1, 1]);

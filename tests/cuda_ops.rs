@@ -693,13 +693,13 @@ fn reductions_over_any_dims_of_any_view() {
                     &format!("max {dtype:?} {shape:?} dim {d}"),
                     &[&y],
                     EXACT,
-                    |t| t[0].max(d),
+                    |t| t[0].max(d).map(|r| r.values),
                 );
                 check(
                     &format!("min {dtype:?} {shape:?} dim {d}"),
                     &[&y],
                     EXACT,
-                    |t| t[0].min(d),
+                    |t| t[0].min(d).map(|r| r.values),
                 );
                 check(
                     &format!("argmax {dtype:?} {shape:?} dim {d}"),
@@ -739,10 +739,10 @@ fn reductions_over_any_dims_of_any_view() {
         let x = randn(&[300, 400], dtype);
         for d in [0, 1] {
             check("sum of a transpose", &[&x], summed(400), |t| {
-                t[0].transpose(0, 1)?.sum(d)
+                t[0].transpose(0, 1)?.sum_dim(d)
             });
             check("max of a narrow", &[&x], EXACT, |t| {
-                t[0].narrow(1, 7, 333)?.max(d)
+                t[0].narrow(1, 7, 333)?.max(d).map(|r| r.values)
             });
             check("argmax of a permute", &[&x], EXACT, |t| {
                 t[0].transpose(0, 1)?.narrow(0, 1, 300)?.argmax(d)
@@ -761,7 +761,9 @@ fn reductions_over_any_dims_of_any_view() {
         });
         let n: usize = shape.iter().product();
         if n > 0 && dims.len() == 1 {
-            check("max i64", &[&x], EXACT, |t| t[0].max(dims[0]));
+            check("max i64", &[&x], EXACT, |t| {
+                t[0].max(dims[0]).map(|r| r.values)
+            });
             check("argmin i64", &[&x], EXACT, |t| t[0].argmin(dims[0]));
         }
     }
@@ -1018,6 +1020,80 @@ fn invalid_indices_are_safe_on_the_gpu() {
 }
 
 #[test]
+fn cumsum_sort_topk_max_and_masked_fill_along_any_dim() {
+    let Some(_gpu) = common::gpu() else { return };
+    let shapes: &[&[usize]] = &[&[], &[0], &[1], &[7], &[3, 0], &[5, 33], &[4, 9, 6], &[300]];
+    for dtype in [DType::F32, DType::F64, DType::I64] {
+        for &shape in shapes {
+            let x = if dtype == DType::I64 {
+                randint(shape, 5.0, dtype)
+            } else {
+                // Rounded: ties, which both backends order by index.
+                with_specials(&randint(shape, 5.0, dtype))
+            };
+            for d in 0..shape.len().max(1) as isize {
+                let what = |op: &str| format!("{op} {dtype:?} {shape:?} dim {d}");
+                let tol = if dtype == DType::I64 {
+                    EXACT
+                } else {
+                    summed(300)
+                };
+                check(&what("cumsum"), &[&x], tol, |t| t[0].cumsum(d));
+                check(&what("cumsum of a transpose"), &[&x], tol, |t| {
+                    if t[0].shape().len() < 2 {
+                        return t[0].cumsum(d);
+                    }
+                    t[0].transpose(0, -1)?.cumsum(d)
+                });
+                for descending in [false, true] {
+                    check(&what("sort values"), &[&x], EXACT, |t| {
+                        Ok(t[0].sort(d, descending)?.values)
+                    });
+                    check(&what("sort indices"), &[&x], EXACT, |t| {
+                        Ok(t[0].sort(d, descending)?.indices)
+                    });
+                    let n = if shape.is_empty() {
+                        1
+                    } else {
+                        shape[d as usize]
+                    };
+                    let k = n.div_ceil(2);
+                    check(&what("topk"), &[&x], EXACT, |t| {
+                        let r = t[0].topk(k, d, descending, true)?;
+                        r.values
+                            .to_dtype(DType::F64)?
+                            .add(&r.indices.to_dtype(DType::F64)?)
+                    });
+                }
+                if shape.iter().all(|&s| s > 0) {
+                    check(&what("max indices"), &[&x], EXACT, |t| {
+                        Ok(t[0].max(d)?.indices)
+                    });
+                }
+            }
+            let mask = randn(shape, DType::F32)
+                .gt(&DynTensor::full(SCALAR, 0.0, DType::F32, CPU).unwrap())
+                .unwrap();
+            check(
+                &format!("masked_fill {dtype:?} {shape:?}"),
+                &[&x, &mask],
+                EXACT,
+                |t| t[0].masked_fill(&t[1], 3),
+            );
+        }
+    }
+    // Gradients on the device: the reverse scan and the scatter of sort's.
+    let x = randn(&[6, 5], DType::F64);
+    check("cumsum backward", &[&x], summed(6), |t| {
+        let v = DynTensor::parameter(t[0].clone())?;
+        v.cumsum(0)?.mul(&v.cumsum(0)?)?.sum()?.backward()?;
+        let s = DynTensor::parameter(t[0].clone())?;
+        s.sort(1, true)?.values.cumsum(1)?.sum()?.backward()?;
+        v.grad().unwrap().add(&s.grad().unwrap())
+    });
+}
+
+#[test]
 fn where_with_broadcasting() {
     let Some(_gpu) = common::gpu() else { return };
     for dtype in [DType::F32, DType::F64, DType::I64, DType::Bool] {
@@ -1232,10 +1308,12 @@ fn typed_front_on_the_gpu() {
     let wg = w.to(gpu);
     // `to` onto the same device shares storage.
     assert!(xg.to(gpu).shares_storage_with(&xg));
-    let want = (&x.matmul(&w) + &Tensor::ones([64, 16], Cpu)).relu().sum(1);
+    let want = (&x.matmul(&w) + &Tensor::ones([64, 16], Cpu))
+        .relu()
+        .sum_dim(1);
     let got = (&xg.matmul(&wg) + &Tensor::ones([64, 16], gpu))
         .relu()
-        .sum(1);
+        .sum_dim(1);
     assert_eq!(got.device(), gpu);
     assert_matches(&got.into_dyn(), &want.into_dyn(), summed(64), "typed chain");
     // Printing reads the values back, as PyTorch prints them.

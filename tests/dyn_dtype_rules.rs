@@ -305,7 +305,7 @@ fn sums_of_bool_and_integers_are_exact_int64_counts() {
     let (rows, cols) = (1 + rng.below(7), 1 + rng.below(7));
     let (m, vm) = random(&mut rng, B, rows * cols);
     let m = m.reshape(&[rows as isize, cols as isize]).unwrap();
-    let per_col = m.sum(0).unwrap();
+    let per_col = m.sum_dim(0).unwrap();
     assert_eq!(per_col.dtype(), L);
     let want: Vec<f64> = (0..cols)
         .map(|c| (0..rows).map(|r| vm[r * cols + c]).sum())
@@ -326,7 +326,7 @@ fn sums_of_bool_and_integers_are_exact_int64_counts() {
         "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: Bool"
     );
     assert_eq!(
-        err(p.mean(0)),
+        err(p.mean_dim(0)),
         "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: Long"
     );
 }
@@ -343,7 +343,7 @@ fn max_and_min_of_bool_and_integers() {
     assert_eq!((max.dtype(), values_f64(&max)), (B, vec![any]));
     let min = b.min_all().unwrap();
     assert_eq!((min.dtype(), values_f64(&min)), (B, vec![all]));
-    let per_row = b.max(1).unwrap();
+    let per_row = b.max(1).unwrap().values;
     let want: Vec<f64> = (0..rows)
         .map(|r| (0..cols).any(|c| vb[r * cols + c] != 0.0) as u8 as f64)
         .collect();

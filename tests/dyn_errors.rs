@@ -174,8 +174,8 @@ fn dim_out_of_range() {
         format!("Dimension out of range (expected to be in range of [-2, 1], but got {d})")
     };
     for d in [2isize, -3, 100, isize::MIN] {
-        assert_eq!(err(t.sum(d)), text(d));
-        assert_eq!(err(t.mean(d)), text(d));
+        assert_eq!(err(t.sum_dim(d)), text(d));
+        assert_eq!(err(t.mean_dim(d)), text(d));
         assert_eq!(err(t.max(d)), text(d));
         assert_eq!(err(t.min(d)), text(d));
         assert_eq!(err(t.argmax(d)), text(d));
@@ -201,14 +201,14 @@ fn dim_out_of_range() {
     // A 0-dim tensor counts as one dimension.
     let s = ones(&[]);
     assert_eq!(
-        err(s.sum(1)),
+        err(s.sum_dim(1)),
         "Dimension out of range (expected to be in range of [-1, 0], but got 1)"
     );
     assert_eq!(
         err(s.softmax(-2)),
         "Dimension out of range (expected to be in range of [-1, 0], but got -2)"
     );
-    assert!(s.sum(0).is_ok() && s.sum(-1).is_ok() && s.softmax(0).is_ok());
+    assert!(s.sum_dim(0).is_ok() && s.sum_dim(-1).is_ok() && s.softmax(0).is_ok());
     assert_eq!(
         err(t.sum_dims(&[1, -1], false)),
         "dim 1 appears multiple times in the list of dims"
@@ -265,7 +265,7 @@ fn dtype_errors() {
         "expected m1 and m2 to have the same dtype, but got: float != double"
     );
     assert_eq!(
-        err(i64s.mean(0)),
+        err(i64s.mean_dim(0)),
         "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: Long"
     );
     assert_eq!(

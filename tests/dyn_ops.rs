@@ -313,19 +313,19 @@ fn reductions_softmax_and_matmul() {
             for d in 0..rank {
                 let dim = d as isize - rank as isize;
                 assert_close_scaled(
-                    &read(&t.sum(dim).unwrap()),
+                    &read(&t.sum_dim(dim).unwrap()),
                     &r.reduce(&[d], false, sum),
                     &r.reduce(&[d], false, abs_sum),
                     at,
                     &format!("sum {d} {w}"),
                 );
                 assert_exact(
-                    &read(&t.max(dim).unwrap()),
+                    &read(&t.max(dim).unwrap().values),
                     &r.reduce(&[d], false, max),
                     &format!("max {d} {w}"),
                 );
                 assert_exact(
-                    &read(&t.min(dim).unwrap()),
+                    &read(&t.min(dim).unwrap().values),
                     &r.reduce(&[d], false, min),
                     &format!("min {d} {w}"),
                 );

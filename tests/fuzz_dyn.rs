@@ -491,10 +491,10 @@ fn step(rng: &mut Rng, pool: &[Entry]) -> Vec<Entry> {
         6 => {
             let dim = random_dim(rng, rank);
             let ops: [(&str, fn(&DynTensor, isize) -> devtype::Result<DynTensor>); 8] = [
-                ("sum", DynTensor::sum),
-                ("mean", DynTensor::mean),
-                ("max", DynTensor::max),
-                ("min", DynTensor::min),
+                ("sum", DynTensor::sum_dim),
+                ("mean", DynTensor::mean_dim),
+                ("max", |t, d| t.max(d).map(|r| r.values)),
+                ("min", |t, d| t.min(d).map(|r| r.values)),
                 ("argmax", DynTensor::argmax),
                 ("argmin", DynTensor::argmin),
                 ("softmax", DynTensor::softmax),
@@ -1055,7 +1055,7 @@ fn step(rng: &mut Rng, pool: &[Entry]) -> Vec<Entry> {
             let r = match rng.below(6) {
                 0 => t.add(&t),
                 1 => t.exp(),
-                2 => t.sum(-1),
+                2 => t.sum_dim(-1),
                 3 => t.softmax(0),
                 4 => t.matmul(&t.transpose(0, -1).unwrap_or_else(|_| t.clone())),
                 _ => t.contiguous(),

@@ -169,12 +169,12 @@ fn ops() -> Vec<(&'static str, Op)> {
         ("ge_scalar", |i| i.x.ge_scalar(0.1)),
         // Reductions: f32 accumulation.
         ("sum_all", |i| i.x.sum_all()),
-        ("sum_dim0", |i| i.x.sum(0)),
+        ("sum_dim0", |i| i.x.sum_dim(0)),
         ("sum_dims_keep", |i| i.x.sum_dims(&[1], true)),
         ("mean_all", |i| i.x.mean_all()),
-        ("mean_dim1", |i| i.x.mean(1)),
-        ("max_dim1", |i| i.x.max(1)),
-        ("min_keepdim", |i| i.x.min_keepdim(1)),
+        ("mean_dim1", |i| i.x.mean_dim(1)),
+        ("max_dim1", |i| i.x.max(1).map(|r| r.values)),
+        ("min_keepdim", |i| i.x.min_keepdim(1).map(|r| r.values)),
         ("argmax", |i| i.x.argmax(1)),
         ("argmin", |i| i.x.argmin(1)),
         // Rows.

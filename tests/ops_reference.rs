@@ -96,14 +96,14 @@ fn extremes_over_everything_and_with_the_dim_kept() {
         }
     }
     assert_eq!(a.argmin_all().item(), low_at as i64);
-    let kept = a.max_keepdim(1);
+    let kept = a.max_keepdim(1).values;
     assert_eq!(kept.shape(), &[4, 1]);
     let rows: Vec<f64> = x
         .chunks(6)
         .map(|r| r.iter().cloned().fold(f64::NEG_INFINITY, f64::max))
         .collect();
     close(&kept.to_vec(), &rows);
-    let cols = a.min_keepdim(0);
+    let cols = a.min_keepdim(0).values;
     assert_eq!(cols.shape(), &[1, 6]);
     let want: Vec<f64> = (0..6)
         .map(|j| (0..4).map(|i| x[i * 6 + j]).fold(f64::INFINITY, f64::min))

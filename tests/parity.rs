@@ -11,21 +11,64 @@
 use devtype::nn::Reduction;
 use devtype::prelude::*;
 use devtype::Float;
+use devtype::IndexItem;
 use std::collections::BTreeSet;
 
 type Out = (Vec<usize>, Vec<f64>);
 type Case = Box<dyn Fn() -> Result<(Out, Out), devtype::Error>>;
 
-fn typed<E: devtype::Element>(t: Tensor<Cpu, E>) -> Out {
-    (t.shape().to_vec(), t.to_dtype::<f64>().to_vec())
+/// A typed result as shape and values (a `(values, indices)` pair: the values' shape, then the
+/// values followed by the indices).
+trait TypedOut {
+    fn out(self) -> Out;
 }
 
-fn dynamic(t: DynTensor) -> Out {
-    let shape = t.shape().to_vec();
-    (
-        shape,
-        t.to_dtype(DType::F64).unwrap().to_vec::<f64>().unwrap(),
-    )
+impl<E: devtype::Element> TypedOut for Tensor<Cpu, E> {
+    fn out(self) -> Out {
+        (self.shape().to_vec(), self.to_dtype::<f64>().to_vec())
+    }
+}
+
+impl<E: devtype::Element> TypedOut for devtype::ValuesIndices<Tensor<Cpu, E>, Tensor<Cpu, i64>> {
+    fn out(self) -> Out {
+        let (shape, mut v) = self.values.out();
+        assert_eq!(self.indices.shape(), &shape[..]);
+        v.extend(self.indices.out().1);
+        (shape, v)
+    }
+}
+
+fn typed(t: impl TypedOut) -> Out {
+    t.out()
+}
+
+/// A dynamic result as shape and values, as [`TypedOut`].
+trait DynOut {
+    fn out(self) -> Out;
+}
+
+impl DynOut for DynTensor {
+    fn out(self) -> Out {
+        let shape = self.shape().to_vec();
+        (
+            shape,
+            self.to_dtype(DType::F64).unwrap().to_vec::<f64>().unwrap(),
+        )
+    }
+}
+
+impl DynOut for devtype::ValuesIndices<DynTensor, DynTensor> {
+    fn out(self) -> Out {
+        assert_eq!(self.indices.dtype(), DType::I64);
+        let (shape, mut v) = self.values.out();
+        assert_eq!(self.indices.shape(), &shape[..]);
+        v.extend(self.indices.out().1);
+        (shape, v)
+    }
+}
+
+fn dynamic(t: impl DynOut) -> Out {
+    t.out()
 }
 
 struct Inputs<E: Float> {
@@ -219,14 +262,16 @@ fn cases<E: Float>() -> Vec<(&'static str, Case)> {
         |i| i.a.sum_dims(&[0], true),
         i.a.to_dyn().sum_dims(&[0], true)
     );
-    case!("sum", |i| i.a.sum(1), i.a.to_dyn().sum(1));
+    case!("sum_dim", |i| i.a.sum_dim(1), i.a.to_dyn().sum_dim(1));
+    case!("sum", |i| i.a.sum(), i.a.to_dyn().sum());
     case!("sum_all", |i| i.a.sum_all(), i.a.to_dyn().sum_all());
     case!(
         "mean_dims",
         |i| i.a.mean_dims(&[1], true),
         i.a.to_dyn().mean_dims(&[1], true)
     );
-    case!("mean", |i| i.a.mean(0), i.a.to_dyn().mean(0));
+    case!("mean_dim", |i| i.a.mean_dim(0), i.a.to_dyn().mean_dim(0));
+    case!("mean", |i| i.a.mean(), i.a.to_dyn().mean());
     case!("mean_all", |i| i.a.mean_all(), i.a.to_dyn().mean_all());
     case!("max", |i| i.a.max(1), i.a.to_dyn().max(1));
     case!(
@@ -253,6 +298,34 @@ fn cases<E: Float>() -> Vec<(&'static str, Case)> {
         "argmin_all",
         |i| i.a.argmin_all(),
         i.a.to_dyn().argmin_all()
+    );
+    // Along a dim: scans, sorts, masks.
+    case!("cumsum", |i| i.a.cumsum(1), i.a.to_dyn().cumsum(1));
+    case!("sort", |i| i.a.sort(1, false), i.a.to_dyn().sort(1, false));
+    case!(
+        "argsort",
+        |i| i.a.argsort(0, true),
+        i.a.to_dyn().argsort(0, true)
+    );
+    case!(
+        "topk",
+        |i| i.a.topk(2, 1, true, true),
+        i.a.to_dyn().topk(2, 1, true, true)
+    );
+    case!(
+        "masked_fill",
+        |i| i.a.masked_fill(i.a.gt(&i.b), s(0.25)),
+        i.a.to_dyn()
+            .masked_fill(&i.a.to_dyn().gt(&i.b.to_dyn())?, 0.25)
+    );
+    case!(
+        "index",
+        |i| i
+            .bat1
+            .index(&[IndexItem::Select(-1), IndexItem::Slice(Some(1), None)]),
+        i.bat1
+            .to_dyn()
+            .index(&[IndexItem::Select(-1), IndexItem::Slice(Some(1), None)])
     );
     // Shapes.
     case!(
@@ -390,6 +463,13 @@ fn the_ops_once_missing_on_one_front_are_declared() {
         "argmax_all",
         "max_keepdim",
         "bmm",
+        "sum",
+        "mean",
+        "cumsum",
+        "sort",
+        "argsort",
+        "topk",
+        "masked_fill",
     ] {
         assert!(
             declared.contains(op),

@@ -405,15 +405,15 @@ fn max_all_and_min_all_route_the_gradient_like_torch() {
 fn max_and_min_over_a_dim_pick_the_nan_and_its_index() {
     let nan = f64::NAN;
     let x = Tensor::<Cpu, f64>::from_vec(vec![1.0, nan, 3.0, 4.0, 2.0, 4.0], [2, 3], Cpu);
-    same(&x.max(1).to_vec(), &[nan, 4.0]);
-    same(&x.min(1).to_vec(), &[nan, 2.0]);
+    same(&x.max(1).values.to_vec(), &[nan, 4.0]);
+    same(&x.min(1).values.to_vec(), &[nan, 2.0]);
     assert_eq!(x.argmax(1).to_vec(), vec![1, 0]);
     assert_eq!(x.argmin(1).to_vec(), vec![1, 1]);
     let v = Tensor::parameter(x.clone());
-    v.max(1).sum_all().backward();
+    v.max(1).values.sum_all().backward();
     same(&v.grad().unwrap().to_vec(), &[0.0, 1.0, 0.0, 1.0, 0.0, 0.0]);
     let v = Tensor::parameter(x);
-    v.min(1).sum_all().backward();
+    v.min(1).values.sum_all().backward();
     same(&v.grad().unwrap().to_vec(), &[0.0, 1.0, 0.0, 0.0, 1.0, 0.0]);
 }
 

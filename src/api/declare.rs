@@ -37,7 +37,9 @@
 //! rustc's "required by a bound" note shows the op's declaration line, not this macro.
 //!
 //! Results: `Same` (`Tensor<D, E>`), `Bool` (`Tensor<D, bool>`), `Long` (`Tensor<D, i64>`); the
-//! dynamic front returns a `DynTensor` for each.
+//! dynamic front returns a `DynTensor` for each. `Pair` is PyTorch's `(values, indices)` result
+//! (`max(dim)`, `sort`, `topk`): the body returns two recorded results, each front a
+//! [`ValuesIndices`](crate::api::ValuesIndices) of its tensors.
 
 /// The typed front's parameter type for an argument kind.
 macro_rules! typed_param {
@@ -95,6 +97,51 @@ macro_rules! typed_out {
     (Same) => { $crate::tensor::Tensor<D, E> };
     (Bool) => { $crate::tensor::Tensor<D, bool> };
     (Long) => { $crate::tensor::Tensor<D, i64> };
+    (Pair) => { $crate::api::ValuesIndices<$crate::tensor::Tensor<D, E>, $crate::tensor::Tensor<D, i64>> };
+}
+
+/// What a body returns for a result kind: one recorded result, or two (values and indices).
+macro_rules! body_out {
+    (Pair) => {
+        ($crate::graph::Out, $crate::graph::Out)
+    };
+    ($other:ident) => {
+        $crate::graph::Out
+    };
+}
+
+/// The typed front's result from a body's.
+macro_rules! typed_wrap {
+    (Pair, $out:expr, $device:expr) => {{
+        let (values, indices) = $out;
+        $crate::api::ValuesIndices {
+            values: $crate::tensor::Tensor::from_out(values, $device),
+            indices: $crate::tensor::Tensor::from_out(indices, $device),
+        }
+    }};
+    ($other:ident, $out:expr, $device:expr) => {
+        $crate::tensor::Tensor::from_out($out, $device)
+    };
+}
+
+/// The dynamic front's result type for a result kind.
+macro_rules! dyn_out {
+    (Pair) => { $crate::api::ValuesIndices<$crate::DynTensor, $crate::DynTensor> };
+    ($other:ident) => { $crate::DynTensor };
+}
+
+/// The dynamic front's result from a body's.
+macro_rules! dyn_wrap {
+    (Pair, $out:expr) => {{
+        let (values, indices) = $out;
+        $crate::api::ValuesIndices {
+            values: $crate::DynTensor::from_out(values),
+            indices: $crate::DynTensor::from_out(indices),
+        }
+    }};
+    ($other:ident, $out:expr) => {
+        $crate::DynTensor::from_out($out)
+    };
 }
 
 /// The dynamic front's body: the declared `dynamic` one when there is one, else the shared one.
@@ -130,8 +177,8 @@ macro_rules! declare_ops {
                         let $x = $crate::tensor::operand::sealed::AsRaw::input(self);
                         $(let $arg = $crate::api::declare::typed_arg!($kind, $arg);)*
                         let device = self.device();
-                        let out: $crate::core::error::Result<$crate::graph::Out> = $body;
-                        out.map(|out| $crate::tensor::Tensor::from_out(out, device))
+                        let out: $crate::core::error::Result<$crate::api::declare::body_out!($out)> = $body;
+                        out.map(|out| $crate::api::declare::typed_wrap!($out, out, device))
                     }
 
                     $(#[$doc])*
@@ -152,14 +199,14 @@ macro_rules! declare_ops {
                     $(#[$doc])*
                     #[doc = "\n\nDevices are checked first, as PyTorch checks them, and a mismatch is an `Err` with its text."]
                     pub fn $name(&self $(, $arg: $crate::api::declare::dyn_param!($kind))*)
-                        -> $crate::core::error::Result<$crate::DynTensor>
+                        -> $crate::core::error::Result<$crate::api::declare::dyn_out!($out)>
                     {
                         let $x = $crate::tensor::operand::sealed::AsRaw::input(self);
                         $(let $arg = $crate::api::declare::dyn_arg!($kind, $arg);)*
                         $check
-                        let out: $crate::core::error::Result<$crate::graph::Out> =
+                        let out: $crate::core::error::Result<$crate::api::declare::body_out!($out)> =
                             $crate::api::declare::dyn_body!($body $(, $dyn_body)?);
-                        out.map($crate::DynTensor::from_out)
+                        out.map(|out| $crate::api::declare::dyn_wrap!($out, out))
                     }
                 }
             }
@@ -167,4 +214,7 @@ macro_rules! declare_ops {
     };
 }
 
-pub(crate) use {declare_ops, dyn_arg, dyn_body, dyn_param, typed_arg, typed_out, typed_param};
+pub(crate) use {
+    body_out, declare_ops, dyn_arg, dyn_body, dyn_out, dyn_param, dyn_wrap, typed_arg, typed_out,
+    typed_param, typed_wrap,
+};

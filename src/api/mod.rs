@@ -25,7 +25,9 @@ mod loss;
 mod matmul;
 mod operators;
 mod reduce;
+mod select;
 mod shape;
+mod slice;
 mod softmax;
 mod unary;
 
@@ -33,6 +35,8 @@ pub use autocast::{autocast, autocast_dtype, autocast_type, LowPrecision};
 pub use cat::{JoinList, TensorList};
 pub use copy::MaskFor;
 pub use gradcheck::{gradcheck, gradcheck_dyn, gradcheck_with, GradcheckOptions};
+pub use select::ValuesIndices;
+pub use slice::{IndexItem, IndexItems, IndexSpec};
 
 pub(crate) mod rules {
     //! The recorded ops, for the modules in `nn`.
@@ -52,6 +56,8 @@ pub(crate) const DECLARED: &[&[&str]] = &[
     loss::DECLARED,
     matmul::DECLARED,
     reduce::DECLARED,
+    select::DECLARED,
+    slice::DECLARED,
     shape::DECLARED,
     softmax::DECLARED,
     unary::DECLARED,

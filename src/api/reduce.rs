@@ -140,34 +140,35 @@ declare_ops! {
     Numeric fn sum_dims(x, dims: Dims, keepdim: bool) -> Same check {}
         = sum_mean(x, dims, keepdim, false),
         dynamic counted(x, |x| sum_mean(x, dims, keepdim, false));
-    /// Sum over `dim`, dropping it.
-    Numeric fn sum(x, dim: isize) -> Same check {} = sum_mean(x, &[dim], false, false),
+    /// Sum over `dim`, dropping it (PyTorch's `x.sum(dim)`).
+    Numeric fn sum_dim(x, dim: isize) -> Same check {} = sum_mean(x, &[dim], false, false),
         dynamic counted(x, |x| sum_mean(x, &[dim], false, false));
-    /// Sum of all elements, as a 0-dim tensor.
+    /// Sum of all elements, as a 0-dim tensor (PyTorch's `x.sum()`).
+    ///
+    /// ```
+    /// use devtype::prelude::*;
+    /// let x = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], [2, 2], Cpu);
+    /// assert_eq!(x.sum().item(), 10.0);
+    /// assert_eq!(x.mean().item(), 2.5);
+    /// assert_eq!(x.sum_dim(0).to_vec(), [4.0, 6.0]);
+    /// ```
+    Numeric fn sum(x) -> Same check {} = sum_mean(x, &[], false, false),
+        dynamic counted(x, |x| sum_mean(x, &[], false, false));
+    /// Sum of all elements: the older name of [`sum`](Self::sum), kept as an alias.
     Numeric fn sum_all(x) -> Same check {} = sum_mean(x, &[], false, false),
         dynamic counted(x, |x| sum_mean(x, &[], false, false));
     /// Mean over dimensions `dims` (all when empty), dropping them unless `keepdim`.
     Float fn mean_dims(x, dims: Dims, keepdim: bool) -> Same check {}
         = sum_mean(x, dims, keepdim, true);
-    /// Mean over `dim`, dropping it.
-    Float fn mean(x, dim: isize) -> Same check {} = sum_mean(x, &[dim], false, true);
-    /// Mean of all elements, as a 0-dim tensor.
+    /// Mean over `dim`, dropping it (PyTorch's `x.mean(dim)`).
+    Float fn mean_dim(x, dim: isize) -> Same check {} = sum_mean(x, &[dim], false, true);
+    /// Mean of all elements, as a 0-dim tensor (PyTorch's `x.mean()`).
+    Float fn mean(x) -> Same check {} = sum_mean(x, &[], false, true);
+    /// Mean of all elements: the older name of [`mean`](Self::mean), kept as an alias.
     Float fn mean_all(x) -> Same check {} = sum_mean(x, &[], false, true);
-    /// Max over `dim`, dropping it; the gradient goes to the element picked.
-    Numeric fn max(x, dim: isize) -> Same check {} = extreme_dim(x, dim, false, true),
-        dynamic logical(x, |x| extreme_dim(x, dim, false, true));
-    /// Max over `dim`, keeping it with size 1.
-    Numeric fn max_keepdim(x, dim: isize) -> Same check {} = extreme_dim(x, dim, true, true),
-        dynamic logical(x, |x| extreme_dim(x, dim, true, true));
     /// Max of all elements, as a 0-dim tensor; ties share the gradient.
     Numeric fn max_all(x) -> Same check {} = extreme_all(x, true),
         dynamic logical(x, |x| extreme_all(x, true));
-    /// Min over `dim`, dropping it; the gradient goes to the element picked.
-    Numeric fn min(x, dim: isize) -> Same check {} = extreme_dim(x, dim, false, false),
-        dynamic logical(x, |x| extreme_dim(x, dim, false, false));
-    /// Min over `dim`, keeping it with size 1.
-    Numeric fn min_keepdim(x, dim: isize) -> Same check {} = extreme_dim(x, dim, true, false),
-        dynamic logical(x, |x| extreme_dim(x, dim, true, false));
     /// Min of all elements, as a 0-dim tensor; ties share the gradient.
     Numeric fn min_all(x) -> Same check {} = extreme_all(x, false),
         dynamic logical(x, |x| extreme_all(x, false));

@@ -109,6 +109,12 @@ impl DynTensor {
         Self::full(other.shape(), 1.0, other.dtype(), other.device())
     }
 
+    /// `value` everywhere, with the shape, element type and device of `other` (PyTorch's
+    /// `torch.full_like`).
+    pub fn full_like(other: &DynTensor, value: impl Into<Scalar>) -> Result<Self> {
+        Self::full(other.shape(), value, other.dtype(), other.device())
+    }
+
     /// `f32` values `0, 1, ..., end - 1` on `dev`.
     pub fn arange(end: usize, dev: DynDevice) -> Result<Self> {
         Self::create(

@@ -17,10 +17,11 @@ use super::loss::CrossEntropyOptions;
 use super::matmul::MatmulPlan;
 use super::optim::{AdamUpdate, SgdUpdate};
 use super::reduce::{ReduceOp, ReducePlan};
+use super::sort::Lines;
 use super::unary::UnaryOp;
 use super::{
     amp, bias_grad, binary, cat, copy, creation, cross_entropy_backward, index, linear, loss,
-    matmul, optim, reduce, relu_backward, scatter, softmax, unary, where_cond,
+    matmul, optim, reduce, relu_backward, scatter, softmax, sort, unary, where_cond,
 };
 use crate::backend::cuda::context::{self, GpuContext};
 use crate::core::error::{Error, Result};
@@ -156,6 +157,15 @@ pub(crate) trait Backend {
     // reductions and rows
     fn reduce(self, a: &RawTensor, plan: &ReducePlan, op: ReduceOp) -> Result<RawTensor>;
     fn arg_reduce(self, a: &RawTensor, plan: &ReducePlan, max: bool) -> Result<RawTensor>;
+    fn cumsum(self, a: &RawTensor, lines: Lines, reverse: bool) -> Result<RawTensor>;
+    fn sort(
+        self,
+        a: &RawTensor,
+        lines: Lines,
+        descending: bool,
+        k: usize,
+        shape: Dims,
+    ) -> Result<(RawTensor, RawTensor)>;
     fn bias_grad(self, grad: &RawTensor) -> Result<RawTensor>;
     fn softmax(self, a: RawTensor, log: bool) -> Result<RawTensor>;
     fn cross_entropy(
@@ -323,6 +333,21 @@ macro_rules! backend_impl {
             #[inline(always)]
             fn arg_reduce($self_, a: &RawTensor, plan: &ReducePlan, max: bool) -> Result<RawTensor> {
                 reduce::$module::arg_reduce($($gpu,)? a, plan, max)
+            }
+
+            fn cumsum($self_, a: &RawTensor, lines: Lines, reverse: bool) -> Result<RawTensor> {
+                sort::$module::cumsum($($gpu,)? a, lines, reverse)
+            }
+
+            fn sort(
+                $self_,
+                a: &RawTensor,
+                lines: Lines,
+                descending: bool,
+                k: usize,
+                shape: Dims,
+            ) -> Result<(RawTensor, RawTensor)> {
+                sort::$module::sort($($gpu,)? a, lines, descending, k, shape)
             }
             #[inline(always)]
             fn bias_grad($self_, grad: &RawTensor) -> Result<RawTensor> {

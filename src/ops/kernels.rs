@@ -30,7 +30,7 @@ pub(crate) fn typed(names: &mut Vec<String>, base: &str, types: &[&str]) {
 }
 
 /// Every kernel file, in the order [`compile_kernels`] reports them.
-pub(crate) static ALL: [&KernelFile; 12] = [
+pub(crate) static ALL: [&KernelFile; 13] = [
     &super::copy::cuda::KERNELS,
     &super::creation::cuda::KERNELS,
     &super::binary::cuda::KERNELS,
@@ -43,6 +43,7 @@ pub(crate) static ALL: [&KernelFile; 12] = [
     &super::scatter::cuda::KERNELS,
     &super::optim::cuda::KERNELS,
     &super::amp::cuda::KERNELS,
+    &super::sort::cuda::KERNELS,
 ];
 
 /// The result of compiling one kernel file with [`compile_kernels`].

@@ -72,6 +72,7 @@ pub(crate) mod relu_backward;
 pub(crate) mod scatter;
 pub(crate) mod shape;
 pub(crate) mod softmax;
+pub(crate) mod sort;
 pub(crate) mod unary;
 pub(crate) mod where_cond;
 

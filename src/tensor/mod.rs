@@ -2,10 +2,12 @@
 
 pub(crate) mod display;
 mod grad;
+mod literal;
 pub(crate) mod operand;
 mod pinned;
 
 pub use crate::core::{DType, Element, Float, Numeric, Scalar, MAX_DIMS};
+pub use literal::TensorLiteral;
 pub use operand::{ArgumentOn, ElementIs, HasDevice, Is, MatrixElementIs, ModuleInput, OperandOn};
 pub use pinned::{AsyncSource, Download, PinnedTensor, Upload};
 
@@ -262,6 +264,23 @@ impl<D: Device, E: Element> Tensor<D, E> {
     infallible!(
         /// Ones with the shape and device of `other`.
         pub fn ones_like[E2: Element](other: &Tensor<D, E2>) -> Self
+    );
+
+    /// `value` everywhere, with the shape and device of `other` (PyTorch's
+    /// `torch.full_like(other, value)`; the element type is `value`'s).
+    ///
+    /// ```
+    /// use devtype::prelude::*;
+    /// let x = Tensor::<Cpu, f32>::zeros([2, 3], Cpu);
+    /// let y = Tensor::full_like(&x, 7.0f32);
+    /// assert_eq!((y.shape(), y.to_vec()[0]), (&[2usize, 3][..], 7.0));
+    /// ```
+    pub fn try_full_like<E2: Element>(other: &Tensor<D, E2>, value: E) -> Result<Self> {
+        Self::try_full(other.shape(), value, other.device)
+    }
+    infallible!(
+        /// `value` everywhere, with the shape and device of `other`.
+        pub fn full_like[E2: Element](other: &Tensor<D, E2>, value: E) -> Self
     );
 
     /// The device this tensor is on, to create others next to it: `Tensor::zeros(s, x.device())`.
