@@ -136,7 +136,7 @@ pub mod cuda {
 /// skips the steps whose gradients overflowed, deciding on the device (no host sync).
 pub mod amp {
     pub use crate::api::{autocast, autocast_dtype, autocast_type, LowPrecision};
-    pub use crate::optim::GradScaler;
+    pub use crate::optim::{GradScaler, LossOn};
 }
 pub mod data;
 pub mod device;
@@ -163,10 +163,11 @@ pub use random::manual_seed;
 #[doc(hidden)]
 pub use tensor::Is;
 pub use tensor::{
-    ArgumentOn, DType, Element, ElementIs, Float, HasDevice, IntoShape, MatrixElementIs,
-    ModuleInput, Numeric, OperandOn, Scalar, Tensor, MAX_DIMS,
+    ArgumentOn, AssignElementIs, ClassTargets, DType, Element, ElementIs, Float, GradOn, HasDevice,
+    InputElementIs, IntoShape, MatrixElementIs, ModuleInput, Numeric, OperandOn, Scalar, Tensor,
+    MAX_DIMS,
 };
-pub use tensor::{AsyncSource, Download, PinnedTensor, Upload};
+pub use tensor::{AsyncSource, Download, HostDevice, PinnedTensor, Upload, Waited};
 
 /// The `half` crate, whose `f16` and `bf16` are devtype's 16-bit
 /// element types (`Tensor<Cpu, f16>`, `DType::F16`, `DType::BF16`); also in the prelude.

@@ -11,7 +11,7 @@ use crate::device::Device;
 use crate::graph::Out;
 use crate::ops::{self, BinaryOp, UnaryOp};
 use crate::tensor::operand::sealed::AsRaw;
-use crate::tensor::{ElementIs, OperandOn, Tensor};
+use crate::tensor::{AssignElementIs, ElementIs, OperandOn, Tensor};
 use crate::DynTensor;
 use std::ops::{Add, AddAssign, Div, DivAssign, Mul, MulAssign, Neg, Sub, SubAssign};
 
@@ -236,7 +236,9 @@ macro_rules! assign_operator {
         /// In place, as PyTorch's `add_`/`sub_`/`mul_`/`div_`: the operand must be on the same
         /// device (by type), and the result keeps `self`'s shape. Panics with PyTorch's text on
         /// a leaf that requires grad (outside `no_grad`).
-        impl<D: Device, E: Numeric, R: OperandOn<D> + ElementIs<E>> $trait<R> for Tensor<D, E> {
+        impl<D: Device, E: Numeric, R: OperandOn<D> + AssignElementIs<E>> $trait<R>
+            for Tensor<D, E>
+        {
             #[track_caller]
             fn $method(&mut self, rhs: R) {
                 or_panic(assign_op(self, rhs, BinaryOp::$op))

@@ -6,7 +6,7 @@ use crate::device::Device;
 use crate::graph::Node;
 use crate::nn::Module;
 use crate::ops::amp::ScaleSchedule;
-use crate::tensor::Tensor;
+use crate::tensor::{ElementIs, HasDevice, OperandOn, Tensor};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Weak};
 
@@ -34,6 +34,28 @@ struct PerModel<D: Device> {
     /// models): their flags count for this model's step too.
     shared_with: Vec<usize>,
 }
+
+/// A loss that [`GradScaler::scale`] can scale: a tensor on the scaler's device `D`.
+///
+/// A loss on another device is a compile error naming both devices in PyTorch's order and
+/// the scaler's `GradScaler::new(dev)` as the likely culprit. Leave the defaulted parameters
+/// out.
+#[diagnostic::on_unimplemented(
+    message = "Expected all tensors to be on the same device, but found at least two devices, `{First}` and `{Second}`",
+    label = "this loss is on `{Found}`, but the scaler's scale is on `{D}`",
+    note = "a `GradScaler` stays on the device it was built on: build it on the model's device, `GradScaler::new(dev)` (the device the loss is on)"
+)]
+pub trait LossOn<
+    D: Device,
+    Found: Device = <Self as HasDevice>::Device,
+    First: Device = <Found as Device>::OperandFirst<D>,
+    Second: Device = <Found as Device>::OperandSecond<D>,
+>: OperandOn<D>
+{
+}
+
+#[diagnostic::do_not_recommend]
+impl<D: Device, T: OperandOn<D>> LossOn<D> for T {}
 
 /// Scales the loss before `backward` so that small `f16` gradients do not flush to zero,
 /// unscales the gradients before the optimizer steps, skips the steps whose gradients hold
@@ -164,8 +186,12 @@ impl<D: Device> GradScaler<D> {
     }
 
     /// `loss * scale`, recorded: `backward` on it gives gradients multiplied by the scale.
-    pub fn scale(&self, loss: &Tensor<D, f32>) -> Tensor<D, f32> {
-        loss * &self.scale
+    ///
+    /// The loss (`Tensor<D, f32>` or a reference to one) must be on the scaler's device and in
+    /// `f32`; anything else is a compile error with PyTorch's device sentence, or the dtype
+    /// one, and the fix.
+    pub fn scale<L: LossOn<D> + ElementIs<f32>>(&self, loss: L) -> Tensor<D, f32> {
+        &self.scale * loss
     }
 
     /// The scale as a 0-dim tensor on `D` (no sync).
