@@ -136,7 +136,7 @@ pub mod cuda {
 /// skips the steps whose gradients overflowed, deciding on the device (no host sync).
 pub mod amp {
     pub use crate::api::{autocast, autocast_dtype, autocast_type, LowPrecision};
-    pub use crate::optim::{GradScaler, LossOn};
+    pub use crate::optim::{GradScaler, LossOn, ScaledModelOn};
 }
 pub mod data;
 pub mod device;

@@ -28,7 +28,7 @@ mod grad_scaler;
 mod sgd;
 
 pub use adam::Adam;
-pub use grad_scaler::{GradScaler, LossOn};
+pub use grad_scaler::{GradScaler, LossOn, ScaledModelOn};
 pub use sgd::Sgd;
 
 use crate::core::error::Result;
