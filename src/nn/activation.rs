@@ -56,7 +56,7 @@ impl ReLU {
 
 impl<D: Device, E: Float> Forward<D, E> for ReLU {
     #[track_caller]
-    fn forward<I: ModuleInput<D> + InputElementIs<E>>(&self, input: I) -> Tensor<D, E> {
+    fn forward<I: ModuleInput<D> + HasDevice<Element = E>>(&self, input: I) -> Tensor<D, E> {
         match relu(input) {
             Ok(v) => v,
             Err(e) => panic!("{e}"),
@@ -168,7 +168,7 @@ impl Dropout {
 
 impl<D: Device, E: Float> Forward<D, E> for Dropout {
     #[track_caller]
-    fn forward<I: ModuleInput<D> + InputElementIs<E>>(&self, input: I) -> Tensor<D, E> {
+    fn forward<I: ModuleInput<D> + HasDevice<Element = E>>(&self, input: I) -> Tensor<D, E> {
         match self.apply(input) {
             Ok(v) => v,
             Err(e) => panic!("{e}"),

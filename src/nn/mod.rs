@@ -61,7 +61,7 @@ pub use sequential::Sequential;
 
 use crate::core::error::Result;
 use crate::device::Device;
-use crate::tensor::{Element, Float, HasDevice, InputElementIs, ModuleInput, Tensor};
+use crate::tensor::{Element, Float, HasDevice, ModuleInput, Tensor};
 
 /// Something with a `forward` from tensors on `D` to a tracked tensor on `D`.
 ///
@@ -72,7 +72,7 @@ pub trait Forward<D: Device, E: Float = f32> {
     ///
     /// Implementations return `Tensor<D, E>`, which is what [`Output<I, D, E>`] is for any
     /// input on `D`.
-    fn forward<I: ModuleInput<D> + InputElementIs<E>>(&self, input: I) -> Output<I, D, E>;
+    fn forward<I: ModuleInput<D> + HasDevice<Element = E>>(&self, input: I) -> Output<I, D, E>;
 }
 
 /// What a module's `forward` returns for an input `I`: `Tensor<D, E>`, on the module's device

@@ -5,7 +5,7 @@ use super::{join_name, Forward, Layers, Module, Placement};
 use crate::core::error::Result;
 use crate::device::Device;
 use crate::tensor::Tensor;
-use crate::tensor::{Float, InputElementIs, ModuleInput};
+use crate::tensor::{Float, HasDevice, ModuleInput};
 
 /// Layers applied in order (`nn.Sequential`), given as a tuple; parameters are named by
 /// position (`0.weight`, `2.bias`), as in PyTorch, so checkpoints match.
@@ -81,7 +81,7 @@ macro_rules! sequential {
 
         impl<D: Device, E: Float, $($m: Forward<D, E>),+> Forward<D, E> for Sequential<($($m,)+)> {
             #[track_caller]
-            fn forward<I: ModuleInput<D> + InputElementIs<E>>(&self, input: I) -> Tensor<D, E> {
+            fn forward<I: ModuleInput<D> + HasDevice<Element = E>>(&self, input: I) -> Tensor<D, E> {
                 sequential!(@chain self input $($i)+)
             }
         }
