@@ -225,6 +225,64 @@ lesson!(
     shape_devices_mixed
 );
 
+lesson!(
+    /// `scaler.scale(&loss)` with the loss on the CPU and the `GradScaler` on the GPU: the loss is
+    /// the culprit, `GradScaler::new(dev)` the fix.
+    scaler_loss_on_cpu
+);
+lesson!(
+    /// An `f16` loss handed to `GradScaler::scale`: PyTorch's dtype sentence, no move offered.
+    scaler_f16_loss
+);
+lesson!(
+    /// A `GradScaler` built on the CPU stepping a model on the GPU: one error, naming
+    /// `GradScaler::new(dev)`.
+    scaler_on_cpu_model_on_gpu
+);
+lesson!(
+    /// `p.try_set_grad(Some(cpu_grad))` for a parameter on the GPU: the gradient's device is
+    /// checked by type.
+    set_grad_on_cpu
+);
+lesson!(
+    /// `y.backward_with(&cpu_grad)` for `y` on the GPU.
+    backward_with_grad_on_cpu
+);
+lesson!(
+    /// `gpu_tensor.to_async(gpu)`: on a GPU tensor `to_async` is the download; pass `Cpu`.
+    to_async_gpu_to_gpu
+);
+lesson!(
+    /// A `Download` read before `.wait()`: the values arrive only through the wait.
+    download_read_without_wait
+);
+lesson!(
+    /// A `DataLoader` over samples already on the GPU: PyTorch's pinning sentence, at
+    /// `DataLoader::new`.
+    data_loader_gpu_samples
+);
+lesson!(
+    /// `i64` features into an `f32` `Linear`: `F.linear`'s dtype sentence, the input first.
+    linear_input_i64
+);
+lesson!(
+    /// Float class labels for `CrossEntropyLoss`: PyTorch's target-dtype sentence.
+    cross_entropy_float_targets
+);
+lesson!(
+    /// `positions_i64 += &noise_f32`: PyTorch's in-place cast sentence; convert the receiver.
+    add_assign_f32_into_i64
+);
+lesson!(
+    /// A tensor under `module!`'s `keep`: it must move with the module, listed with the modules.
+    module_keep_tensor
+);
+lesson!(
+    /// `opt.step(model)` in `fn step<D: Device>` with an `Sgd<Cpu>`: the headline names `D` and
+    /// `Cpu`.
+    generic_step_optimizer_on_cpu
+);
+
 /// The same programs done right: each compiles and runs (trybuild runs them), on the CPU
 /// everywhere and on GPU 0 too where one opens.
 pub mod done_right {
@@ -243,6 +301,20 @@ pub mod done_right {
     fixed!(
         /// The seed's example end to end, generic over `D: Device`.
         seed
+    );
+    fixed!(
+        /// Mixed precision with the `GradScaler` on the model's device, and gradients set by hand
+        /// next to their parameter.
+        amp_scaler_on_model_device
+    );
+    fixed!(
+        /// A `DataLoader` over host samples, an in-place op with the receiver converted, a tensor
+        /// listed with `module!`'s modules, and a download read after `.wait()`.
+        host_samples_async_copies
+    );
+    fixed!(
+        /// A training step generic over `D` with the optimizer on `D`.
+        generic_step
     );
     fixed!(
         /// A generic `forward<D: Device>` that creates its tensors on `x.device()`.

@@ -139,7 +139,7 @@ pub mod cuda {
 /// skips the steps whose gradients overflowed, deciding on the device (no host sync).
 pub mod amp {
     pub use crate::api::{autocast, autocast_dtype, autocast_type, LowPrecision};
-    pub use crate::optim::GradScaler;
+    pub use crate::optim::{GradScaler, LossOn, ScaledModelOn};
 }
 pub mod data;
 pub mod device;
@@ -168,10 +168,11 @@ pub use random::{get_rng_state, manual_seed, set_rng_state, RngState};
 #[doc(hidden)]
 pub use tensor::Is;
 pub use tensor::{
-    ArgumentOn, DType, Element, ElementIs, Float, HasDevice, IntoShape, MatrixElementIs,
-    ModuleInput, Numeric, OperandOn, Scalar, Tensor, MAX_DIMS,
+    ArgumentOn, AssignElementIs, ClassTargets, DType, Element, ElementIs, Float, GradOn, HasDevice,
+    InputElementIs, IntoShape, MatrixElementIs, ModuleInput, Numeric, OperandOn, Scalar, Tensor,
+    MAX_DIMS,
 };
-pub use tensor::{AsyncSource, Download, PinnedTensor, TensorLiteral, Upload};
+pub use tensor::{AsyncSource, Download, HostDevice, PinnedTensor, TensorLiteral, Upload, Waited};
 
 /// The `half` crate, whose `f16` and `bf16` are devtype's 16-bit
 /// element types (`Tensor<Cpu, f16>`, `DType::F16`, `DType::BF16`); also in the prelude.

@@ -163,7 +163,7 @@ fn scaled_steps<O: Optimizer<Cpu>>(
     for &poison in poison {
         model.zero_grad();
         scaler
-            .scale(&loss_fn.forward(&model.forward(x), y))
+            .scale(loss_fn.forward(&model.forward(x), y))
             .backward();
         if poison {
             let w = model.weight();
@@ -255,7 +255,7 @@ fn a_non_finite_gradient_skips_the_step_and_backs_off() {
         let mut step = |model: &mut Linear<Cpu>, scaler: &mut GradScaler<Cpu>, poison: bool| {
             model.zero_grad();
             scaler
-                .scale(&loss_fn.forward(&model.forward(&x), &y))
+                .scale(loss_fn.forward(&model.forward(&x), &y))
                 .backward();
             if poison {
                 let w = model.weight();
@@ -338,7 +338,7 @@ fn the_scale_grows_after_the_interval_but_never_to_inf() {
     for _ in 0..7 {
         opt.zero_grad(&model);
         scaler
-            .scale(&loss_fn.forward(&model.forward(&x), &y))
+            .scale(loss_fn.forward(&model.forward(&x), &y))
             .backward();
         scaler.step(&mut opt, &mut model);
         scaler.update();
@@ -381,7 +381,7 @@ fn settings_and_call_order_are_checked_as_in_pytorch() {
     let (model, x, y) = setup("scaler_twice");
     let mut scaler = GradScaler::new(Cpu);
     scaler
-        .scale(&CrossEntropyLoss::new().forward(&model.forward(&x), &y))
+        .scale(CrossEntropyLoss::new().forward(&model.forward(&x), &y))
         .backward();
     scaler.try_unscale_(&model).unwrap();
     let e = scaler.try_unscale_(&model).unwrap_err().to_string();
@@ -408,7 +408,7 @@ fn a_gpu_amp_step_makes_no_host_sync() {
     for k in 0..6 {
         opt.zero_grad(&model);
         scaler
-            .scale(&loss_fn.forward(&model.forward(&x), &y))
+            .scale(loss_fn.forward(&model.forward(&x), &y))
             .backward();
         // Sgd, then Adam (its step count lives on the device).
         if k < 3 {
@@ -427,7 +427,7 @@ fn unscaling_in_place_leaves_a_held_gradient_as_it_was() {
     let (model, x, y) = setup("scaler_held_grad");
     let mut scaler = GradScaler::new(Cpu);
     scaler
-        .scale(&CrossEntropyLoss::new().forward(&model.forward(&x), &y))
+        .scale(CrossEntropyLoss::new().forward(&model.forward(&x), &y))
         .backward();
     let held = model.weight().grad().unwrap();
     let scaled = held.to_vec();

@@ -58,7 +58,7 @@ fn backward_needs_a_scalar_or_a_gradient() {
         y.try_backward().unwrap_err().to_string(),
         "grad can be implicitly created only for scalar outputs"
     );
-    y.backward_with(&Tensor::from_vec(vec![1.0, -1.0], [2], Cpu));
+    y.backward_with(Tensor::from_vec(vec![1.0, -1.0], [2], Cpu));
     assert_eq!(w.grad().unwrap().to_vec(), vec![3.0, -3.0]);
     let c = Tensor::<Cpu>::ones([1], Cpu);
     assert_eq!(

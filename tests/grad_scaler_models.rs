@@ -207,7 +207,7 @@ fn inf_in_the_second_model_only_is_seen_even_when_the_first_steps_first() {
     let mut scaler = GradScaler::new(Cpu);
     let before_b = values(&t.b);
     t.zero_grad();
-    scaler.scale(&t.loss()).backward();
+    scaler.scale(t.loss()).backward();
     t.b.bias()
         .unwrap()
         .try_set_grad(Some(Tensor::from_vec(vec![f32::NAN, 0.0], [2], Cpu)))
@@ -225,7 +225,7 @@ fn a_second_step_or_unscale_before_update_is_pytorchs_error() {
     let (mut opt_a, mut opt_b) = (Sgd::new(0.1), Sgd::new(0.1));
     let mut scaler = GradScaler::new(Cpu);
     t.zero_grad();
-    scaler.scale(&t.loss()).backward();
+    scaler.scale(t.loss()).backward();
     scaler.try_unscale_(&t.a).unwrap();
     let e = scaler.try_unscale_(&t.a).unwrap_err().to_string();
     assert_eq!(
@@ -251,7 +251,7 @@ fn a_second_step_or_unscale_before_update_is_pytorchs_error() {
     scaler.update();
     // After update every model is READY again.
     t.zero_grad();
-    scaler.scale(&t.loss()).backward();
+    scaler.scale(t.loss()).backward();
     scaler.try_step(&mut opt_a, &mut t.a).unwrap();
     scaler.try_step(&mut opt_b, &mut t.b).unwrap();
     scaler.update();

@@ -164,7 +164,7 @@ fn scaled_step<O: Optimizer<Cpu>>(
     let y = Tensor::<Cpu, i64>::from_vec(vec![0, 1, 2, 0, 1, 2], [6], Cpu);
     let logits = autocast::<f16, _>(|| forward(m, &x));
     scaler
-        .scale(&CrossEntropyLoss::new().forward(&logits, &y))
+        .scale(CrossEntropyLoss::new().forward(&logits, &y))
         .backward();
     scaler.step(opt, m);
     scaler.update();

@@ -11,7 +11,7 @@ use crate::device::Device;
 use crate::graph::Out;
 use crate::ops::{self, BinaryOp, UnaryOp};
 use crate::tensor::operand::sealed::AsRaw;
-use crate::tensor::{ElementIs, OperandOn, Tensor};
+use crate::tensor::{AssignElementIs, ElementIs, OperandOn, Tensor};
 use crate::DynTensor;
 use std::ops::{Add, AddAssign, Div, DivAssign, Mul, MulAssign, Neg, Sub, SubAssign};
 
@@ -256,7 +256,9 @@ macro_rules! assign_operator {
         /// let base = base.slice_scatter(&v, 0, 0, 2); // PyTorch's `base[0:2] = v`
         /// assert_eq!(base.to_vec(), [1.0, 1.0, 0.0, 0.0]);
         /// ```
-        impl<D: Device, E: Numeric, R: OperandOn<D> + ElementIs<E>> $trait<R> for Tensor<D, E> {
+        impl<D: Device, E: Numeric, R: OperandOn<D> + AssignElementIs<E>> $trait<R>
+            for Tensor<D, E>
+        {
             #[track_caller]
             fn $method(&mut self, rhs: R) {
                 or_panic(assign_op(self, rhs, BinaryOp::$op))

@@ -170,6 +170,14 @@ impl<S: Stack> Collate<S> for DefaultCollate {
 /// | `f32`, `f64`, `i64`, `bool` | a `Tensor<Cpu, _>` of shape `[n]` |
 /// | `usize` (an index or class) | a `Tensor<Cpu, i64>` of shape `[n]` |
 /// | a tuple of up to four of these | the tuple of their batches |
+///
+/// A sample already on a GPU is not one: the loader collates (and pins) in host memory and
+/// moves each batch to its device itself.
+#[diagnostic::on_unimplemented(
+    message = "cannot pin `{Self}` only dense CPU tensors can be pinned: a `DataLoader` collates its samples in host memory",
+    label = "the data set's samples are `{Self}`, not host values",
+    note = "return samples on the CPU from `get` (`Tensor<Cpu, E>`, numbers, or tuples of them): `DataLoader::new(data, dev)` moves every batch to `dev` itself (asynchronously with `.pin_memory(true)`)"
+)]
 pub trait Stack: Sized + Send + 'static {
     /// The batch, in host memory.
     type Stacked: Send + 'static;
@@ -446,7 +454,13 @@ impl<D: Device, S: MapDataset> DataLoader<D, S> {
     /// A loader of `dataset` that hands batches over on `dev`: batches of one sample, in order,
     /// collated by [`DefaultCollate`], prepared in the calling thread. Change any of that with
     /// the methods below.
-    pub fn new(dataset: S, dev: D) -> Self {
+    ///
+    /// The samples are collated in host memory, so they must be host values ([`Stack`]): a
+    /// data set whose samples are already on a GPU is a compile error that says so.
+    pub fn new(dataset: S, dev: D) -> Self
+    where
+        S::Sample: Stack,
+    {
         DataLoader {
             dataset: Arc::new(dataset),
             collate: Arc::new(DefaultCollate),

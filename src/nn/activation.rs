@@ -5,7 +5,7 @@ use crate::core::error::Result;
 use crate::device::Device;
 use crate::ops::BinaryOp;
 use crate::tensor::operand::sealed::AsRaw;
-use crate::tensor::{Float, HasDevice, ModuleInput, Tensor};
+use crate::tensor::{Float, HasDevice, InputElementIs, ModuleInput, Tensor};
 
 /// The device of a typed input (it is `D` by its type).
 fn device_of<D: Device, I: HasDevice>(input: &I) -> D {
@@ -13,7 +13,7 @@ fn device_of<D: Device, I: HasDevice>(input: &I) -> D {
 }
 
 /// `max(x, 0)`, recorded; an owned input lends its buffer when nothing else holds it.
-fn relu<D: Device, E: Float, I: ModuleInput<D> + HasDevice<Element = E>>(
+fn relu<D: Device, E: Float, I: ModuleInput<D> + InputElementIs<E>>(
     input: I,
 ) -> Result<Tensor<D, E>> {
     let device = device_of::<D, I>(&input);
@@ -136,7 +136,7 @@ impl Dropout {
         }
     }
 
-    fn apply<D: Device, E: Float, I: ModuleInput<D> + HasDevice<Element = E>>(
+    fn apply<D: Device, E: Float, I: ModuleInput<D> + InputElementIs<E>>(
         &self,
         input: I,
     ) -> Result<Tensor<D, E>> {

@@ -5,7 +5,7 @@ use crate::api::rules;
 use crate::core::error::Result;
 use crate::device::{Cpu, Device};
 use crate::tensor::operand::sealed::AsRaw;
-use crate::tensor::{Float, HasDevice, ModuleInput, Tensor};
+use crate::tensor::{Float, HasDevice, InputElementIs, ModuleInput, Tensor};
 
 /// A fully connected layer (`nn.Linear`) whose parameters live on `D`.
 ///
@@ -176,7 +176,7 @@ impl<D: Device, E: Float> Linear<D, E> {
     }
 
     /// `input @ weight.T + bias`, recorded for `backward`.
-    pub fn try_forward<I: ModuleInput<D> + HasDevice<Element = E>>(
+    pub fn try_forward<I: ModuleInput<D> + InputElementIs<E>>(
         &self,
         input: I,
     ) -> Result<Tensor<D, E>> {
@@ -193,7 +193,7 @@ impl<D: Device, E: Float> Linear<D, E> {
     ///
     /// Panics with the error's text where [`try_forward`](Self::try_forward) returns it (a shape mismatch).
     #[track_caller]
-    pub fn forward<I: ModuleInput<D> + HasDevice<Element = E>>(&self, input: I) -> Output<I, D, E> {
+    pub fn forward<I: ModuleInput<D> + InputElementIs<E>>(&self, input: I) -> Output<I, D, E> {
         match self.try_forward(input) {
             Ok(t) => t,
             Err(e) => panic!("{e}"),

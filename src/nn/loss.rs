@@ -8,7 +8,9 @@ use crate::device::Device;
 use crate::graph::In;
 use crate::ops::loss::{CrossEntropyOptions, Reduction};
 use crate::ops::{BinaryOp, UnaryOp};
-use crate::tensor::{Element, Float, HasDevice, ModuleInput, Tensor};
+use crate::tensor::{
+    ClassTargets, Element, ElementIs, Float, HasDevice, InputElementIs, ModuleInput, Tensor,
+};
 
 /// The targets of a loss whose input (the logits) is on device `D`: `Tensor<D, E>` or
 /// `&Tensor<D, E>`.
@@ -120,8 +122,8 @@ impl<D: Device, E: Float> CrossEntropyLoss<D, E> {
     /// indices `targets` (`[batch]`), recorded for `backward`.
     pub fn try_forward<L, T>(&self, logits: L, targets: T) -> Result<Tensor<D, E>>
     where
-        L: ModuleInput<D> + HasDevice<Element = E>,
-        T: TargetOn<<L as HasDevice>::Device> + HasDevice<Element = i64>,
+        L: ModuleInput<D> + InputElementIs<E>,
+        T: TargetOn<<L as HasDevice>::Device> + ClassTargets,
     {
         let device = D::from_dyn(logits.raw().device).expect("typed tensors are on their device");
         let options = CrossEntropyOptions {
@@ -144,8 +146,8 @@ impl<D: Device, E: Float> CrossEntropyLoss<D, E> {
     #[track_caller]
     pub fn forward<L, T>(&self, logits: L, targets: T) -> Tensor<D, E>
     where
-        L: ModuleInput<D> + HasDevice<Element = E>,
-        T: TargetOn<<L as HasDevice>::Device> + HasDevice<Element = i64>,
+        L: ModuleInput<D> + InputElementIs<E>,
+        T: TargetOn<<L as HasDevice>::Device> + ClassTargets,
     {
         match self.try_forward(logits, targets) {
             Ok(t) => t,
@@ -217,7 +219,7 @@ impl MSELoss {
         D: Device,
         E: Float,
         L: ModuleInput<D> + HasDevice<Element = E, Device = D>,
-        T: TargetOn<D> + HasDevice<Element = E>,
+        T: TargetOn<D> + ElementIs<E>,
     {
         let device = D::from_dyn(input.raw().device).expect("typed tensors are on their device");
         Ok(Tensor::from_out(
@@ -235,7 +237,7 @@ impl MSELoss {
         D: Device,
         E: Float,
         L: ModuleInput<D> + HasDevice<Element = E, Device = D>,
-        T: TargetOn<D> + HasDevice<Element = E>,
+        T: TargetOn<D> + ElementIs<E>,
     {
         match self.try_forward(input, target) {
             Ok(v) => v,

@@ -402,6 +402,47 @@ impl<D: Device, E: Float, M: Module<D, E>> Module<D, E> for Vec<M> {
     }
 }
 
+/// A field that [`module!`](crate::module)'s `keep` copies as it is when the module moves:
+/// one whose type does not change with the device (a size, a flag, a name).
+///
+/// A field that holds a tensor changes type with the device (`Tensor<D>` becomes
+/// `Tensor<D2>`), so listing it under `keep` is a compile error that says where it belongs.
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "`keep` copies a field as it is, but `{Self}` changes type when the module moves (it becomes `{Moved}`)",
+    label = "this field holds a tensor: it must move with the module's parameters, not be copied",
+    note = "list a tensor with the modules, `module!(Name<D> {{ fc, scale }})`: it then moves with the model and is saved and updated as a parameter; `keep` is for plain values (sizes, flags)"
+)]
+pub trait KeptAsIs<Moved> {
+    /// The copy.
+    fn kept(&self) -> Moved;
+}
+
+impl<T: Clone> KeptAsIs<T> for T {
+    fn kept(&self) -> T {
+        self.clone()
+    }
+}
+
+/// The second impl of [`KeptAsIs`], which keeps rustc from inferring the moved field's type
+/// from the only impl (it then takes it from the moved struct, and a field whose type changes
+/// is reported with `KeptAsIs`'s message, not as a type mismatch). Not `Clone`.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct NotKept;
+
+impl<T> KeptAsIs<NotKept> for T {
+    fn kept(&self) -> NotKept {
+        NotKept
+    }
+}
+
+/// `field`, copied for the moved module (see [`KeptAsIs`]).
+#[doc(hidden)]
+pub fn keep_field<T: KeptAsIs<U>, U>(field: &T) -> U {
+    field.kept()
+}
+
 /// Implements [`Module`](crate::nn::Module) for a struct of modules, in one line: moving it
 /// moves every field, and its parameters are named `field.weight`, ... as in PyTorch.
 ///
@@ -428,7 +469,8 @@ macro_rules! module {
             fn try_to<$d2: $crate::Device>(&self, dev: $d2) -> $crate::Result<$on> {
                 $crate::nn::move_scope(|| ::core::result::Result::Ok($sname {
                     $($field: <_ as $crate::nn::Module<$d, $e>>::try_to(&self.$field, dev)?,)*
-                    $($plain: ::core::clone::Clone::clone(&self.$plain),)*
+                    // `$plain` alone as the argument: a diagnostic points at the user's field.
+                    $($plain: { let $plain = &self.$plain; $crate::nn::keep_field($plain) },)*
                 }))
             }
 

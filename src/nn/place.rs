@@ -31,16 +31,21 @@ pub trait Placed {
     /// Of this device and `R`, the one PyTorch names second.
     #[doc(hidden)]
     type Second<R: Device>;
+    /// This device, or `R` for a placement that goes with any device.
+    #[doc(hidden)]
+    type Or<R: Device>: Device;
 }
 
 impl<D: Device> Placed for D {
     type First<R: Device> = <D as Device>::OperandFirst<R>;
     type Second<R: Device> = <D as Device>::OperandSecond<R>;
+    type Or<R: Device> = D;
 }
 
 impl Placed for Anywhere {
     type First<R: Device> = R;
     type Second<R: Device> = R;
+    type Or<R: Device> = R;
 }
 
 /// Two placements that can hold layers of one model: equal devices, or one of them

@@ -4,9 +4,9 @@ use super::{ModelOn, Optimizer};
 use crate::core::error::{Error, Result};
 use crate::device::Device;
 use crate::graph::Node;
-use crate::nn::Module;
+use crate::nn::{Module, Placed, Placement};
 use crate::ops::amp::ScaleSchedule;
-use crate::tensor::Tensor;
+use crate::tensor::{ElementIs, HasDevice, OperandOn, Tensor};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Weak};
 
@@ -34,6 +34,50 @@ struct PerModel<D: Device> {
     /// models): their flags count for this model's step too.
     shared_with: Vec<usize>,
 }
+
+/// A loss that [`GradScaler::scale`] can scale: a tensor on the scaler's device `D`.
+///
+/// A loss on another device is a compile error naming both devices in PyTorch's order and
+/// the scaler's `GradScaler::new(dev)` as the likely culprit. Leave the defaulted parameters
+/// out.
+#[diagnostic::on_unimplemented(
+    message = "Expected all tensors to be on the same device, but found at least two devices, `{First}` and `{Second}`",
+    label = "this loss is on `{Found}`, but the scaler's scale is on `{D}`",
+    note = "a `GradScaler` stays on the device it was built on: build it on the model's device, `GradScaler::new(dev)` (the device the loss is on)"
+)]
+pub trait LossOn<
+    D: Device,
+    Found: Device = <Self as HasDevice>::Device,
+    First: Device = <Found as Device>::OperandFirst<D>,
+    Second: Device = <Found as Device>::OperandSecond<D>,
+>: OperandOn<D>
+{
+}
+
+#[diagnostic::do_not_recommend]
+impl<D: Device, T: OperandOn<D>> LossOn<D> for T {}
+
+/// A model that a [`GradScaler`] on `D` can step: its parameters on `D` (in `f32`).
+///
+/// A model on another device is a compile error naming both devices in PyTorch's order and
+/// the scaler's `GradScaler::new(dev)` as the fix (the optimizer, built without a device,
+/// takes the scaler's). Leave the defaulted parameters out.
+#[diagnostic::on_unimplemented(
+    message = "Expected all tensors to be on the same device, but found at least two devices, `{First}` and `{Second}`",
+    label = "this model's parameters are on `{Found}`, but the scaler (and so its optimizer) is on `{D}`",
+    note = "a `GradScaler` stays on the device it was built on: build it after `let model = model.to(dev);` with that device, `GradScaler::new(dev)`"
+)]
+pub trait ScaledModelOn<
+    D: Device,
+    Found: Placed = <Self as Placement>::Device,
+    First = <D as Device>::NamedFirst<<Found as Placed>::Or<D>>,
+    Second = <D as Device>::NamedSecond<<Found as Placed>::Or<D>>,
+>: ModelOn<D, f32>
+{
+}
+
+#[diagnostic::do_not_recommend]
+impl<D: Device, M: ModelOn<D, f32>> ScaledModelOn<D> for M {}
 
 /// Scales the loss before `backward` so that small `f16` gradients do not flush to zero,
 /// unscales the gradients before the optimizer steps, skips the steps whose gradients hold
@@ -164,8 +208,12 @@ impl<D: Device> GradScaler<D> {
     }
 
     /// `loss * scale`, recorded: `backward` on it gives gradients multiplied by the scale.
-    pub fn scale(&self, loss: &Tensor<D, f32>) -> Tensor<D, f32> {
-        loss * &self.scale
+    ///
+    /// The loss (`Tensor<D, f32>` or a reference to one) must be on the scaler's device and in
+    /// `f32`; anything else is a compile error with PyTorch's device sentence, or the dtype
+    /// one, and the fix.
+    pub fn scale<L: LossOn<D> + ElementIs<f32>>(&self, loss: L) -> Tensor<D, f32> {
+        &self.scale * loss
     }
 
     /// The scale as a 0-dim tensor on `D` (no sync).
@@ -270,7 +318,7 @@ impl<D: Device> GradScaler<D> {
     /// [`update`](Self::update) is PyTorch's `step() has already been called since the last
     /// update().`, and changes nothing. Several models (with their own optimizers) may step
     /// in one iteration: each is unscaled and checked on its own.
-    pub fn try_step<O: Optimizer<D, f32>, M: ModelOn<D, f32>>(
+    pub fn try_step<O: Optimizer<D, f32>, M: ScaledModelOn<D>>(
         &mut self,
         opt: &mut O,
         model: &mut M,
@@ -295,7 +343,7 @@ impl<D: Device> GradScaler<D> {
 
     /// [`try_step`](Self::try_step), panicking with the error's text.
     #[track_caller]
-    pub fn step<O: Optimizer<D, f32>, M: ModelOn<D, f32>>(&mut self, opt: &mut O, model: &mut M) {
+    pub fn step<O: Optimizer<D, f32>, M: ScaledModelOn<D>>(&mut self, opt: &mut O, model: &mut M) {
         if let Err(e) = self.try_step(opt, model) {
             panic!("{e}");
         }

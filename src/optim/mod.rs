@@ -32,7 +32,7 @@ mod resume;
 mod sgd;
 
 pub use adam::Adam;
-pub use grad_scaler::GradScaler;
+pub use grad_scaler::{GradScaler, LossOn, ScaledModelOn};
 pub use lr_scheduler::{AnnealStrategy, LrScheduler};
 pub use resume::{load_checkpoint, save_checkpoint, OptimizerState};
 pub use sgd::Sgd;
@@ -61,8 +61,10 @@ pub trait ModelOn<
     D: Device,
     E: Float = f32,
     Found: Placed = <Self as Placement>::Device,
-    First = <Found as Placed>::First<D>,
-    Second = <Found as Placed>::Second<D>,
+    // Projected on the optimizer's device: a model generic over `D` and an optimizer on `Cpu`
+    // read `D` and `Cpu` (a projection on the model's device would stay unresolved).
+    First = <D as Device>::NamedFirst<<Found as Placed>::Or<D>>,
+    Second = <D as Device>::NamedSecond<<Found as Placed>::Or<D>>,
 >: Module<D, E> + Placement
 {
 }

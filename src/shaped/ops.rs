@@ -761,7 +761,7 @@ impl<D: Device, E: Element, S: Shape> Shaped<D, E, S> {
 // Reductions and softmax.
 
 macro_rules! reduce {
-    ($($(#[$doc:meta])* $bound:ident $name:ident $keep:ident => $dynamic:ident, $dynamic_keep:expr;)*) => {
+    ($($(#[$doc:meta])* $bound:ident $name:ident $keep:ident => $dynamic:expr, $dynamic_keep:expr;)*) => {
         $(
             impl<D: Device, E: $bound, S: Shape> Shaped<D, E, S> {
                 $(#[$doc])*
@@ -772,7 +772,8 @@ macro_rules! reduce {
                     S: HasDim<DIM>,
                     S::Removed: Shape,
                 {
-                    Shaped::wrap(self.tensor.$dynamic(DIM as isize))
+                    let f: fn(&Tensor<D, E>, isize) -> Tensor<D, E> = $dynamic;
+                    Shaped::wrap(f(&self.tensor, DIM as isize))
                 }
 
                 $(#[$doc])*
@@ -793,11 +794,11 @@ macro_rules! reduce {
 
 reduce! {
     /// The sum over dimension `DIM`.
-    Numeric sum sum_keepdim => sum, |t, d| t.sum_dims(&[d], true);
+    Numeric sum sum_keepdim => |t, d| t.sum_dim(d), |t, d| t.sum_dims(&[d], true);
     /// The mean over dimension `DIM`.
-    Float mean mean_keepdim => mean, |t, d| t.mean_dims(&[d], true);
+    Float mean mean_keepdim => |t, d| t.mean_dim(d), |t, d| t.mean_dims(&[d], true);
     /// The maximum over dimension `DIM`.
-    Numeric max max_keepdim => max, |t, d| t.max_keepdim(d);
+    Numeric max max_keepdim => |t, d| t.max(d).values, |t, d| t.max_keepdim(d).values;
 }
 
 impl<D: Device, E: Numeric, S: Shape> Shaped<D, E, S> {

@@ -1,7 +1,7 @@
 //! Gradients on the typed front: parameters, `backward`, `grad` (PyTorch's `requires_grad`
 //! tensors, merged into `Tensor` as PyTorch merged `Variable` in 0.4).
 
-use super::{Element, Float, Tensor};
+use super::{Element, ElementIs, Float, GradOn, Tensor};
 use crate::core::error::{Error, Result};
 use crate::core::raw::RawTensor;
 use crate::device::Device;
@@ -73,24 +73,25 @@ impl<D: Device, E: Float> Tensor<D, E> {
         node.grad().map(|g| Tensor::from_raw(g, self.device()))
     }
 
-    /// Sets the accumulated gradient (shape and device are the parameter's by type; the shape
-    /// is checked).
-    pub fn try_set_grad(&self, grad: Option<Tensor<D, E>>) -> Result<()> {
+    /// Sets the accumulated gradient (PyTorch's `p.grad = g`): `g` is a `Tensor<D, E>` or a
+    /// reference to one, on the parameter's device and of its element type (by type: another
+    /// is a compile error with PyTorch's sentence); the shape is checked.
+    pub fn try_set_grad<G: GradOn<D> + ElementIs<E>>(&self, grad: Option<G>) -> Result<()> {
         let node = self.node.as_ref().filter(|n| n.is_leaf()).ok_or_else(|| {
             Error::Autograd(
                 "set_grad: only parameters (leaves that require grad) hold a gradient".into(),
             )
         })?;
         if let Some(g) = &grad {
-            if g.shape() != self.shape() {
+            if g.raw().shape() != self.shape() {
                 return Err(Error::Autograd(format!(
                     "assigned grad has data of a different size: {:?} for a parameter of shape {:?}",
-                    g.shape(),
+                    g.raw().shape(),
                     self.shape()
                 )));
             }
         }
-        node.set_grad(grad.map(|g| g.raw));
+        node.set_grad(grad.map(|g| g.into_operand().into_owned()));
         Ok(())
     }
 
@@ -142,17 +143,20 @@ impl<D: Device, E: Float> Tensor<D, E> {
 
     /// Back-propagates `grad`, the gradient of some scalar with respect to this tensor
     /// (PyTorch's `y.backward(gradient)`); `grad` has this tensor's shape and device.
-    pub fn try_backward_with(&self, grad: &Tensor<D, E>) -> Result<()> {
+    ///
+    /// `grad` is a `Tensor<D, E>` or a reference to one: another device or element type is a
+    /// compile error with PyTorch's sentence.
+    pub fn try_backward_with<G: GradOn<D> + ElementIs<E>>(&self, grad: G) -> Result<()> {
         let node = self.node.as_ref().ok_or_else(graph::no_grad_fn)?;
-        graph::check_backward_grad(&self.raw, &grad.raw)?;
-        graph::backward(node, grad.raw.clone())
+        graph::check_backward_grad(&self.raw, grad.raw())?;
+        graph::backward(node, grad.into_operand().into_owned())
     }
 
     /// Back-propagates `grad` (see [`try_backward_with`](Self::try_backward_with)).
     ///
     /// Panics with the error's text where `try_backward_with` returns it.
     #[track_caller]
-    pub fn backward_with(&self, grad: &Tensor<D, E>) {
+    pub fn backward_with<G: GradOn<D> + ElementIs<E>>(&self, grad: G) {
         if let Err(e) = self.try_backward_with(grad) {
             panic!("{e}");
         }

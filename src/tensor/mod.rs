@@ -8,8 +8,11 @@ mod pinned;
 
 pub use crate::core::{DType, Element, Float, Numeric, Scalar, MAX_DIMS};
 pub use literal::TensorLiteral;
-pub use operand::{ArgumentOn, ElementIs, HasDevice, Is, MatrixElementIs, ModuleInput, OperandOn};
-pub use pinned::{AsyncSource, Download, PinnedTensor, Upload};
+pub use operand::{
+    ArgumentOn, AssignElementIs, ClassTargets, ElementIs, GradOn, HasDevice, InputElementIs, Is,
+    MatrixElementIs, ModuleInput, OperandOn,
+};
+pub use pinned::{AsyncSource, Download, HostDevice, PinnedTensor, Upload, Waited};
 
 use crate::core::error::Result;
 use crate::core::layout::{self, Dims};

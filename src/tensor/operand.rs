@@ -119,7 +119,7 @@ impl<D: Device, E: Element> HasDevice for &Tensor<D, E> {
     message = "Expected all tensors to be on the same device, but found at least two devices, `{First}` and `{Second}`",
     label = "this operand is on `{Found}`, expected `{D}`",
     note = "`.to(device)` returns a new tensor and leaves the original where it was: `let x = x.to(dev);`",
-    note = "when possible, create tensors directly on the device: `Tensor::zeros(shape, dev)`"
+    note = "when possible, create tensors directly on the device: `Tensor::zeros(shape, dev)`; inside `forward`, on the input's: `Tensor::zeros(shape, x.device())` or `Tensor::zeros_like(&x)`"
 )]
 pub trait OperandOn<
     D: Device,
@@ -147,7 +147,7 @@ impl<D: Device, E: Element> OperandOn<D> for &Tensor<D, E> {}
     message = "Expected all tensors to be on the same device, but found at least two devices, `{D}` and `{Found}`",
     label = "this operand is on `{Found}`, expected `{D}`",
     note = "`.to(device)` returns a new tensor and leaves the original where it was: `let x = x.to(dev);`",
-    note = "when possible, create tensors directly on the device: `Tensor::zeros(shape, dev)`"
+    note = "when possible, create tensors directly on the device: `Tensor::zeros(shape, dev)`; inside `forward`, on the input's: `Tensor::zeros(shape, x.device())` or `Tensor::zeros_like(&x)`"
 )]
 pub trait ArgumentOn<D: Device, Found: Device = <Self as HasDevice>::Device>: HasDevice {}
 
@@ -169,6 +169,77 @@ pub trait ElementIs<E: Element, Found = <Self as HasDevice>::Element>: HasDevice
 
 #[diagnostic::do_not_recommend]
 impl<E: Element, T: HasDevice<Element = E>> ElementIs<E> for T {}
+
+/// The operand of an in-place op (`+=`, `-=`, `*=`, `/=`) on a tensor with elements `E`.
+///
+/// In place, the result keeps the receiver's element type, so an operand of another type is
+/// PyTorch's cast error (`result type Float can't be cast to the desired output type Long`),
+/// not the general same-dtype one; the fix is to convert the receiver (and rebind), not to
+/// round the operand. Implemented for every tensor of `E`; leave `Found` out.
+#[diagnostic::on_unimplemented(
+    message = "result type `{Found}` can't be cast to the desired output type `{E}`",
+    label = "this operand's elements are `{Found}`; in place, the result keeps the receiver's `{E}`",
+    note = "convert the receiver and rebind it: `let x = x.to_dtype::<{Found}>();` then `x += ...` (converting the operand to `{E}` would round it)"
+)]
+pub trait AssignElementIs<E: Element, Found = <Self as HasDevice>::Element>: HasDevice {}
+
+#[diagnostic::do_not_recommend]
+impl<E: Element, T: HasDevice<Element = E>> AssignElementIs<E> for T {}
+
+/// The input of a module whose parameters have elements `E` (`Linear`, `Sequential`, an
+/// activation, a loss's logits).
+///
+/// An input of other elements gives the sentence of PyTorch's `F.linear`, input (`m1`)
+/// first. Implemented for every tensor of `E`; leave `Found` out.
+#[diagnostic::on_unimplemented(
+    message = "expected m1 and m2 to have the same dtype, but got: `{Found}` != `{E}`",
+    label = "this input's elements are `{Found}`, but the module's parameters are `{E}`",
+    note = "convert the input, `let x = x.to_dtype::<{E}>();`, or the whole model once: `let model = model.to_dtype::<{Found}>();` (under `autocast` the product runs in low precision by itself)"
+)]
+pub trait InputElementIs<E: Element, Found = <Self as HasDevice>::Element>: HasDevice {}
+
+#[diagnostic::do_not_recommend]
+impl<E: Element, T: HasDevice<Element = E>> InputElementIs<E> for T {}
+
+/// Class-index targets (`i64`) of a classification loss (`CrossEntropyLoss`).
+///
+/// Targets of another type (float targets of the class-index shape) give PyTorch's sentence.
+/// Leave `Found` out.
+#[diagnostic::on_unimplemented(
+    message = "expected target dtype to be Long or Byte, but got `{Found}`",
+    label = "these targets' elements are `{Found}`: class indices are `i64`",
+    note = "class indices are integers: `let y = y.to_dtype::<i64>();` (or build them as `Tensor::<_, i64>::from_vec(..)`)"
+)]
+pub trait ClassTargets<Found = <Self as HasDevice>::Element>: HasDevice {}
+
+#[diagnostic::do_not_recommend]
+impl<T: HasDevice<Element = i64>> ClassTargets for T {}
+
+/// A gradient given by hand for a tensor on `D` ([`Tensor::try_set_grad`],
+/// [`Tensor::backward_with`]): `Tensor<D, E>` or `&Tensor<D, E>`.
+///
+/// A gradient on another device is a compile error with PyTorch's device sentence (in its
+/// order) and the fix; one of other elements fails [`ElementIs`]. Leave the defaulted
+/// parameters out.
+#[diagnostic::on_unimplemented(
+    message = "Expected all tensors to be on the same device, but found at least two devices, `{First}` and `{Second}`",
+    label = "this gradient is on `{Found}`, but its tensor is on `{D}`",
+    note = "a gradient lives on its tensor's device: create it there, `Tensor::ones_like(&p)` or `Tensor::zeros(p.shape(), p.device())`, or move it: `g.to(p.device())`"
+)]
+pub trait GradOn<
+    D: Device,
+    Found: Device = <Self as HasDevice>::Device,
+    First: Device = <Found as Device>::OperandFirst<D>,
+    Second: Device = <Found as Device>::OperandSecond<D>,
+>: HasDevice
+{
+}
+
+#[diagnostic::do_not_recommend]
+impl<D: Device, E: Element> GradOn<D> for Tensor<D, E> {}
+
+#[diagnostic::do_not_recommend]
+impl<D: Device, E: Element> GradOn<D> for &Tensor<D, E> {}
 
 /// The second matrix of a matrix product (`matmul`, `bmm`, `linear`) whose first has
 /// elements `E`; a matrix of other elements gives PyTorch's `mm` message.

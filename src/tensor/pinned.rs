@@ -281,12 +281,26 @@ impl<D: Device, E: Element> Upload<'_, D, E> {
     }
 }
 
+/// The destination of an asynchronous copy from a GPU: the host, [`Cpu`] (into pinned
+/// memory, see [`Tensor::to_async`](Tensor::<Cuda<0>>::to_async)).
+///
+/// A copy to another GPU is not a download: it is a plain `x.to(dev)`, queued on the
+/// device's stream without a host wait.
+#[diagnostic::on_unimplemented(
+    message = "`to_async` on a GPU tensor copies to the host: pass `Cpu`, not `{Self}`",
+    label = "a GPU tensor's `to_async` downloads into pinned host memory",
+    note = "to another GPU, copy with `x.to(dev)` (queued on the stream, no host wait); to the host, `x.to_async(Cpu).wait()?`"
+)]
+pub trait HostDevice: Device {}
+
+impl HostDevice for Cpu {}
+
 impl<const N: usize, E: Element> Tensor<Cuda<N>, E> {
     /// Queues a copy of this tensor into a new pinned host tensor and returns at once
     /// (PyTorch's `x.to("cpu", non_blocking=True)`, whose result is only safe to read after a
     /// sync). The values come out of the [`Download`] only through its
     /// [`wait`](Download::wait), so nothing reads them early.
-    pub fn try_to_async(&self, _dev: Cpu) -> Result<Download<E>> {
+    pub fn try_to_async<H: HostDevice>(&self, _dev: H) -> Result<Download<E>> {
         let mut value = PinnedTensor::<E>::try_zeros(self.shape())?;
         let fence = crate::ops::copy::cuda::download_async(&self.raw, &mut value.cpu.raw)?;
         Ok(Download { value, fence })
@@ -296,7 +310,7 @@ impl<const N: usize, E: Element> Tensor<Cuda<N>, E> {
     ///
     /// Panics with the error's text where `try_to_async` returns it.
     #[track_caller]
-    pub fn to_async(&self, dev: Cpu) -> Download<E> {
+    pub fn to_async<H: HostDevice>(&self, dev: H) -> Download<E> {
         self.try_to_async(dev).unwrap_or_else(|e| panic!("{e}"))
     }
 }
@@ -310,7 +324,47 @@ pub struct Download<E: Element> {
     fence: Arc<dyn Fence>,
 }
 
+/// What a [`Download`] is not until `.wait()` returns: readable. No type implements it, so
+/// reading a download without waiting is a compile error that names `.wait()`.
+#[diagnostic::on_unimplemented(
+    message = "the values of a `Download` arrive only through `.wait()`: it is a copy in flight, not a tensor",
+    label = "this copy may not have finished: wait for it first",
+    note = "`let x = x_gpu.to_async(Cpu).wait()?;` then `x.to_vec()` (PyTorch: `x.to(\"cpu\", non_blocking=True)` is only safe to read after `torch.cuda.synchronize()`)"
+)]
+pub trait Waited {
+    /// Never called: no type implements `Waited`.
+    #[doc(hidden)]
+    fn never(&self) -> !;
+}
+
 impl<E: Element> Download<E> {
+    /// Not available: the values come out of [`wait`](Self::wait) (a compile error that says
+    /// so).
+    pub fn to_vec(&self) -> Vec<E>
+    where
+        Self: Waited,
+    {
+        self.never()
+    }
+
+    /// Not available: the value comes out of [`wait`](Self::wait) (a compile error that says
+    /// so).
+    pub fn item(&self) -> E
+    where
+        Self: Waited,
+    {
+        self.never()
+    }
+
+    /// Not available: the tensor comes out of [`wait`](Self::wait) (a compile error that says
+    /// so).
+    pub fn into_tensor(self) -> Tensor<Cpu, E>
+    where
+        Self: Waited,
+    {
+        self.never()
+    }
+
     /// True once the copy has finished (never waits).
     pub fn is_complete(&self) -> bool {
         self.fence.is_complete()
