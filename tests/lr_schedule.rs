@@ -322,8 +322,7 @@ fn one_cycle_lr() {
     let got = rates(|o| LrScheduler::one_cycle_lr_default(o, 1.0, 25).unwrap());
     same(&got, &ONE_CYCLE, "OneCycleLR");
     let got = rates(|o| {
-        LrScheduler::one_cycle_lr(o, 0.5, 25, 0.25, AnnealStrategy::Linear, 10.0, 100.0, true)
-            .unwrap()
+        LrScheduler::one_cycle_lr(o, 0.5, 25, 0.25, AnnealStrategy::Lin, 10.0, 100.0, true).unwrap()
     });
     same(
         &got,

@@ -12,8 +12,10 @@ use std::f64::consts::PI;
 pub enum AnnealStrategy {
     /// Cosine annealing (PyTorch's default, `anneal_strategy="cos"`).
     Cos,
-    /// Linear annealing (`anneal_strategy="linear"`).
-    Linear,
+    /// Linear annealing (`anneal_strategy="linear"`). Named `Lin`, not `Linear`: a second
+    /// public item named `Linear` makes rustc write `devtype::nn::Linear` in every diagnostic
+    /// that names the layer.
+    Lin,
 }
 
 /// One phase of a one-cycle schedule: from `start` to `end`, ending at step `end_step`.
@@ -42,7 +44,7 @@ enum Kind {
         t_max: i64,
         eta_min: f64,
     },
-    Linear {
+    LinearLr {
         start_factor: f64,
         end_factor: f64,
         total_iters: i64,
@@ -180,7 +182,7 @@ impl LrScheduler {
             ));
         }
         Ok(Self::start(
-            Kind::Linear {
+            Kind::LinearLr {
                 start_factor,
                 end_factor,
                 total_iters,
@@ -365,7 +367,7 @@ impl LrScheduler {
                         + eta_min
                 }
             }
-            Kind::Linear {
+            Kind::LinearLr {
                 start_factor,
                 end_factor,
                 total_iters,
@@ -395,7 +397,7 @@ impl LrScheduler {
                                 phase.end
                                     + (phase.start - phase.end) / 2.0 * ((PI * pct).cos() + 1.0)
                             }
-                            AnnealStrategy::Linear => (phase.end - phase.start) * pct + phase.start,
+                            AnnealStrategy::Lin => (phase.end - phase.start) * pct + phase.start,
                         };
                         break;
                     }
@@ -421,7 +423,7 @@ impl LrScheduler {
             Kind::CosineAnnealing { t_max, eta_min } => {
                 eta_min + (base - eta_min) * (1.0 + (PI * e as f64 / *t_max as f64).cos()) / 2.0
             }
-            Kind::Linear {
+            Kind::LinearLr {
                 start_factor,
                 end_factor,
                 total_iters,

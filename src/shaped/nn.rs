@@ -179,11 +179,11 @@ impl<D: Device, E: Float> Layer<D, E> for ReLU {
 }
 
 /// The layers of a [`Seq`], nested: `((first,), second)`.
-pub trait Stack<D: Device, E: Float> {
+pub trait LayerStack<D: Device, E: Float> {
     /// The number of layers.
     const LEN: usize;
     /// The same layers on `D2`.
-    type On<D2: Device>: Stack<D2, E>;
+    type On<D2: Device>: LayerStack<D2, E>;
     /// The layers on `D2`.
     fn stack_to<D2: Device>(&self, dev: D2) -> Result<Self::On<D2>>;
     /// The layers applied in order.
@@ -198,7 +198,7 @@ pub trait Stack<D: Device, E: Float> {
     fn device(&self) -> Option<D>;
 }
 
-impl<D: Device, E: Float, L: Layer<D, E>> Stack<D, E> for (L,) {
+impl<D: Device, E: Float, L: Layer<D, E>> LayerStack<D, E> for (L,) {
     const LEN: usize = 1;
     type On<D2: Device> = (L::LayerOn<D2>,);
     fn stack_to<D2: Device>(&self, dev: D2) -> Result<Self::On<D2>> {
@@ -221,7 +221,7 @@ impl<D: Device, E: Float, L: Layer<D, E>> Stack<D, E> for (L,) {
     }
 }
 
-impl<D: Device, E: Float, P: Stack<D, E>, L: Layer<D, E>> Stack<D, E> for (P, L) {
+impl<D: Device, E: Float, P: LayerStack<D, E>, L: Layer<D, E>> LayerStack<D, E> for (P, L) {
     const LEN: usize = P::LEN + 1;
     type On<D2: Device> = (P::On<D2>, L::LayerOn<D2>);
     fn stack_to<D2: Device>(&self, dev: D2) -> Result<Self::On<D2>> {
@@ -290,7 +290,7 @@ impl<L, In, First, Out: Dim> Seq<L, In, First, Out> {
         layer: N,
     ) -> Seq<(L, N), In, First, N::Out<Out>>
     where
-        L: Stack<D, E>,
+        L: LayerStack<D, E>,
     {
         Seq {
             layers: (self.layers, layer),
@@ -319,7 +319,7 @@ impl<L, In: Dim, First: Dim, Out: Dim> Seq<L, In, First, Out> {
         x: X,
     ) -> Result<Shaped<D, E, (B, Out)>>
     where
-        L: Stack<D, E>,
+        L: LayerStack<D, E>,
         X: ModuleInput<D>
             + HasDevice<Element = E>
             + ShapeOf<Shape = (B, K)>
@@ -343,7 +343,7 @@ impl<L, In: Dim, First: Dim, Out: Dim> Seq<L, In, First, Out> {
     #[track_caller]
     pub fn forward<D: Device, E: Float, B: Dim, K: Dim, X>(&self, x: X) -> Shaped<D, E, (B, Out)>
     where
-        L: Stack<D, E>,
+        L: LayerStack<D, E>,
         X: ModuleInput<D>
             + HasDevice<Element = E>
             + ShapeOf<Shape = (B, K)>
@@ -356,8 +356,8 @@ impl<L, In: Dim, First: Dim, Out: Dim> Seq<L, In, First, Out> {
     }
 }
 
-impl<D: Device, E: Float, L: Stack<D, E>, In: 'static, First: 'static, Out: 'static> Module<D, E>
-    for Seq<L, In, First, Out>
+impl<D: Device, E: Float, L: LayerStack<D, E>, In: 'static, First: 'static, Out: 'static>
+    Module<D, E> for Seq<L, In, First, Out>
 {
     type On<D2: Device> = Seq<L::On<D2>, In, First, Out>;
 
