@@ -126,7 +126,7 @@ pub mod cuda {
     /// CUDA graphs: capture a step's GPU work once, replay it with one launch (PyTorch's
     /// `torch.cuda.CUDAGraph`); see [`capture`].
     pub use crate::device::graph::{capture, CapturedGraph, Capturing};
-    pub use crate::ops::kernels::{compile_kernels, KernelReport};
+    pub use crate::ops::kernel_files::{compile_kernels, KernelReport};
 
     /// Matrix-product settings, as `torch.backends.cuda.matmul`.
     pub mod matmul {

@@ -43,12 +43,28 @@ pub(crate) fn widen_opt(t: Option<&RawTensor>) -> Result<Option<RawTensor>> {
     t.map(widen).transpose()
 }
 
-/// A CPU `f32` result rounded (to nearest, ties to even) to `dtype`; any layout.
+/// A CPU `f32` result rounded (to nearest, ties to even) to `dtype` (`f16` or `bf16`); any
+/// layout. The same bits as the copy family's cast, written here so that this helper of the
+/// families stays a leaf (it calls no family).
 pub(crate) fn narrow(t: RawTensor, dtype: DType) -> Result<RawTensor> {
-    if t.dtype == dtype {
-        return Ok(t);
+    fn go<H: HalfBlock + crate::core::Element>(t: &RawTensor) -> Result<RawTensor> {
+        let data = t.cpu_slice::<f32>().expect("a CPU f32 result");
+        let mut out = H::pool().take(t.layout.numel())?;
+        match t.layout.contiguous_range() {
+            Some(r) => narrow_into(&data[r], &mut out),
+            None => crate::backend::cpu::strided::map1(data, &t.layout, &mut out, H::narrow),
+        }
+        Ok(RawTensor::from_cpu_vec(out, t.layout.shape))
     }
-    crate::ops::copy::cpu::cast(&t, dtype)
+    match (t.dtype, dtype) {
+        (a, b) if a == b => Ok(t),
+        (DType::F32, DType::F16) => go::<half::f16>(&t),
+        (DType::F32, DType::BF16) => go::<half::bf16>(&t),
+        (from, to) => Err(crate::core::error::Error::Internal {
+            context: "ops::half::narrow",
+            message: format!("narrows f32 to f16 or bf16, not {from:?} to {to:?}"),
+        }),
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -330,4 +346,35 @@ pub(crate) fn convert_into<A: HalfBlock, B: HalfBlock>(x: &[A], out: &mut [B]) {
         A::widen_block(&x[start..start + o.len()], a);
         B::narrow_block(a, o);
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::layout::Dims;
+
+    /// `narrow` rounds every element of a view as the per-element conversion does, contiguous
+    /// (blocks) or transposed (strided), to both 16-bit types.
+    #[test]
+    fn narrow_rounds_views_as_the_per_element_cast() {
+        let values: Vec<f32> = (0..12).map(|i| (i as f32 - 5.3) * 1.000_123_4e3).collect();
+        let t = RawTensor::from_cpu_vec(values.clone(), Dims::shape(&[3, 4]).unwrap());
+        let tt = crate::ops::shape::transpose(&t, 0, 1).unwrap();
+        for view in [&t, &tt] {
+            let f16s = narrow(view.clone(), DType::F16).unwrap();
+            let bf16s = narrow(view.clone(), DType::BF16).unwrap();
+            let expect: Vec<f32> = crate::ops::copy::cpu::contiguous(view)
+                .unwrap()
+                .cpu_slice::<f32>()
+                .unwrap()
+                .to_vec();
+            let got16 = f16s.cpu_slice::<half::f16>().unwrap();
+            let gotb = bf16s.cpu_slice::<half::bf16>().unwrap();
+            for (i, &x) in expect.iter().enumerate() {
+                assert_eq!(got16[i], half::f16::from_f32(x));
+                assert_eq!(gotb[i], half::bf16::from_f32(x));
+            }
+        }
+        assert!(narrow(t.clone(), DType::I64).is_err());
+    }
 }

@@ -1,7 +1,9 @@
-//! Every op, one folder per family: `mod.rs` (shapes, checks, one `dispatch!` to the
-//! [`backend::Backend`] of the operands' device), `cpu.rs` (the CPU kernel) and `cuda.rs` (the
-//! CUDA launch through the typed launchers of `backend::cuda::launch`, and the family's
-//! `KERNELS`, its kernel file and the names it launches from it).
+//! Every op, one folder per family: `mod.rs` (shapes, checks, the family's kernel trait, and
+//! one `dispatch!` to the implementation for the operands' device: `backend::on`),
+//! `cpu.rs` (the trait for `CpuBackend`: the CPU kernels) and `cuda.rs` (the trait for
+//! `CudaBackend`: the CUDA launches through the typed launchers of `backend::cuda::launch`,
+//! and the family's `KERNELS`, its kernel file and the names it launches from it). A new
+//! kernel entry is one trait method, its two impls and its `.cu` kernel, all in its family.
 //!
 //! Ops here work on [`RawTensor`](crate::core::raw::RawTensor) and assume the device check
 //! is done: the typed front had the compiler do it, the dynamic front does it in
@@ -62,6 +64,7 @@ pub(crate) mod creation;
 pub(crate) mod cross_entropy_backward;
 pub(crate) mod half;
 pub(crate) mod index;
+pub(crate) mod kernel_files;
 pub(crate) mod kernels;
 pub(crate) mod linear;
 pub(crate) mod loss;

@@ -3,7 +3,7 @@
 //! A kernel file is a [`KernelFile`]: its name under `kernels/`, its text (embedded with
 //! `include_str!`) and the names of the kernels the Rust side launches from it. Each op family
 //! declares its file beside its code (`KERNELS` in `ops/<family>/cuda.rs`, listed by
-//! `crate::ops::kernels`); this backend knows none of them.
+//! `crate::ops::kernel_files`); this backend knows none of them.
 //! The first op of a file on a device compiles it with NVRTC for that device's architecture
 //! (`sm_XY` from the compute capability), or finds the image in the on-disk cache, loads the
 //! module and looks up every kernel the file names; later ops find them in the cache.

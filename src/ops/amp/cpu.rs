@@ -89,3 +89,25 @@ pub(crate) fn update_scale_(
     store(scale, s)?;
     store(growth_tracker, count)
 }
+
+impl super::AmpKernel for crate::ops::backend::CpuBackend {
+    #[inline(always)]
+    fn unscale_(
+        self,
+        grad: &mut RawTensor,
+        inv_scale: &RawTensor,
+        found_inf: &mut RawTensor,
+    ) -> Result<()> {
+        unscale_(grad, inv_scale, found_inf)
+    }
+    #[inline(always)]
+    fn update_scale_(
+        self,
+        scale: &mut RawTensor,
+        growth_tracker: &mut RawTensor,
+        found_inf: &RawTensor,
+        schedule: ScaleSchedule,
+    ) -> Result<()> {
+        update_scale_(scale, growth_tracker, found_inf, schedule)
+    }
+}

@@ -83,3 +83,25 @@ pub(crate) fn update_scale_(
         1,
     )
 }
+
+impl super::AmpKernel for crate::ops::backend::CudaBackend {
+    #[inline(always)]
+    fn unscale_(
+        self,
+        grad: &mut RawTensor,
+        inv_scale: &RawTensor,
+        found_inf: &mut RawTensor,
+    ) -> Result<()> {
+        unscale_(self.0, grad, inv_scale, found_inf)
+    }
+    #[inline(always)]
+    fn update_scale_(
+        self,
+        scale: &mut RawTensor,
+        growth_tracker: &mut RawTensor,
+        found_inf: &RawTensor,
+        schedule: ScaleSchedule,
+    ) -> Result<()> {
+        update_scale_(self.0, scale, growth_tracker, found_inf, schedule)
+    }
+}

@@ -100,6 +100,26 @@ pub(crate) fn next_scale(
     }
 }
 
+/// The kernel entries of this family, one impl per backend: [`CpuBackend`](crate::ops::backend::CpuBackend)
+/// in `cpu.rs`, [`CudaBackend`](crate::ops::backend::CudaBackend) in `cuda.rs`. The operands are on
+/// that backend's device (`dispatch!` checked it) and the functions above planned shapes
+/// and checked dtypes.
+pub(crate) trait AmpKernel {
+    fn unscale_(
+        self,
+        grad: &mut RawTensor,
+        inv_scale: &RawTensor,
+        found_inf: &mut RawTensor,
+    ) -> Result<()>;
+    fn update_scale_(
+        self,
+        scale: &mut RawTensor,
+        growth_tracker: &mut RawTensor,
+        found_inf: &RawTensor,
+        schedule: ScaleSchedule,
+    ) -> Result<()>;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

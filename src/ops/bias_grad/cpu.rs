@@ -57,3 +57,10 @@ pub(crate) fn bias_grad(grad: &RawTensor) -> Result<RawTensor> {
         _ => unreachable!("checked in bias_grad"),
     }
 }
+
+impl super::BiasGradKernel for crate::ops::backend::CpuBackend {
+    #[inline(always)]
+    fn bias_grad(self, grad: &RawTensor) -> Result<RawTensor> {
+        bias_grad(grad)
+    }
+}

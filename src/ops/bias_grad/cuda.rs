@@ -15,3 +15,10 @@ pub(crate) fn bias_grad(gpu: &'static GpuContext, grad: &RawTensor) -> Result<Ra
     let dims: Vec<isize> = (0..grad.rank() as isize - 1).collect();
     reduce::reduce(grad, &dims, false, ReduceOp::Sum)
 }
+
+impl super::BiasGradKernel for crate::ops::backend::CudaBackend {
+    #[inline(always)]
+    fn bias_grad(self, grad: &RawTensor) -> Result<RawTensor> {
+        bias_grad(self.0, grad)
+    }
+}

@@ -22,3 +22,11 @@ pub(crate) fn bias_grad(grad: &RawTensor) -> Result<RawTensor> {
     }
     dispatch!([grad], |be| be.bias_grad(grad))
 }
+
+/// The kernel entries of this family, one impl per backend: [`CpuBackend`](crate::ops::backend::CpuBackend)
+/// in `cpu.rs`, [`CudaBackend`](crate::ops::backend::CudaBackend) in `cuda.rs`. The operands are on
+/// that backend's device (`dispatch!` checked it) and the functions above planned shapes
+/// and checked dtypes.
+pub(crate) trait BiasGradKernel {
+    fn bias_grad(self, grad: &RawTensor) -> Result<RawTensor>;
+}

@@ -542,3 +542,40 @@ pub(crate) fn compare_scalar(a: &RawTensor, s: Scalar, op: CompareOp) -> Result<
     });
     Ok(RawTensor::from_cpu_vec(out, a.layout.shape))
 }
+
+impl super::BinaryKernel for crate::ops::backend::CpuBackend {
+    #[inline(always)]
+    fn binary(
+        self,
+        a: Operand<'_>,
+        b: Operand<'_>,
+        shape: Dims,
+        op: BinaryOp,
+    ) -> Result<RawTensor> {
+        binary(a, b, shape, op)
+    }
+    #[inline(always)]
+    fn binary_scalar(
+        self,
+        a: Operand<'_>,
+        s: Scalar,
+        op: BinaryOp,
+        scalar_first: bool,
+    ) -> Result<RawTensor> {
+        binary_scalar(a, s, op, scalar_first)
+    }
+    #[inline(always)]
+    fn compare(
+        self,
+        a: &RawTensor,
+        b: &RawTensor,
+        shape: Dims,
+        op: CompareOp,
+    ) -> Result<RawTensor> {
+        compare(a, b, shape, op)
+    }
+    #[inline(always)]
+    fn compare_scalar(self, a: &RawTensor, s: Scalar, op: CompareOp) -> Result<RawTensor> {
+        compare_scalar(a, s, op)
+    }
+}

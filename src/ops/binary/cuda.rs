@@ -199,3 +199,40 @@ fn compare_scalar_typed<T: CudaElement>(
     )?;
     Ok(memory::tensor(out, a.layout.shape, gpu.ordinal))
 }
+
+impl super::BinaryKernel for crate::ops::backend::CudaBackend {
+    #[inline(always)]
+    fn binary(
+        self,
+        a: Operand<'_>,
+        b: Operand<'_>,
+        shape: Dims,
+        op: BinaryOp,
+    ) -> Result<RawTensor> {
+        binary(self.0, a, b, shape, op)
+    }
+    #[inline(always)]
+    fn binary_scalar(
+        self,
+        a: Operand<'_>,
+        s: Scalar,
+        op: BinaryOp,
+        scalar_first: bool,
+    ) -> Result<RawTensor> {
+        binary_scalar(self.0, a, s, op, scalar_first)
+    }
+    #[inline(always)]
+    fn compare(
+        self,
+        a: &RawTensor,
+        b: &RawTensor,
+        shape: Dims,
+        op: CompareOp,
+    ) -> Result<RawTensor> {
+        compare(self.0, a, b, shape, op)
+    }
+    #[inline(always)]
+    fn compare_scalar(self, a: &RawTensor, s: Scalar, op: CompareOp) -> Result<RawTensor> {
+        compare_scalar(self.0, a, s, op)
+    }
+}

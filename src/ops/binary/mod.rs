@@ -4,7 +4,7 @@ pub(super) mod cpu;
 pub(super) mod cuda;
 
 use crate::core::error::{Error, Result};
-use crate::core::layout::broadcast_shapes;
+use crate::core::layout::{broadcast_shapes, Dims};
 use crate::core::raw::{Operand, RawTensor};
 use crate::core::{DType, Scalar};
 
@@ -220,6 +220,25 @@ fn integer_threshold(f: f64, op: CompareOp) -> Threshold {
     } else {
         Threshold::Compare(op, bound as i64)
     }
+}
+
+/// The kernel entries of this family, one impl per backend: [`CpuBackend`](crate::ops::backend::CpuBackend)
+/// in `cpu.rs`, [`CudaBackend`](crate::ops::backend::CudaBackend) in `cuda.rs`. The operands are on
+/// that backend's device (`dispatch!` checked it) and the functions above planned shapes
+/// and checked dtypes.
+pub(crate) trait BinaryKernel {
+    fn binary(self, a: Operand<'_>, b: Operand<'_>, shape: Dims, op: BinaryOp)
+        -> Result<RawTensor>;
+    fn binary_scalar(
+        self,
+        a: Operand<'_>,
+        s: Scalar,
+        op: BinaryOp,
+        scalar_first: bool,
+    ) -> Result<RawTensor>;
+    fn compare(self, a: &RawTensor, b: &RawTensor, shape: Dims, op: CompareOp)
+        -> Result<RawTensor>;
+    fn compare_scalar(self, a: &RawTensor, s: Scalar, op: CompareOp) -> Result<RawTensor>;
 }
 
 #[cfg(test)]

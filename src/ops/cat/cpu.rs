@@ -35,3 +35,10 @@ pub(crate) fn cat(tensors: &[&RawTensor], d: usize, shape: Dims) -> Result<RawTe
         DType::BF16 => typed::<half::bf16>(tensors, d, shape),
     }
 }
+
+impl super::CatKernel for crate::ops::backend::CpuBackend {
+    #[inline(always)]
+    fn cat(self, tensors: &[&RawTensor], d: usize, shape: Dims) -> Result<RawTensor> {
+        cat(tensors, d, shape)
+    }
+}

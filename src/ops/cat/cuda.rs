@@ -31,3 +31,10 @@ pub(crate) fn cat(
     }
     Ok(memory::tensor_from_storage(out, shape, gpu.ordinal))
 }
+
+impl super::CatKernel for crate::ops::backend::CudaBackend {
+    #[inline(always)]
+    fn cat(self, tensors: &[&RawTensor], d: usize, shape: Dims) -> Result<RawTensor> {
+        cat(self.0, tensors, d, shape)
+    }
+}

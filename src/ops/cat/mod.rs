@@ -81,3 +81,11 @@ pub(crate) fn stack(tensors: &[&RawTensor], dim: isize) -> Result<RawTensor> {
     let refs: Vec<&RawTensor> = unsqueezed.iter().collect();
     cat(&refs, dim)
 }
+
+/// The kernel entries of this family, one impl per backend: [`CpuBackend`](crate::ops::backend::CpuBackend)
+/// in `cpu.rs`, [`CudaBackend`](crate::ops::backend::CudaBackend) in `cuda.rs`. The operands are on
+/// that backend's device (`dispatch!` checked it) and the functions above planned shapes
+/// and checked dtypes.
+pub(crate) trait CatKernel {
+    fn cat(self, tensors: &[&RawTensor], d: usize, shape: Dims) -> Result<RawTensor>;
+}

@@ -109,3 +109,14 @@ fn cast_slice<T: Element>(data: &[T], layout: &Layout, dtype: DType) -> Result<R
         DType::BF16 => go::<T, half::bf16>(data, layout),
     }
 }
+
+impl super::CopyKernel for crate::ops::backend::CpuBackend {
+    #[inline(always)]
+    fn contiguous(self, t: &RawTensor) -> Result<RawTensor> {
+        contiguous(t)
+    }
+    #[inline(always)]
+    fn cast(self, t: &RawTensor, dtype: DType) -> Result<RawTensor> {
+        cast(t, dtype)
+    }
+}

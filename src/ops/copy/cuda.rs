@@ -347,3 +347,14 @@ pub(crate) fn download_async(t: &RawTensor, dst: &mut RawTensor) -> Result<Arc<d
     }
     Ok(fence)
 }
+
+impl super::CopyKernel for crate::ops::backend::CudaBackend {
+    #[inline(always)]
+    fn contiguous(self, t: &RawTensor) -> Result<RawTensor> {
+        contiguous(self.0, t)
+    }
+    #[inline(always)]
+    fn cast(self, t: &RawTensor, dtype: DType) -> Result<RawTensor> {
+        cast(self.0, t, dtype)
+    }
+}

@@ -107,3 +107,12 @@ impl RawTensor {
         to_device(self, device)
     }
 }
+
+/// The kernel entries of this family, one impl per backend: [`CpuBackend`](crate::ops::backend::CpuBackend)
+/// in `cpu.rs`, [`CudaBackend`](crate::ops::backend::CudaBackend) in `cuda.rs`. The operands are on
+/// that backend's device (`dispatch!` checked it) and the functions above planned shapes
+/// and checked dtypes.
+pub(crate) trait CopyKernel {
+    fn contiguous(self, t: &RawTensor) -> Result<RawTensor>;
+    fn cast(self, t: &RawTensor, dtype: DType) -> Result<RawTensor>;
+}

@@ -58,3 +58,10 @@ pub(crate) fn create(shape: Dims, dtype: DType, fill: Fill) -> Result<RawTensor>
         DType::BF16 => go::<half::bf16>(shape, fill),
     }
 }
+
+impl super::CreationKernel for crate::ops::backend::CpuBackend {
+    #[inline(always)]
+    fn create(self, shape: Dims, dtype: DType, fill: Fill) -> Result<RawTensor> {
+        create(shape, dtype, fill)
+    }
+}

@@ -81,3 +81,10 @@ fn create_typed<T: CudaElement>(
     }
     Ok(memory::tensor(out, shape, gpu.ordinal))
 }
+
+impl super::CreationKernel for crate::ops::backend::CudaBackend {
+    #[inline(always)]
+    fn create(self, shape: Dims, dtype: DType, fill: Fill) -> Result<RawTensor> {
+        create(self.0, shape, dtype, fill)
+    }
+}

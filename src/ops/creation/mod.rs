@@ -126,6 +126,14 @@ pub(crate) fn cpp_float(x: f64) -> String {
     }
 }
 
+/// The kernel entries of this family, one impl per backend: [`CpuBackend`](crate::ops::backend::CpuBackend)
+/// in `cpu.rs`, [`CudaBackend`](crate::ops::backend::CudaBackend) in `cuda.rs`. The operands are on
+/// that backend's device (`dispatch!` checked it) and the functions above planned shapes
+/// and checked dtypes.
+pub(crate) trait CreationKernel {
+    fn create(self, shape: Dims, dtype: DType, fill: Fill) -> Result<RawTensor>;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -97,3 +97,18 @@ pub(crate) fn cross_entropy_backward(
         _ => unreachable!("checked"),
     }
 }
+
+impl super::CrossEntropyBackwardKernel for crate::ops::backend::CpuBackend {
+    #[inline(always)]
+    fn cross_entropy_backward(
+        self,
+        logits: &RawTensor,
+        targets: &RawTensor,
+        weight: Option<&RawTensor>,
+        options: CrossEntropyOptions,
+        grad_out: &RawTensor,
+        nc: (usize, usize),
+    ) -> Result<RawTensor> {
+        cross_entropy_backward(logits, targets, weight, options, grad_out, nc)
+    }
+}

@@ -116,3 +116,18 @@ fn typed<T: CudaElement>(
     }
     Ok(memory::tensor(out, logits.layout.shape, gpu.ordinal))
 }
+
+impl super::CrossEntropyBackwardKernel for crate::ops::backend::CudaBackend {
+    #[inline(always)]
+    fn cross_entropy_backward(
+        self,
+        logits: &RawTensor,
+        targets: &RawTensor,
+        weight: Option<&RawTensor>,
+        options: CrossEntropyOptions,
+        grad_out: &RawTensor,
+        nc: (usize, usize),
+    ) -> Result<RawTensor> {
+        cross_entropy_backward(self.0, logits, targets, weight, options, grad_out, nc)
+    }
+}

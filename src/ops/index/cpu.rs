@@ -113,3 +113,20 @@ pub(crate) fn gather(a: &RawTensor, d: usize, index: &RawTensor, shape: Dims) ->
         DType::BF16 => gather_typed::<half::bf16>(a, d, &idx, shape),
     }
 }
+
+impl super::IndexKernel for crate::ops::backend::CpuBackend {
+    #[inline(always)]
+    fn index_select(
+        self,
+        a: &RawTensor,
+        d: usize,
+        index: &RawTensor,
+        shape: Dims,
+    ) -> Result<RawTensor> {
+        index_select(a, d, index, shape)
+    }
+    #[inline(always)]
+    fn gather(self, a: &RawTensor, d: usize, index: &RawTensor, shape: Dims) -> Result<RawTensor> {
+        gather(a, d, index, shape)
+    }
+}

@@ -134,3 +134,20 @@ pub(crate) fn gather(
     };
     run(gpu, "gather", a, index, shape, args)
 }
+
+impl super::IndexKernel for crate::ops::backend::CudaBackend {
+    #[inline(always)]
+    fn index_select(
+        self,
+        a: &RawTensor,
+        d: usize,
+        index: &RawTensor,
+        shape: Dims,
+    ) -> Result<RawTensor> {
+        index_select(self.0, a, d, index, shape)
+    }
+    #[inline(always)]
+    fn gather(self, a: &RawTensor, d: usize, index: &RawTensor, shape: Dims) -> Result<RawTensor> {
+        gather(self.0, a, d, index, shape)
+    }
+}

@@ -65,3 +65,18 @@ pub(crate) fn gather(a: &RawTensor, dim: isize, index: &RawTensor) -> Result<Raw
     let shape: Dims = index.layout.shape;
     dispatch!([a, index], |be| be.gather(a, d, index, shape))
 }
+
+/// The kernel entries of this family, one impl per backend: [`CpuBackend`](crate::ops::backend::CpuBackend)
+/// in `cpu.rs`, [`CudaBackend`](crate::ops::backend::CudaBackend) in `cuda.rs`. The operands are on
+/// that backend's device (`dispatch!` checked it) and the functions above planned shapes
+/// and checked dtypes.
+pub(crate) trait IndexKernel {
+    fn index_select(
+        self,
+        a: &RawTensor,
+        d: usize,
+        index: &RawTensor,
+        shape: Dims,
+    ) -> Result<RawTensor>;
+    fn gather(self, a: &RawTensor, d: usize, index: &RawTensor, shape: Dims) -> Result<RawTensor>;
+}

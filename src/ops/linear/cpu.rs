@@ -76,3 +76,16 @@ pub(crate) fn linear(
         _ => unreachable!("checked in plan"),
     }
 }
+
+impl super::LinearKernel for crate::ops::backend::CpuBackend {
+    #[inline(always)]
+    fn linear(
+        self,
+        x: &RawTensor,
+        w: &RawTensor,
+        bias: Option<&RawTensor>,
+        plan: (usize, usize, usize, Dims),
+    ) -> Result<RawTensor> {
+        linear(x, w, bias, plan)
+    }
+}

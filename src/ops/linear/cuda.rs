@@ -76,3 +76,16 @@ pub(crate) fn linear(
     }
     Ok(memory::tensor_from_storage(out, shape, gpu.ordinal))
 }
+
+impl super::LinearKernel for crate::ops::backend::CudaBackend {
+    #[inline(always)]
+    fn linear(
+        self,
+        x: &RawTensor,
+        w: &RawTensor,
+        bias: Option<&RawTensor>,
+        plan: (usize, usize, usize, Dims),
+    ) -> Result<RawTensor> {
+        linear(self.0, x, w, bias, plan)
+    }
+}

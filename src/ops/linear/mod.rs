@@ -102,3 +102,17 @@ pub(crate) fn linear(
     };
     dispatch!(@run device, |be| be.linear(x, weight, bias, plan))
 }
+
+/// The kernel entries of this family, one impl per backend: [`CpuBackend`](crate::ops::backend::CpuBackend)
+/// in `cpu.rs`, [`CudaBackend`](crate::ops::backend::CudaBackend) in `cuda.rs`. The operands are on
+/// that backend's device (`dispatch!` checked it) and the functions above planned shapes
+/// and checked dtypes.
+pub(crate) trait LinearKernel {
+    fn linear(
+        self,
+        x: &RawTensor,
+        w: &RawTensor,
+        bias: Option<&RawTensor>,
+        plan: (usize, usize, usize, Dims),
+    ) -> Result<RawTensor>;
+}

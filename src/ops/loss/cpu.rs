@@ -73,3 +73,17 @@ pub(crate) fn cross_entropy(
         _ => unreachable!("checked"),
     }
 }
+
+impl super::LossKernel for crate::ops::backend::CpuBackend {
+    #[inline(always)]
+    fn cross_entropy(
+        self,
+        logits: &RawTensor,
+        targets: &RawTensor,
+        weight: Option<&RawTensor>,
+        options: CrossEntropyOptions,
+        nc: (usize, usize),
+    ) -> Result<RawTensor> {
+        cross_entropy(logits, targets, weight, options, nc)
+    }
+}

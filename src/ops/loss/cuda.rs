@@ -115,3 +115,17 @@ fn typed<T: CudaElement>(
         }
     }
 }
+
+impl super::LossKernel for crate::ops::backend::CudaBackend {
+    #[inline(always)]
+    fn cross_entropy(
+        self,
+        logits: &RawTensor,
+        targets: &RawTensor,
+        weight: Option<&RawTensor>,
+        options: CrossEntropyOptions,
+        nc: (usize, usize),
+    ) -> Result<RawTensor> {
+        cross_entropy(self.0, logits, targets, weight, options, nc)
+    }
+}

@@ -124,3 +124,18 @@ pub(crate) fn cross_entropy(
         (n, c)
     ))
 }
+
+/// The kernel entries of this family, one impl per backend: [`CpuBackend`](crate::ops::backend::CpuBackend)
+/// in `cpu.rs`, [`CudaBackend`](crate::ops::backend::CudaBackend) in `cuda.rs`. The operands are on
+/// that backend's device (`dispatch!` checked it) and the functions above planned shapes
+/// and checked dtypes.
+pub(crate) trait LossKernel {
+    fn cross_entropy(
+        self,
+        logits: &RawTensor,
+        targets: &RawTensor,
+        weight: Option<&RawTensor>,
+        options: CrossEntropyOptions,
+        nc: (usize, usize),
+    ) -> Result<RawTensor>;
+}

@@ -435,6 +435,13 @@ pub(crate) fn matmul(a: &RawTensor, b: &RawTensor, plan: &MatmulPlan) -> Result<
     }
 }
 
+impl super::MatmulKernel for crate::ops::backend::CpuBackend {
+    #[inline(always)]
+    fn matmul(self, a: &RawTensor, b: &RawTensor, plan: &MatmulPlan) -> Result<RawTensor> {
+        matmul(a, b, plan)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::GemmCall;

@@ -125,3 +125,10 @@ pub(crate) fn matmul(
         gpu.ordinal,
     ))
 }
+
+impl super::MatmulKernel for crate::ops::backend::CudaBackend {
+    #[inline(always)]
+    fn matmul(self, a: &RawTensor, b: &RawTensor, plan: &MatmulPlan) -> Result<RawTensor> {
+        matmul(self.0, a, b, plan)
+    }
+}

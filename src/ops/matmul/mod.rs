@@ -141,3 +141,11 @@ pub(crate) fn matmul(a: &RawTensor, b: &RawTensor) -> Result<RawTensor> {
     let plan = plan(a, b)?;
     dispatch!([a, b], |be| be.matmul(a, b, &plan))
 }
+
+/// The kernel entries of this family, one impl per backend: [`CpuBackend`](crate::ops::backend::CpuBackend)
+/// in `cpu.rs`, [`CudaBackend`](crate::ops::backend::CudaBackend) in `cuda.rs`. The operands are on
+/// that backend's device (`dispatch!` checked it) and the functions above planned shapes
+/// and checked dtypes.
+pub(crate) trait MatmulKernel {
+    fn matmul(self, a: &RawTensor, b: &RawTensor, plan: &MatmulPlan) -> Result<RawTensor>;
+}

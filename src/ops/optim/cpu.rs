@@ -251,3 +251,31 @@ pub(crate) fn adam(
         _ => unreachable!("checked in adam"),
     }
 }
+
+impl super::OptimKernel for crate::ops::backend::CpuBackend {
+    #[inline(always)]
+    fn sgd(
+        self,
+        param: &mut RawTensor,
+        grad: &RawTensor,
+        buffer: &mut Option<RawTensor>,
+        u: &SgdUpdate,
+        skip: Option<&RawTensor>,
+    ) -> Result<()> {
+        sgd(param, grad, buffer, u, skip)
+    }
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn adam(
+        self,
+        param: &mut RawTensor,
+        grad: &RawTensor,
+        m: &mut Option<RawTensor>,
+        v: &mut Option<RawTensor>,
+        u: &AdamUpdate,
+        corrections: Option<&RawTensor>,
+        skip: Option<&RawTensor>,
+    ) -> Result<()> {
+        adam(param, grad, m, v, u, corrections, skip)
+    }
+}

@@ -260,3 +260,31 @@ fn adam_typed<T: CudaElement + OpMath<Acc: DeviceRepr>>(
         1,
     )
 }
+
+impl super::OptimKernel for crate::ops::backend::CudaBackend {
+    #[inline(always)]
+    fn sgd(
+        self,
+        param: &mut RawTensor,
+        grad: &RawTensor,
+        buffer: &mut Option<RawTensor>,
+        u: &SgdUpdate,
+        skip: Option<&RawTensor>,
+    ) -> Result<()> {
+        sgd(self.0, param, grad, buffer, u, skip)
+    }
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn adam(
+        self,
+        param: &mut RawTensor,
+        grad: &RawTensor,
+        m: &mut Option<RawTensor>,
+        v: &mut Option<RawTensor>,
+        u: &AdamUpdate,
+        corrections: Option<&RawTensor>,
+        skip: Option<&RawTensor>,
+    ) -> Result<()> {
+        adam(self.0, param, grad, m, v, u, corrections, skip)
+    }
+}

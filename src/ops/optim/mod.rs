@@ -395,6 +395,32 @@ pub(crate) fn adam(
     ))
 }
 
+/// The kernel entries of this family, one impl per backend: [`CpuBackend`](crate::ops::backend::CpuBackend)
+/// in `cpu.rs`, [`CudaBackend`](crate::ops::backend::CudaBackend) in `cuda.rs`. The operands are on
+/// that backend's device (`dispatch!` checked it) and the functions above planned shapes
+/// and checked dtypes.
+pub(crate) trait OptimKernel {
+    fn sgd(
+        self,
+        param: &mut RawTensor,
+        grad: &RawTensor,
+        buffer: &mut Option<RawTensor>,
+        u: &SgdUpdate,
+        skip: Option<&RawTensor>,
+    ) -> Result<()>;
+    #[allow(clippy::too_many_arguments)]
+    fn adam(
+        self,
+        param: &mut RawTensor,
+        grad: &RawTensor,
+        m: &mut Option<RawTensor>,
+        v: &mut Option<RawTensor>,
+        u: &AdamUpdate,
+        corrections: Option<&RawTensor>,
+        skip: Option<&RawTensor>,
+    ) -> Result<()>;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

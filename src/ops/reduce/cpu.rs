@@ -269,3 +269,14 @@ pub(crate) fn arg_reduce(a: &RawTensor, plan: &ReducePlan, max: bool) -> Result<
     let s = a.cpu_storage().expect("cpu");
     cpu_dispatch!(s, |data: T| arg_typed::<T>(data, plan, max))
 }
+
+impl super::ReduceKernel for crate::ops::backend::CpuBackend {
+    #[inline(always)]
+    fn reduce(self, a: &RawTensor, plan: &ReducePlan, op: ReduceOp) -> Result<RawTensor> {
+        reduce(a, plan, op)
+    }
+    #[inline(always)]
+    fn arg_reduce(self, a: &RawTensor, plan: &ReducePlan, max: bool) -> Result<RawTensor> {
+        arg_reduce(a, plan, max)
+    }
+}

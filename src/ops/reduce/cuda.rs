@@ -288,3 +288,14 @@ pub(crate) fn arg_reduce(
     }
     Ok(memory::tensor(out, plan.out_shape, gpu.ordinal))
 }
+
+impl super::ReduceKernel for crate::ops::backend::CudaBackend {
+    #[inline(always)]
+    fn reduce(self, a: &RawTensor, plan: &ReducePlan, op: ReduceOp) -> Result<RawTensor> {
+        reduce(self.0, a, plan, op)
+    }
+    #[inline(always)]
+    fn arg_reduce(self, a: &RawTensor, plan: &ReducePlan, max: bool) -> Result<RawTensor> {
+        arg_reduce(self.0, a, plan, max)
+    }
+}

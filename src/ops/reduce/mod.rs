@@ -142,3 +142,12 @@ pub(crate) fn arg_reduce(a: &RawTensor, dim: isize, keepdim: bool, max: bool) ->
     }
     dispatch!([a], |be| be.arg_reduce(a, &plan, max))
 }
+
+/// The kernel entries of this family, one impl per backend: [`CpuBackend`](crate::ops::backend::CpuBackend)
+/// in `cpu.rs`, [`CudaBackend`](crate::ops::backend::CudaBackend) in `cuda.rs`. The operands are on
+/// that backend's device (`dispatch!` checked it) and the functions above planned shapes
+/// and checked dtypes.
+pub(crate) trait ReduceKernel {
+    fn reduce(self, a: &RawTensor, plan: &ReducePlan, op: ReduceOp) -> Result<RawTensor>;
+    fn arg_reduce(self, a: &RawTensor, plan: &ReducePlan, max: bool) -> Result<RawTensor>;
+}

@@ -46,3 +46,10 @@ pub(crate) fn relu_backward(grad: Operand<'_>, y: &RawTensor) -> Result<RawTenso
         _ => unreachable!("checked in relu_backward"),
     }
 }
+
+impl super::ReluBackwardKernel for crate::ops::backend::CpuBackend {
+    #[inline(always)]
+    fn relu_backward(self, grad: Operand<'_>, y: &RawTensor) -> Result<RawTensor> {
+        relu_backward(grad, y)
+    }
+}

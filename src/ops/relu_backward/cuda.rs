@@ -45,3 +45,10 @@ pub(crate) fn relu_backward(
     )?;
     Ok(memory::tensor_from_storage(out, shape, gpu.ordinal))
 }
+
+impl super::ReluBackwardKernel for crate::ops::backend::CudaBackend {
+    #[inline(always)]
+    fn relu_backward(self, grad: Operand<'_>, y: &RawTensor) -> Result<RawTensor> {
+        relu_backward(self.0, grad, y)
+    }
+}

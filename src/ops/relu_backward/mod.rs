@@ -26,3 +26,11 @@ pub(crate) fn relu_backward(grad: Operand<'_>, y: &RawTensor) -> Result<RawTenso
     }
     dispatch!([&grad, y], |be| be.relu_backward(grad, y))
 }
+
+/// The kernel entries of this family, one impl per backend: [`CpuBackend`](crate::ops::backend::CpuBackend)
+/// in `cpu.rs`, [`CudaBackend`](crate::ops::backend::CudaBackend) in `cuda.rs`. The operands are on
+/// that backend's device (`dispatch!` checked it) and the functions above planned shapes
+/// and checked dtypes.
+pub(crate) trait ReluBackwardKernel {
+    fn relu_backward(self, grad: Operand<'_>, y: &RawTensor) -> Result<RawTensor>;
+}

@@ -137,3 +137,26 @@ pub(crate) fn index_add(
         _ => unreachable!("checked in index_add"),
     }
 }
+
+impl super::ScatterKernel for crate::ops::backend::CpuBackend {
+    #[inline(always)]
+    fn scatter_add(
+        self,
+        shape: Dims,
+        dim: usize,
+        index: &RawTensor,
+        src: &RawTensor,
+    ) -> Result<RawTensor> {
+        scatter_add(shape, dim, index, src)
+    }
+    #[inline(always)]
+    fn index_add(
+        self,
+        shape: Dims,
+        dim: usize,
+        index: &RawTensor,
+        src: &RawTensor,
+    ) -> Result<RawTensor> {
+        index_add(shape, dim, index, src)
+    }
+}

@@ -178,3 +178,26 @@ pub(crate) fn index_add(
     };
     run(gpu, shape, index, src, args)
 }
+
+impl super::ScatterKernel for crate::ops::backend::CudaBackend {
+    #[inline(always)]
+    fn scatter_add(
+        self,
+        shape: Dims,
+        dim: usize,
+        index: &RawTensor,
+        src: &RawTensor,
+    ) -> Result<RawTensor> {
+        scatter_add(self.0, shape, dim, index, src)
+    }
+    #[inline(always)]
+    fn index_add(
+        self,
+        shape: Dims,
+        dim: usize,
+        index: &RawTensor,
+        src: &RawTensor,
+    ) -> Result<RawTensor> {
+        index_add(self.0, shape, dim, index, src)
+    }
+}

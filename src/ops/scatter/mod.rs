@@ -88,3 +88,24 @@ pub(crate) fn index_add(
     }
     dispatch!(@run on(device, index, src)?, |be| be.index_add(shape, dim, index, src))
 }
+
+/// The kernel entries of this family, one impl per backend: [`CpuBackend`](crate::ops::backend::CpuBackend)
+/// in `cpu.rs`, [`CudaBackend`](crate::ops::backend::CudaBackend) in `cuda.rs`. The operands are on
+/// that backend's device (`dispatch!` checked it) and the functions above planned shapes
+/// and checked dtypes.
+pub(crate) trait ScatterKernel {
+    fn scatter_add(
+        self,
+        shape: Dims,
+        dim: usize,
+        index: &RawTensor,
+        src: &RawTensor,
+    ) -> Result<RawTensor>;
+    fn index_add(
+        self,
+        shape: Dims,
+        dim: usize,
+        index: &RawTensor,
+        src: &RawTensor,
+    ) -> Result<RawTensor>;
+}

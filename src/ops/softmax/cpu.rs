@@ -75,3 +75,10 @@ pub(crate) fn softmax(a: RawTensor, log: bool) -> Result<RawTensor> {
         _ => unreachable!("checked in softmax"),
     }
 }
+
+impl super::SoftmaxKernel for crate::ops::backend::CpuBackend {
+    #[inline(always)]
+    fn softmax(self, a: RawTensor, log: bool) -> Result<RawTensor> {
+        softmax(a, log)
+    }
+}

@@ -45,3 +45,10 @@ pub(crate) fn softmax(gpu: &'static GpuContext, a: RawTensor, log: bool) -> Resu
         gpu.ordinal,
     ))
 }
+
+impl super::SoftmaxKernel for crate::ops::backend::CudaBackend {
+    #[inline(always)]
+    fn softmax(self, a: RawTensor, log: bool) -> Result<RawTensor> {
+        softmax(self.0, a, log)
+    }
+}

@@ -32,3 +32,11 @@ pub(crate) fn softmax(a: &RawTensor, dim: isize, log: bool) -> Result<RawTensor>
     let out = dispatch!([&moved], |be| be.softmax(moved, log))?;
     crate::ops::shape::transpose(&out, d as isize, last as isize)?.contiguous()
 }
+
+/// The kernel entries of this family, one impl per backend: [`CpuBackend`](crate::ops::backend::CpuBackend)
+/// in `cpu.rs`, [`CudaBackend`](crate::ops::backend::CudaBackend) in `cuda.rs`. The operands are on
+/// that backend's device (`dispatch!` checked it) and the functions above planned shapes
+/// and checked dtypes.
+pub(crate) trait SoftmaxKernel {
+    fn softmax(self, a: RawTensor, log: bool) -> Result<RawTensor>;
+}

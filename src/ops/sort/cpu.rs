@@ -319,3 +319,21 @@ pub(crate) fn sort(
         ))
     })
 }
+
+impl super::SortKernel for crate::ops::backend::CpuBackend {
+    #[inline(always)]
+    fn cumsum(self, a: &RawTensor, lines: Lines, reverse: bool) -> Result<RawTensor> {
+        cumsum(a, lines, reverse)
+    }
+    #[inline(always)]
+    fn sort(
+        self,
+        a: &RawTensor,
+        lines: Lines,
+        descending: bool,
+        k: usize,
+        shape: Dims,
+    ) -> Result<(RawTensor, RawTensor)> {
+        sort(a, lines, descending, k, shape)
+    }
+}

@@ -84,3 +84,21 @@ pub(crate) fn sort(
         memory::tensor(indices, shape, gpu.ordinal),
     ))
 }
+
+impl super::SortKernel for crate::ops::backend::CudaBackend {
+    #[inline(always)]
+    fn cumsum(self, a: &RawTensor, lines: Lines, reverse: bool) -> Result<RawTensor> {
+        cumsum(self.0, a, lines, reverse)
+    }
+    #[inline(always)]
+    fn sort(
+        self,
+        a: &RawTensor,
+        lines: Lines,
+        descending: bool,
+        k: usize,
+        shape: Dims,
+    ) -> Result<(RawTensor, RawTensor)> {
+        sort(self.0, a, lines, descending, k, shape)
+    }
+}

@@ -8,7 +8,7 @@ pub(super) mod cpu;
 pub(super) mod cuda;
 
 use crate::core::error::{Error, Result};
-use crate::core::layout::wrap_dim;
+use crate::core::layout::{wrap_dim, Dims};
 use crate::core::raw::RawTensor;
 use crate::core::DType;
 
@@ -80,4 +80,20 @@ pub(crate) fn sort(
         shape[d] = k;
     }
     dispatch!([&a], |be| be.sort(&a, lines, descending, k, shape))
+}
+
+/// The kernel entries of this family, one impl per backend: [`CpuBackend`](crate::ops::backend::CpuBackend)
+/// in `cpu.rs`, [`CudaBackend`](crate::ops::backend::CudaBackend) in `cuda.rs`. The operands are on
+/// that backend's device (`dispatch!` checked it) and the functions above planned shapes
+/// and checked dtypes.
+pub(crate) trait SortKernel {
+    fn cumsum(self, a: &RawTensor, lines: Lines, reverse: bool) -> Result<RawTensor>;
+    fn sort(
+        self,
+        a: &RawTensor,
+        lines: Lines,
+        descending: bool,
+        k: usize,
+        shape: Dims,
+    ) -> Result<(RawTensor, RawTensor)>;
 }

@@ -270,3 +270,10 @@ pub(crate) fn unary(a: Operand<'_>, op: UnaryOp) -> Result<RawTensor> {
         DType::Bool => unreachable!("booleans are refused in `unary`"),
     }
 }
+
+impl super::UnaryKernel for crate::ops::backend::CpuBackend {
+    #[inline(always)]
+    fn unary(self, a: Operand<'_>, op: UnaryOp) -> Result<RawTensor> {
+        unary(a, op)
+    }
+}

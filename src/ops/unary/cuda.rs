@@ -66,3 +66,10 @@ pub(crate) fn unary(gpu: &'static GpuContext, a: Operand<'_>, op: UnaryOp) -> Re
         gpu.ordinal,
     ))
 }
+
+impl super::UnaryKernel for crate::ops::backend::CudaBackend {
+    #[inline(always)]
+    fn unary(self, a: Operand<'_>, op: UnaryOp) -> Result<RawTensor> {
+        unary(self.0, a, op)
+    }
+}

@@ -82,3 +82,11 @@ pub(crate) fn unary(a: Operand<'_>, op: UnaryOp) -> Result<RawTensor> {
     }
     dispatch!([&a], |be| be.unary(a, op))
 }
+
+/// The kernel entries of this family, one impl per backend: [`CpuBackend`](crate::ops::backend::CpuBackend)
+/// in `cpu.rs`, [`CudaBackend`](crate::ops::backend::CudaBackend) in `cuda.rs`. The operands are on
+/// that backend's device (`dispatch!` checked it) and the functions above planned shapes
+/// and checked dtypes.
+pub(crate) trait UnaryKernel {
+    fn unary(self, a: Operand<'_>, op: UnaryOp) -> Result<RawTensor>;
+}

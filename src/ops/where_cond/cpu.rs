@@ -42,3 +42,16 @@ pub(crate) fn where_cond(
         DType::BF16 => go::<half::bf16>(cond, a, b, shape),
     }
 }
+
+impl super::WhereKernel for crate::ops::backend::CpuBackend {
+    #[inline(always)]
+    fn where_cond(
+        self,
+        c: &RawTensor,
+        a: &RawTensor,
+        b: &RawTensor,
+        shape: Dims,
+    ) -> Result<RawTensor> {
+        where_cond(c, a, b, shape)
+    }
+}

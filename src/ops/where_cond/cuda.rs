@@ -51,3 +51,16 @@ pub(crate) fn where_cond(
     }
     Ok(memory::tensor_from_storage(out, shape, gpu.ordinal))
 }
+
+impl super::WhereKernel for crate::ops::backend::CudaBackend {
+    #[inline(always)]
+    fn where_cond(
+        self,
+        c: &RawTensor,
+        a: &RawTensor,
+        b: &RawTensor,
+        shape: Dims,
+    ) -> Result<RawTensor> {
+        where_cond(self.0, c, a, b, shape)
+    }
+}

@@ -4,7 +4,7 @@ pub(super) mod cpu;
 pub(super) mod cuda;
 
 use crate::core::error::{Error, Result};
-use crate::core::layout::broadcast_shapes;
+use crate::core::layout::{broadcast_shapes, Dims};
 use crate::core::raw::RawTensor;
 use crate::core::DType;
 
@@ -24,4 +24,18 @@ pub(crate) fn where_cond(cond: &RawTensor, a: &RawTensor, b: &RawTensor) -> Resu
     }
     let shape = broadcast_shapes(&broadcast_shapes(cond.shape(), a.shape())?, b.shape())?;
     dispatch!([cond, a, b], |be| be.where_cond(cond, a, b, shape))
+}
+
+/// The kernel entries of this family, one impl per backend: [`CpuBackend`](crate::ops::backend::CpuBackend)
+/// in `cpu.rs`, [`CudaBackend`](crate::ops::backend::CudaBackend) in `cuda.rs`. The operands are on
+/// that backend's device (`dispatch!` checked it) and the functions above planned shapes
+/// and checked dtypes.
+pub(crate) trait WhereKernel {
+    fn where_cond(
+        self,
+        c: &RawTensor,
+        a: &RawTensor,
+        b: &RawTensor,
+        shape: Dims,
+    ) -> Result<RawTensor>;
 }
