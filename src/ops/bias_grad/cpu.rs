@@ -20,7 +20,7 @@ fn add_rows<T: Float>(acc: &mut [T], rows: &[T]) {
 
 fn typed<T: Float>(grad: &RawTensor) -> Result<RawTensor> {
     let n = *grad.shape().last().expect("rank >= 1");
-    let g = grad.contiguous()?;
+    let g = crate::ops::copy::cpu::contiguous_or_self(grad)?;
     let range = g.layout.contiguous_range().expect("contiguous");
     let data = &g.cpu_slice::<T>().expect("cpu")[range];
     let rows = data.len().checked_div(n).unwrap_or(0);

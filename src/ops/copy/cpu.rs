@@ -46,6 +46,16 @@ pub(crate) fn contiguous(t: &RawTensor) -> Result<RawTensor> {
     )))
 }
 
+/// The tensor itself when contiguous, else a contiguous copy: what a CPU kernel calls instead of
+/// `RawTensor::contiguous`, which goes back through the dispatcher (a kernel is a leaf).
+pub(crate) fn contiguous_or_self(t: &RawTensor) -> Result<RawTensor> {
+    if t.layout.is_contiguous() {
+        Ok(t.clone())
+    } else {
+        contiguous(t)
+    }
+}
+
 /// The values of a CPU tensor converted to `dtype`.
 pub(crate) fn cast(t: &RawTensor, dtype: DType) -> Result<RawTensor> {
     if let Some(done) = cast_half(t, dtype) {

@@ -30,7 +30,7 @@ fn typed<T: Float + UnaryMath>(
         }
         total_weight += class_weight(t);
     }
-    let x = logits.contiguous()?;
+    let x = crate::ops::copy::cpu::contiguous_or_self(logits)?;
     let start = x.layout.offset;
     let data = &x.cpu_slice::<T>().expect("cpu")[start..start + n * c];
     let mut out = T::pool().take(n * c)?;

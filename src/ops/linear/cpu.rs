@@ -19,7 +19,17 @@ fn typed<T: Gemm>(
     let x2 = if x.rank() == 2 {
         x
     } else {
-        reshaped = crate::ops::shape::reshape(x, &[rows as isize, k as isize])?;
+        reshaped = match x.layout.view(&[rows, k])? {
+            Some(l) => x.with_layout(l),
+            None => {
+                let c = crate::ops::copy::cpu::contiguous(x)?;
+                let l = c
+                    .layout
+                    .view(&[rows, k])?
+                    .expect("contiguous tensors always have a view");
+                c.with_layout(l)
+            }
+        };
         &reshaped
     };
     let mut buffer = PooledVec::<T>::with_len(rows * n)?;

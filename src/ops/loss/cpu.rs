@@ -22,7 +22,7 @@ fn typed<T: Float + UnaryMath>(
         }
     }
     let weight = weight.map(|w| w.to_vec::<T>()).transpose()?;
-    let x = logits.contiguous()?;
+    let x = crate::ops::copy::cpu::contiguous_or_self(logits)?;
     let data = &x.cpu_slice::<T>().expect("cpu")[x.layout.offset..x.layout.offset + n * c];
     let mut losses = crate::core::pool::zeroed_vec::<T>(n)?;
     let (mut total, mut total_weight) = (T::ZERO, T::ZERO);

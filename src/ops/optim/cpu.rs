@@ -58,7 +58,7 @@ fn sgd_typed<T: OpMath>(
         }
         return Ok(());
     }
-    let g = grad.contiguous()?;
+    let g = crate::ops::copy::cpu::contiguous_or_self(grad)?;
     let gs = &g.cpu_slice::<T>().expect("cpu")[g.layout.contiguous_range().expect("contiguous")];
     make_unique::<T>(param)?;
     let p = param.unique_cpu_data::<T>().expect("made unique");
@@ -151,7 +151,7 @@ fn adam_typed<T: OpMath>(
     }
     // Bias corrections of a step count kept in a tensor (checked in `ops::optim::adam`).
     let corrections = corrections.map(|c| c.to_vec::<T::Acc>()).transpose()?;
-    let g = grad.contiguous()?;
+    let g = crate::ops::copy::cpu::contiguous_or_self(grad)?;
     let gs = &g.cpu_slice::<T>().expect("cpu")[g.layout.contiguous_range().expect("contiguous")];
     make_unique::<T>(param)?;
     if exp_avg.is_none() {
