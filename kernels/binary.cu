@@ -200,7 +200,7 @@ COMPARE_ALL(le, LeOp)
 COMPARE_ALL(gt, GtOp)
 COMPARE_ALL(ge, GeOp)
 
-// The gradient of relu (src/ops/relu_backward): out[i] = y[i] <= 0 ? 0 : grad[i], where y is
+// The gradient of relu (src/ops/binary/relu_backward): out[i] = y[i] <= 0 ? 0 : grad[i], where y is
 // the relu's output: PyTorch's threshold_backward, so a NaN output passes the gradient, as on
 // the CPU.
 template <typename T> struct ReluBackwardOp {

@@ -1,4 +1,4 @@
-// Adding values into a zeroed tensor at indexed places (src/ops/scatter): the gradients of
+// Adding values into a zeroed tensor at indexed places (src/ops/index/scatter): the gradients of
 // gather (`scatter_add`) and index_select (`index_add`).
 //
 // scatter_add_<dtype>(out, src, index, ScatterArgs, n)

@@ -44,7 +44,7 @@ pub(crate) fn binary(a: In<'_>, b: In<'_>, op: BinaryOp) -> Result<Out> {
                 BinaryOp::Add => (need_a.then(|| g.clone()), need_b.then_some(g)),
                 BinaryOp::AddRelu => {
                     // The sum's gradient, where the output passed through.
-                    let g = ops::relu_backward::relu_backward(Operand::Owned(g), &out)?;
+                    let g = ops::binary::relu_backward::relu_backward(Operand::Owned(g), &out)?;
                     (need_a.then(|| g.clone()), need_b.then_some(g))
                 }
                 BinaryOp::Sub => (
@@ -156,7 +156,7 @@ pub(crate) fn binary_scalar(
             let ga = match (op, scalar_first) {
                 (BinaryOp::Add, _) | (BinaryOp::Sub, false) => g,
                 (BinaryOp::AddRelu, _) => {
-                    ops::relu_backward::relu_backward(Operand::Owned(g), &out)?
+                    ops::binary::relu_backward::relu_backward(Operand::Owned(g), &out)?
                 }
                 (BinaryOp::Sub, true) => kit::neg(g)?,
                 (BinaryOp::Mul, _) => kit::mul_scalar(g, s)?,

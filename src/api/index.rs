@@ -21,7 +21,7 @@ pub(crate) fn gather(a: In<'_>, dim: isize, index: &RawTensor) -> Result<Out> {
             } else {
                 wrap_dim(dim, shape.len())?
             };
-            Ok(vec![Some(ops::scatter::scatter_add(
+            Ok(vec![Some(ops::index::scatter::scatter_add(
                 &shape, d, &index, &g, device,
             )?)])
         }
@@ -40,7 +40,7 @@ pub(crate) fn index_select(a: In<'_>, dim: isize, index: &RawTensor) -> Result<O
             } else {
                 wrap_dim(dim, shape.len())?
             };
-            Ok(vec![Some(ops::scatter::index_add(
+            Ok(vec![Some(ops::index::scatter::index_add(
                 &shape, d, &index, &g, device,
             )?)])
         }

@@ -61,7 +61,9 @@ pub(crate) fn linear(x: In<'_>, weight: In<'_>, bias: Option<In<'_>>) -> Result<
                     }
                     None => None,
                 };
-                let gb = need_b.then(|| ops::bias_grad::bias_grad(&g2)).transpose()?;
+                let gb = need_b
+                    .then(|| ops::linear::bias_grad::bias_grad(&g2))
+                    .transpose()?;
                 Ok(vec![gx, gw, gb])
             }
         },

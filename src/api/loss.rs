@@ -22,7 +22,7 @@ pub(crate) fn cross_entropy(
         let (x, t, w) = (logits.value.clone(), targets.clone(), weight.cloned());
         move |g| {
             Ok(vec![Some(
-                ops::cross_entropy_backward::cross_entropy_backward(
+                ops::loss::cross_entropy_backward::cross_entropy_backward(
                     &x,
                     &t,
                     w.as_ref(),

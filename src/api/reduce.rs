@@ -62,7 +62,7 @@ pub(crate) fn extreme_dim(a: In<'_>, dim: isize, keepdim: bool, max: bool) -> Re
                     .map(|j| if j == d { 1 } else { shape[j] })
                     .collect();
                 let g = kit::reshape(&g, &kept)?;
-                Ok(vec![Some(ops::scatter::scatter_add(
+                Ok(vec![Some(ops::index::scatter::scatter_add(
                     &shape, d, &index, &g, x.device,
                 )?)])
             }

@@ -67,7 +67,7 @@ fn picked(name: &'static str, a: In<'_>, value: RawTensor, indices: &RawTensor, 
             if shape.is_empty() {
                 return Ok(vec![Some(g)]);
             }
-            Ok(vec![Some(ops::scatter::scatter_add(
+            Ok(vec![Some(ops::index::scatter::scatter_add(
                 &shape, d, &index, &g, device,
             )?)])
         }

@@ -37,7 +37,7 @@ fn rule(
     let y = || y.expect("the output is saved for this op");
     match op {
         UnaryOp::Neg => kit::neg(g),
-        UnaryOp::Relu => ops::relu_backward::relu_backward(Operand::Owned(g), y()),
+        UnaryOp::Relu => ops::binary::relu_backward::relu_backward(Operand::Owned(g), y()),
         UnaryOp::Abs => {
             let sign = kit::sub(
                 kit::mask_scalar(x(), 0.0, CompareOp::Gt)?,

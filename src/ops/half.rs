@@ -360,14 +360,11 @@ mod tests {
         let values: Vec<f32> = (0..12).map(|i| (i as f32 - 5.3) * 1.000_123_4e3).collect();
         let t = RawTensor::from_cpu_vec(values.clone(), Dims::shape(&[3, 4]).unwrap());
         let tt = crate::ops::shape::transpose(&t, 0, 1).unwrap();
-        for view in [&t, &tt] {
+        // The transpose's row-major order: element [i, j] is values[j * 4 + i].
+        let transposed: Vec<f32> = (0..12).map(|p| values[(p % 3) * 4 + p / 3]).collect();
+        for (view, expect) in [(&t, &values), (&tt, &transposed)] {
             let f16s = narrow(view.clone(), DType::F16).unwrap();
             let bf16s = narrow(view.clone(), DType::BF16).unwrap();
-            let expect: Vec<f32> = crate::ops::copy::cpu::contiguous(view)
-                .unwrap()
-                .cpu_slice::<f32>()
-                .unwrap()
-                .to_vec();
             let got16 = f16s.cpu_slice::<half::f16>().unwrap();
             let gotb = bf16s.cpu_slice::<half::bf16>().unwrap();
             for (i, &x) in expect.iter().enumerate() {

@@ -5,11 +5,11 @@
 //! Every file in `kernels/` is one [`KernelFile`], declared by the op family that launches its
 //! kernels, beside that code (`KERNELS` in `ops/<family>/cuda.rs`): its text, embedded in the
 //! crate, and the names the family builds when it launches (`<kernel>_<dtype suffix>`, from the
-//! same op enums the launches use). Two files serve two families each: `binary.cu` (declared by
-//! `ops::binary`, whose list takes `ops::relu_backward`'s names) and `loss.cu` (declared by
-//! `ops::loss`, with `ops::cross_entropy_backward`'s). The CUDA backend compiles, caches and
-//! loads files by these descriptions and knows no op; [`compile_kernels`] checks, without a
-//! GPU, that each file defines exactly the kernels named.
+//! same op enums the launches use). A family's backward kernels are in a module inside it
+//! and in its file: `binary.cu` holds `ops::binary::relu_backward`'s and `loss.cu`
+//! `ops::loss::cross_entropy_backward`'s (their names join the family's list). The CUDA
+//! backend compiles, caches and loads files by these descriptions and knows no op;
+//! [`compile_kernels`] checks, without a GPU, that each file defines exactly the kernels named.
 
 use crate::backend::cuda::kernels::{compile_and_store, ptx_entries, KernelFile};
 use crate::core::error::{Error, Result};
@@ -25,7 +25,7 @@ pub(crate) static ALL: [&KernelFile; 13] = [
     &super::index::cuda::KERNELS,
     &super::where_cond::cuda::KERNELS,
     &super::loss::cuda::KERNELS,
-    &super::scatter::cuda::KERNELS,
+    &super::index::scatter::cuda::KERNELS,
     &super::optim::cuda::KERNELS,
     &super::amp::cuda::KERNELS,
     &super::sort::cuda::KERNELS,

@@ -56,12 +56,10 @@ macro_rules! cpu_dispatch {
 #[macro_use]
 pub(crate) mod backend;
 pub(crate) mod amp;
-pub(crate) mod bias_grad;
 pub(crate) mod binary;
 pub(crate) mod cat;
 pub(crate) mod copy;
 pub(crate) mod creation;
-pub(crate) mod cross_entropy_backward;
 pub(crate) mod half;
 pub(crate) mod index;
 pub(crate) mod kernel_files;
@@ -71,8 +69,6 @@ pub(crate) mod loss;
 pub(crate) mod matmul;
 pub(crate) mod optim;
 pub(crate) mod reduce;
-pub(crate) mod relu_backward;
-pub(crate) mod scatter;
 pub(crate) mod shape;
 pub(crate) mod softmax;
 pub(crate) mod sort;

@@ -17,7 +17,7 @@ use crate::ops::kernels::{typed, ALL_TYPES, FLOAT_TYPES, NUMERIC_TYPES};
 use cudarc::driver::DeviceRepr;
 
 /// `kernels/binary.cu`: arithmetic and comparisons (here) and the relu gradient
-/// (`ops::relu_backward`, which names its own kernels).
+/// (`ops::binary::relu_backward`, which names its own kernels).
 pub(crate) static KERNELS: KernelFile = KernelFile {
     file: "binary.cu",
     source: include_str!("../../../kernels/binary.cu"),
@@ -40,7 +40,7 @@ pub(crate) static KERNELS: KernelFile = KernelFile {
                 &ALL_TYPES,
             );
         }
-        n.extend(crate::ops::relu_backward::cuda::kernel_names());
+        n.extend(super::relu_backward::cuda::kernel_names());
         n
     },
 };

@@ -2,6 +2,8 @@
 
 pub(super) mod cpu;
 pub(super) mod cuda;
+/// The gradient of `relu` (and of `add_relu`): a two-operand map whose kernel is in `binary.cu`.
+pub(crate) mod relu_backward;
 
 use crate::core::error::{Error, Result};
 use crate::core::layout::{broadcast_shapes, Dims};

@@ -3,6 +3,8 @@
 
 pub(super) mod cpu;
 pub(super) mod cuda;
+/// The gradients of `gather` (`scatter_add`) and `index_select` (`index_add`).
+pub(crate) mod scatter;
 
 use crate::core::error::{Error, Result};
 use crate::core::layout::{wrap_dim, Dims};

@@ -1,6 +1,8 @@
 //! `linear(x, weight, bias) = x @ weight.T + bias`, fused (PyTorch's `addmm`): the bias is
 //! written first and the product accumulated onto it, with no transposed copy of the weight.
 
+/// The bias gradient of a linear layer.
+pub(crate) mod bias_grad;
 pub(super) mod cpu;
 pub(super) mod cuda;
 

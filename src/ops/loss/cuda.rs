@@ -20,7 +20,7 @@ use crate::ops::copy::cuda::{contiguous_or_self, narrow, widen};
 use crate::ops::kernels::{typed as typed_names, WIDE_FLOAT_TYPES};
 
 /// `kernels/loss.cu`: the forward kernels (here) and the gradient's
-/// (`ops::cross_entropy_backward`, which names its own).
+/// (`ops::loss::cross_entropy_backward`, which names its own).
 pub(crate) static KERNELS: KernelFile = KernelFile {
     file: "loss.cu",
     source: include_str!("../../../kernels/loss.cu"),
@@ -29,7 +29,7 @@ pub(crate) static KERNELS: KernelFile = KernelFile {
         for base in ["cross_entropy_rows", "cross_entropy_reduce"] {
             typed_names(&mut n, base, &WIDE_FLOAT_TYPES);
         }
-        n.extend(crate::ops::cross_entropy_backward::cuda::kernel_names());
+        n.extend(super::cross_entropy_backward::cuda::kernel_names());
         n
     },
 };

@@ -2,6 +2,8 @@
 //! pass), with optional class weights, `ignore_index` and PyTorch's reductions.
 
 pub(super) mod cpu;
+/// The gradient of `cross_entropy` with respect to the logits; its kernels are in `loss.cu`.
+pub(crate) mod cross_entropy_backward;
 pub(super) mod cuda;
 
 use crate::core::error::{Error, Result};

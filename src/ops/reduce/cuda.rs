@@ -24,7 +24,7 @@ use crate::ops::kernels::{typed, NUMERIC_TYPES};
 use cudarc::driver::{DeviceRepr, LaunchConfig};
 
 /// `kernels/reduce.cu`: `reduce_{rows,cols,finish}_{sum,max,min}_<T>` and
-/// `argreduce_{rows,cols,finish}_{max,min}_<T>` (also the column sums of `ops::bias_grad`).
+/// `argreduce_{rows,cols,finish}_{max,min}_<T>` (also the column sums of `ops::linear::bias_grad`).
 pub(crate) static KERNELS: KernelFile = KernelFile {
     file: "reduce.cu",
     source: include_str!("../../../kernels/reduce.cu"),

@@ -2,7 +2,7 @@
 //! `gather`) and `index_add` (the gradient of `index_select`).
 
 pub(super) mod cpu;
-pub(super) mod cuda;
+pub(crate) mod cuda;
 
 use crate::core::error::{Error, Result};
 use crate::core::layout::Dims;

@@ -20,7 +20,7 @@ use cudarc::driver::DeviceRepr;
 /// `kernels/scatter.cu`: `scatter_add_<T>` (also `index_add`'s kernel).
 pub(crate) static KERNELS: KernelFile = KernelFile {
     file: "scatter.cu",
-    source: include_str!("../../../kernels/scatter.cu"),
+    source: include_str!("../../../../kernels/scatter.cu"),
     names: || {
         let mut n = Vec::new();
         typed(&mut n, "scatter_add", &WIDE_FLOAT_TYPES);
