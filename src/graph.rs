@@ -295,7 +295,13 @@ pub(crate) fn backward(root: &Arc<Node>, grad: RawTensor) -> Result<()> {
         let rule = lock(&node.backward)
             .take()
             .ok_or_else(|| Error::Autograd(BACKWARD_TWICE.into()))?;
-        let grads = rule(g)?;
+        let grads = rule(g).map_err(|error| match error {
+            Error::InBackward { .. } => error,
+            error => Error::InBackward {
+                node: node.name,
+                error: Box::new(error),
+            },
+        })?;
         debug_assert_eq!(
             grads.len(),
             node.inputs.len(),
@@ -384,4 +390,37 @@ fn dtype_mismatch(grad: crate::core::DType, output: crate::core::DType) -> Error
         torch_dtype_name(grad),
         torch_dtype_name(output)
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::layout::Dims;
+
+    /// An error from a rule deep in the graph names that node (not the root), and keeps the
+    /// rule's error and its text.
+    #[test]
+    fn a_failing_rule_names_its_node() {
+        let leaf = Node::leaf();
+        let inner = record("MulBackward0", &[Some(&leaf)], |_| {
+            |_g: RawTensor| -> Result<Grads> { Err(Error::Shape("the rule's own text".into())) }
+        })
+        .unwrap();
+        let root = record("AddBackward0", &[Some(&inner)], |_| {
+            |g: RawTensor| -> Result<Grads> { Ok(vec![Some(g)]) }
+        })
+        .unwrap();
+        let g = RawTensor::from_cpu_vec(vec![1.0f32], Dims::EMPTY);
+        let err = backward(&root, g).unwrap_err();
+        assert_eq!(err.backward_node(), Some("MulBackward0"));
+        assert_eq!(err.to_string(), "the rule's own text");
+        assert_eq!(
+            err.root_cause(),
+            &Error::Shape("the rule's own text".into())
+        );
+        assert!(!err.is_device_mismatch());
+        // An error of the engine itself (a second backward) names no node.
+        let again = backward(&root, RawTensor::from_cpu_vec(vec![1.0f32], Dims::EMPTY));
+        assert_eq!(again.unwrap_err().backward_node(), None);
+    }
 }

@@ -377,6 +377,18 @@ pub enum Error {
     #[error("{0}")]
     Autograd(String),
 
+    /// An error returned by the backward rule of a graph node: `node` is the node's name
+    /// (`MulBackward0`, PyTorch's `grad_fn` name) and the text is `error`'s, unchanged, as in
+    /// PyTorch (whose text names the node only in anomaly mode). [`Error::backward_node`]
+    /// reads the name; [`Error::root_cause`] the error itself.
+    #[error("{error}")]
+    InBackward {
+        /// The name of the node whose rule failed.
+        node: &'static str,
+        /// The rule's error.
+        error: Box<Error>,
+    },
+
     /// A checkpoint lacks a tensor the module has (PyTorch's `load_state_dict` text).
     #[error("Error(s) in loading state_dict: Missing key(s) in state_dict: \"{name}\".")]
     MissingTensor {
@@ -482,14 +494,32 @@ pub enum Error {
 }
 
 impl Error {
-    /// True for both forms of PyTorch's device-mismatch error.
+    /// True for both forms of PyTorch's device-mismatch error (also when a backward rule
+    /// returned it).
     pub fn is_device_mismatch(&self) -> bool {
         matches!(
-            self,
+            self.root_cause(),
             Error::DeviceMismatch { .. }
                 | Error::ArgumentDeviceMismatch { .. }
                 | Error::TooManyCpuScalars
         )
+    }
+
+    /// The name of the graph node (`MulBackward0`, ...) whose backward rule returned this
+    /// error, or `None` for an error of anything else.
+    pub fn backward_node(&self) -> Option<&'static str> {
+        match self {
+            Error::InBackward { node, .. } => Some(node),
+            _ => None,
+        }
+    }
+
+    /// The error itself, without the backward node it came from.
+    pub fn root_cause(&self) -> &Error {
+        match self {
+            Error::InBackward { error, .. } => error.root_cause(),
+            e => e,
+        }
     }
 }
 
