@@ -9,7 +9,7 @@
 //!   mix-up does not compile;
 //! - `DynTensor::<op>` (returns `Result`), which first runs the declared device check, as
 //!   PyTorch does before any kernel (the TensorIterator form for element-wise ops, the
-//!   argument-check form for the others; DESIGN section 4).
+//!   argument-check form for the others: `docs/pytorch-reference.md`, sections 1a and 1b).
 //!
 //! Both fronts run the same body, so a tracked input records the same backward rule on both,
 //! and an op cannot exist on one front only. A declaration may add `, dynamic <expr>` after its
