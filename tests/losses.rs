@@ -7,7 +7,7 @@
 mod common;
 
 #[path = "reference/losses_torch.rs"]
-#[allow(dead_code)]
+#[allow(dead_code, clippy::excessive_precision, clippy::approx_constant)]
 mod torch;
 
 use common::Rng;
@@ -34,7 +34,8 @@ fn close(what: &str, got: &[f64], want: &[f64], tol: f64) {
 /// The recorded values of one case, by name: `(value, grad of x, grad of target)`.
 fn recorded(name: &str, red: &str) -> (&'static [f64], &'static [f64], Option<&'static [f64]>) {
     use torch::*;
-    let table: &[(&str, &[f64], &[f64], &[f64])] = &[
+    type Row = (&'static str, &'static [f64], &'static [f64], &'static [f64]);
+    let table: &[Row] = &[
         ("L1_NONE", L1_NONE, L1_NONE_GX, L1_NONE_GT),
         ("L1_SUM", L1_SUM, L1_SUM_GX, L1_SUM_GT),
         ("L1_MEAN", L1_MEAN, L1_MEAN_GX, L1_MEAN_GT),
@@ -417,7 +418,7 @@ fn nll_gradcheck_and_reference() {
         }
         gradcheck(
             |v| v[0].try_nll_loss(&t, Some(&wt), red, ignore),
-            &[xt.clone()],
+            std::slice::from_ref(&xt),
         )
         .unwrap();
     }

@@ -41,7 +41,7 @@ fn the_one_liners_compile_and_give_pytorchs_values() {
     assert_eq!(x.cumsum(1).to_vec(), [1.0, 6.0, 9.0, 4.0, 6.0, 12.0]);
     // 12. x.masked_fill(x > 4, 0.)
     assert_eq!(
-        x.masked_fill(&x.gt_scalar(4.0), 0.0).to_vec(),
+        x.masked_fill(x.gt_scalar(4.0), 0.0).to_vec(),
         [1.0, 0.0, 3.0, 4.0, 2.0, 0.0]
     );
     // 13. torch.zeros_like(x)  (same dtype and device)

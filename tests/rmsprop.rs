@@ -7,7 +7,7 @@
 mod common;
 
 #[path = "reference/rmsprop_torch.rs"]
-#[allow(dead_code)]
+#[allow(dead_code, clippy::excessive_precision, clippy::approx_constant)]
 mod torch;
 
 use devtype::optim::{Optimizer, RMSprop};
