@@ -57,6 +57,7 @@ pub(crate) mod amp;
 pub(crate) mod bias_grad;
 pub(crate) mod binary;
 pub(crate) mod cat;
+pub(crate) mod clip;
 pub(crate) mod copy;
 pub(crate) mod creation;
 pub(crate) mod cross_entropy_backward;
