@@ -73,7 +73,7 @@ impl Run<'_> {
 }
 
 /// The element slice of a contiguous CPU tensor of `E`.
-fn slice<'a, E: crate::core::Element>(t: &'a RawTensor) -> Option<&'a [E]> {
+fn slice<E: crate::core::Element>(t: &RawTensor) -> Option<&[E]> {
     let data = t.cpu_slice::<E>()?;
     data.get(t.layout.offset..t.layout.offset + t.numel())
 }
