@@ -7,6 +7,7 @@
 //! cargo bench --bench cpu -- A C E     # a subset
 //! cargo bench --bench cpu -- H         # f32 vs f16 vs bf16, per element
 //! cargo bench --bench cpu -- S         # optimizer steps, plain and under a GradScaler
+//! cargo bench --bench cpu -- K         # clip_grad_norm_ over a 4.2M-parameter model
 //! ```
 
 use devtype::amp::GradScaler;
@@ -485,6 +486,38 @@ fn optimizer_steps(cfg: Cfg) {
     );
 }
 
+/// Workload K: `clip_grad_norm_` over a 2048x2048 `Linear` (4.2M f32 parameters), side by
+/// side with `scripts/torch_cpu_bench.py K` (PyTorch's foreach clip). Memory-bound: the GB/s
+/// column counts the bytes a fused clip must move (the norm reads every gradient once, the
+/// scaling reads and writes it: 3 x 16 MiB), and the reference line is this machine's one-pass
+/// read-and-write bandwidth. `max_norm` is large, so the coefficient is 1 and repeated calls
+/// keep the gradients (the scaling pass runs all the same, as PyTorch's).
+fn clip_workload(cfg: Cfg) {
+    const N: usize = 2048;
+    let model = Linear::new(N, N, Cpu);
+    let x = Tensor::<Cpu>::randn([64, N], Cpu);
+    model.forward(&x).sum_all().backward();
+    let params = (N * N + N) as f64;
+    let bytes = |buffers: f64| gbps(params * 4.0 * buffers);
+    let t = time_per_call(cfg, || {
+        black_box(devtype::nn::utils::clip_grad_norm_(&model, 1e9, 2.0));
+    });
+    report("devtype", "K", "clip_grad_norm_", "GB/s", &t, bytes(3.0));
+    report("devtype", "K", "clip_grad_norm_ time", "ms", &t, ms);
+    let w = model.weight().clone();
+    let t = time_per_call(cfg, || {
+        black_box(w.mul_scalar(1.0));
+    });
+    report(
+        "devtype",
+        "K",
+        "  ref: x*1.0 (read+write)",
+        "GB/s",
+        &t,
+        bytes(2.0),
+    );
+}
+
 /// Workload L: the tensor API of issue 29 on a 16M-element f32 tensor (`[4096, 4096]`), ms
 /// per call, side by side with `scripts/torch_cpu_bench.py L`.
 fn lines_workload(cfg: Cfg) {
@@ -541,5 +574,8 @@ fn main() {
     }
     if want("L") {
         lines_workload(cfg);
+    }
+    if want("K") {
+        clip_workload(cfg);
     }
 }

@@ -224,6 +224,20 @@ def optimizer_steps():
             report("S", f"{name} scaled step time ({impl})", "ms", t)
 
 
+def clip_workload():
+    """Workload K: clip_grad_norm_ (foreach) over a 2048x2048 Linear, 4.2M parameters."""
+    torch.manual_seed(0)
+    model = torch.nn.Linear(N, N)
+    model(torch.randn(64, N)).sum().backward()
+    params = float(N * N + N)
+    t = time_per_call(lambda: torch.nn.utils.clip_grad_norm_(model.parameters(), 1e9, 2.0, foreach=True))
+    report("K", "clip_grad_norm_ (foreach)", "gbps", t, params * 4.0 * 3.0)
+    report("K", "clip_grad_norm_ time (foreach)", "ms", t)
+    w = model.weight.detach()
+    t = time_per_call(lambda: w.mul(1.0))
+    report("K", "  ref: x*1.0 (read+write)", "gbps", t, params * 4.0 * 2.0)
+
+
 def lines_workload():
     """Workload L: issue 29's tensor API on a 16M-element f32 tensor, ms per call."""
     x = torch.randn(4096, 4096)
@@ -245,7 +259,7 @@ def lines_workload():
 
 def main():
     torch.set_num_threads(THREADS)
-    want = sys.argv[1:] or ["A", "B", "C", "E", "H", "S", "L"]
+    want = sys.argv[1:] or ["A", "B", "C", "E", "H", "S", "L", "K"]
     if "A" in want:
         gemm()
     if "B" in want:
@@ -260,6 +274,8 @@ def main():
         optimizer_steps()
     if "L" in want:
         lines_workload()
+    if "K" in want:
+        clip_workload()
 
 
 if __name__ == "__main__":

@@ -233,3 +233,44 @@ fn a_gpu_clip_makes_no_host_sync_and_matches_the_cpu() {
         }
     }
 }
+
+/// The fused CPU pass (each gradient read once, in blocks summed in parallel) on gradients of
+/// several blocks and ragged tails, in f32 and in bf16: the f64 reference's norm, and the
+/// gradients scaled by its coefficient.
+#[test]
+fn the_fused_norm_of_large_gradients_matches_f64() {
+    let shapes: &[&[usize]] = &[&[300, 700], &[1000], &[3], &[131_075]];
+    let (params, grads) = params_with_grads(shapes, 0.01, Cpu);
+    let want = reference_norm(&grads, 2.0);
+    let total = clip_grad_norm_(&params, 1.0, 2.0);
+    close(total.item() as f64, want, "fused f32 norm");
+    let coef = (1.0 / (want + 1e-6)).min(1.0);
+    for (p, g) in params.iter().zip(&grads) {
+        let got = p.grad().unwrap().to_vec();
+        for (a, b) in got.iter().zip(g) {
+            assert!((*a as f64 - b * coef).abs() <= 1e-6 * (1.0 + (b * coef).abs()));
+        }
+    }
+    // bf16: the squares summed in f32 lanes, as PyTorch accumulates the half types.
+    let half: Vec<Tensor<Cpu, devtype::bf16>> = shapes
+        .iter()
+        .zip(&grads)
+        .map(|(s, g)| {
+            let p = Tensor::parameter(Tensor::<Cpu, devtype::bf16>::zeros(*s, Cpu));
+            let g: Vec<devtype::bf16> = g.iter().map(|&v| devtype::bf16::from_f64(v)).collect();
+            p.try_set_grad(Some(Tensor::from_vec(g, *s, Cpu))).unwrap();
+            p
+        })
+        .collect();
+    let rounded: Vec<Vec<f64>> = half
+        .iter()
+        .map(|p| p.grad().unwrap().to_dtype::<f64>().to_vec())
+        .collect();
+    let total = clip_grad_norm_(&half, 1e9, 2.0);
+    let want = reference_norm(&rounded, 2.0);
+    assert!(
+        (total.to_dtype::<f64>().item() - want).abs() <= 8e-3 * want,
+        "bf16 norm {} vs {want}",
+        total.to_dtype::<f64>().item()
+    );
+}

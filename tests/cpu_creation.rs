@@ -39,8 +39,12 @@ fn constant_fills<E: Element>(value: E) {
         assert_eq!(f.to_vec(), vec![value; n], "full {shape:?}");
         assert_eq!(Tensor::<Cpu, E>::zeros_like(&f).to_vec(), vec![E::ZERO; n]);
         assert_eq!(Tensor::<Cpu, E>::ones_like(&f).shape(), &shape[..]);
-        // *_like takes any element type.
-        assert_eq!(Tensor::<Cpu, f64>::ones_like(&f).to_vec(), vec![1.0; n]);
+        // *_like keeps the element type, as PyTorch's; another one next to `f`:
+        assert_eq!(Tensor::zeros_like(&f).dtype(), E::DTYPE);
+        assert_eq!(
+            Tensor::<Cpu, f64>::ones(f.shape(), f.device()).to_vec(),
+            vec![1.0; n]
+        );
         assert_eq!(f.device(), Cpu);
         assert_eq!(f.dtype(), E::DTYPE);
     }

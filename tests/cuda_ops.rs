@@ -1096,6 +1096,40 @@ fn cumsum_sort_topk_max_and_masked_fill_along_any_dim() {
     });
 }
 
+/// Lines longer than one block's shared-memory chunk (2048): sorted in chunks, then merged
+/// (several passes, a last run shorter than the others), ties and NaN ordered as on the CPU.
+#[test]
+fn sort_of_long_lines_on_the_gpu() {
+    let Some(_gpu) = common::gpu() else { return };
+    let shapes: &[(&[usize], isize)] = &[
+        (&[9000], 0),
+        (&[2, 5000, 3], 1),
+        (&[3, 2049], 1),
+        (&[2100, 2], 0),
+    ];
+    for dtype in [DType::F32, DType::F64, DType::I64] {
+        for &(shape, d) in shapes {
+            let x = if dtype == DType::I64 {
+                randint(shape, 50.0, dtype)
+            } else {
+                with_specials(&randint(shape, 50.0, dtype))
+            };
+            for descending in [false, true] {
+                let what = format!("long sort {dtype:?} {shape:?} dim {d} descending {descending}");
+                check(&what, &[&x], EXACT, |t| {
+                    Ok(t[0].sort(d, descending)?.values)
+                });
+                check(&what, &[&x], EXACT, |t| {
+                    Ok(t[0].sort(d, descending)?.indices)
+                });
+                check(&what, &[&x], EXACT, |t| {
+                    Ok(t[0].topk(7, d, descending, true)?.indices)
+                });
+            }
+        }
+    }
+}
+
 #[test]
 fn where_with_broadcasting() {
     let Some(_gpu) = common::gpu() else { return };

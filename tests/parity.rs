@@ -426,6 +426,52 @@ fn cases<E: Float>() -> Vec<(&'static str, Case)> {
         i.a.to_dyn()
             .cross_entropy_with(&i.targets.to_dyn(), None, Reduction::Sum, 0)
     );
+    case!(
+        "l1_loss",
+        |i| i.a.l1_loss(&i.b, Reduction::Mean),
+        i.a.to_dyn().l1_loss(&i.b.to_dyn(), Reduction::Mean)
+    );
+    case!(
+        "smooth_l1_loss",
+        |i| i.a.smooth_l1_loss(&i.b, Reduction::None, 0.5),
+        i.a.to_dyn()
+            .smooth_l1_loss(&i.b.to_dyn(), Reduction::None, 0.5)
+    );
+    case!(
+        "huber_loss",
+        |i| i.a.huber_loss(&i.b, Reduction::Sum, 0.7),
+        i.a.to_dyn().huber_loss(&i.b.to_dyn(), Reduction::Sum, 0.7)
+    );
+    case!(
+        "binary_cross_entropy_with_logits",
+        |i| i.a.binary_cross_entropy_with_logits(
+            &i.pos.mul_scalar(s(0.5)),
+            Some(&i.b),
+            Some(&i.pos),
+            Reduction::None
+        ),
+        i.a.to_dyn().binary_cross_entropy_with_logits(
+            &i.pos.mul_scalar(s(0.5)).to_dyn(),
+            Some(&i.b.to_dyn()),
+            Some(&i.pos.to_dyn()),
+            Reduction::None
+        )
+    );
+    case!(
+        "nll_loss",
+        |i| i.a.nll_loss(
+            &i.targets,
+            Some(&i.pos.narrow(0, 0, 1).reshape(&[4])),
+            Reduction::Mean,
+            0
+        ),
+        i.a.to_dyn().nll_loss(
+            &i.targets.to_dyn(),
+            Some(&i.pos.narrow(0, 0, 1).reshape(&[4]).to_dyn()),
+            Reduction::Mean,
+            0
+        )
+    );
     cases
 }
 

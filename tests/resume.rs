@@ -1,6 +1,6 @@
 //! A training run resumes exactly: N + M steps in one go equal N steps, a full checkpoint
 //! (`save_checkpoint`), loading it into freshly built objects (`load_checkpoint`), and M more
-//! steps, bit for bit: for SGD with every option, Adam, AdamW, and a `GradScaler` run, each
+//! steps, bit for bit: for SGD with every option, Adam, AdamW, RMSprop, and a `GradScaler` run, each
 //! with a schedule and batches drawn from the random generator (whose state is saved too).
 
 mod common;
@@ -9,7 +9,7 @@ use devtype::amp::{autocast, GradScaler};
 use devtype::nn::utils::clip_grad_norm_;
 use devtype::nn::{CrossEntropyLoss, Linear, MSELoss, Module};
 use devtype::optim::{
-    load_checkpoint, save_checkpoint, Adam, LrScheduler, Optimizer, OptimizerState, Sgd,
+    load_checkpoint, save_checkpoint, Adam, LrScheduler, Optimizer, OptimizerState, RMSprop, Sgd,
 };
 use devtype::prelude::*;
 
@@ -145,6 +145,30 @@ fn adam_and_adamw_resume_exactly() {
         || Adam::new(0.5),
         |o| LrScheduler::one_cycle_lr_default(o, 0.05, 20).unwrap(),
     );
+}
+
+#[test]
+fn rmsprop_resumes_exactly() {
+    resumes_exactly(
+        "rmsprop",
+        || {
+            RMSprop::new(0.01)
+                .alpha(0.9)
+                .eps(1e-6)
+                .weight_decay(0.01)
+                .momentum(0.7)
+                .centered(true)
+        },
+        || RMSprop::new(0.5), // the file's settings replace these
+        |o| LrScheduler::step_lr(o, 3, 0.5).unwrap(),
+    );
+    resumes_exactly(
+        "rmsprop-plain",
+        || RMSprop::new(0.005),
+        || RMSprop::new(0.5).momentum(0.9),
+        |o| LrScheduler::exponential_lr(o, 0.9).unwrap(),
+    );
+    scaled_run_resumes("scaled-rmsprop", || RMSprop::new(0.01).momentum(0.5));
 }
 
 /// One `f16` autocast step with a scaler; `poison` puts an `inf` in the batch so the step is

@@ -107,6 +107,40 @@ impl<D: Device, E: Element> Tensor<D, E> {
     }
 }
 
+/// PyTorch's cast methods (`x.float()`, `x.half()`, ...), each `to_dtype` to one type.
+macro_rules! casts {
+    ($($name:ident => $e:ty, $dtype:ident, $torch:literal;)*) => {
+        impl<D: Device, E: Element> Tensor<D, E> {
+            $(
+                #[doc = concat!("The values as `", stringify!($e), "` (PyTorch's `x.", $torch, "()`); a tracked float tensor's gradient flows back.")]
+                #[must_use = "casts return a new tensor"]
+                #[track_caller]
+                pub fn $name(&self) -> Tensor<D, $e> {
+                    self.to_dtype::<$e>()
+                }
+            )*
+        }
+
+        impl DynTensor {
+            $(
+                #[doc = concat!("The values as `", stringify!($dtype), "` (PyTorch's `x.", $torch, "()`).")]
+                pub fn $name(&self) -> Result<DynTensor> {
+                    self.to_dtype(DType::$dtype)
+                }
+            )*
+        }
+    };
+}
+
+casts! {
+    float => f32, F32, "float";
+    double => f64, F64, "double";
+    half => half::f16, F16, "half";
+    bfloat16 => half::bf16, BF16, "bfloat16";
+    long => i64, I64, "long";
+    bool => bool, Bool, "bool";
+}
+
 /// A `bool` mask that selects between branches of type `A` in `where_cond`: a mask on the
 /// branches' device.
 ///

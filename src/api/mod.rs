@@ -42,7 +42,9 @@ pub(crate) mod rules {
     //! The recorded ops, for the modules in `nn`.
     pub(crate) use super::binary::binary;
     pub(crate) use super::linear::linear;
-    pub(crate) use super::loss::cross_entropy;
+    pub(crate) use super::loss::{
+        bce_with_logits, cross_entropy, huber_loss, l1_loss, nll_loss, smooth_l1_loss,
+    };
     pub(crate) use super::reduce::sum_mean;
     pub(crate) use super::unary::{relu_owned, unary};
 }

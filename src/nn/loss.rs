@@ -1,10 +1,12 @@
-//! Losses: `CrossEntropyLoss`, whose class weights are a buffer typed on the module's device,
-//! and `MSELoss`.
+//! Losses: `CrossEntropyLoss`, `NLLLoss` and `BCEWithLogitsLoss`, whose weights are buffers
+//! typed on the module's device, and the element-wise `MSELoss`, `L1Loss`, `SmoothL1Loss` and
+//! `HuberLoss`.
 
 use super::Module;
 use crate::api::rules;
 use crate::core::error::Result;
 use crate::device::Device;
+use crate::dyn_tensor::DynTensor;
 use crate::graph::In;
 use crate::ops::loss::{CrossEntropyOptions, Reduction};
 use crate::ops::{BinaryOp, UnaryOp};
@@ -254,6 +256,432 @@ impl<D: Device, E: Float> Module<D, E> for MSELoss {
     type On<D2: Device> = MSELoss;
     fn try_to<D2: Device>(&self, _dev: D2) -> Result<MSELoss> {
         Ok(*self)
+    }
+    fn visit_parameters(&self, _prefix: &str, _f: &mut dyn FnMut(&str, &Tensor<D, E>)) {}
+    fn visit_parameters_mut(&mut self, _prefix: &str, _f: &mut dyn FnMut(&str, &mut Tensor<D, E>)) {
+    }
+}
+
+/// Writes an element-wise loss without buffers (as [`MSELoss`]): its struct methods, its typed
+/// and dynamic `forward`, and its `Module` impl. `$param` is its one hyper-parameter, if any.
+macro_rules! elementwise_loss {
+    (
+        $(#[$doc:meta])*
+        $name:ident, $rule:ident $(, $param:ident: $default:expr, $param_doc:literal)?
+    ) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, PartialEq)]
+        pub struct $name {
+            /// How per-element losses are combined (mean by default).
+            pub reduction: Reduction,
+            $(#[doc = $param_doc] pub $param: f64,)?
+        }
+
+        impl Default for $name {
+            fn default() -> Self {
+                Self::new()
+            }
+        }
+
+        impl $name {
+            /// The loss with PyTorch's defaults (mean reduction).
+            pub fn new() -> Self {
+                $name {
+                    reduction: Reduction::Mean,
+                    $($param: $default,)?
+                }
+            }
+
+            /// With another reduction.
+            pub fn with_reduction(mut self, reduction: Reduction) -> Self {
+                self.reduction = reduction;
+                self
+            }
+
+            $(
+                #[doc = $param_doc]
+                pub fn $param(mut self, $param: f64) -> Self {
+                    self.$param = $param;
+                    self
+                }
+            )?
+
+            pub(crate) fn apply(&self, input: In<'_>, target: In<'_>) -> Result<crate::graph::Out> {
+                rules::$rule(input, target, self.reduction $(, self.$param)?)
+            }
+
+            /// The loss of `input` against `target` (same shape, or broadcastable), recorded.
+            pub fn try_forward<D, E, L, T>(&self, input: L, target: T) -> Result<Tensor<D, E>>
+            where
+                D: Device,
+                E: Float,
+                L: ModuleInput<D> + HasDevice<Element = E, Device = D>,
+                T: TargetOn<D> + ElementIs<E>,
+            {
+                let device =
+                    D::from_dyn(input.raw().device).expect("typed tensors are on their device");
+                Ok(Tensor::from_out(
+                    self.apply(input.input(), target.input())?,
+                    device,
+                ))
+            }
+
+            /// The loss of `input` against `target`; both on one device.
+            ///
+            /// Panics with the error's text where [`try_forward`](Self::try_forward) returns it.
+            #[track_caller]
+            pub fn forward<D, E, L, T>(&self, input: L, target: T) -> Tensor<D, E>
+            where
+                D: Device,
+                E: Float,
+                L: ModuleInput<D> + HasDevice<Element = E, Device = D>,
+                T: TargetOn<D> + ElementIs<E>,
+            {
+                match self.try_forward(input, target) {
+                    Ok(v) => v,
+                    Err(e) => panic!("{e}"),
+                }
+            }
+
+            /// The loss of `input` against `target` on the dynamic front (devices checked as
+            /// PyTorch's element-wise ops, dtypes promoted as theirs).
+            pub fn forward_dyn(&self, input: &DynTensor, target: &DynTensor) -> Result<DynTensor> {
+                use crate::tensor::operand::sealed::AsRaw;
+                let (a, b) = (input.input(), target.input());
+                crate::dyn_tensor::check::same_device_elementwise(&[a.value, b.value], false)?;
+                Ok(DynTensor::from_out(self.apply(a, b)?))
+            }
+        }
+
+        impl super::Placement for $name {
+            type Device = super::Anywhere;
+        }
+
+        impl<D: Device, E: Float> Module<D, E> for $name {
+            type On<D2: Device> = $name;
+            fn try_to<D2: Device>(&self, _dev: D2) -> Result<$name> {
+                Ok(*self)
+            }
+            fn visit_parameters(&self, _prefix: &str, _f: &mut dyn FnMut(&str, &Tensor<D, E>)) {}
+            fn visit_parameters_mut(
+                &mut self,
+                _prefix: &str,
+                _f: &mut dyn FnMut(&str, &mut Tensor<D, E>),
+            ) {
+            }
+        }
+    };
+}
+
+elementwise_loss! {
+    /// Mean absolute error (`nn.L1Loss`): `mean(|input - target|)`, or the sum, or one loss
+    /// per element. No buffers: it runs on the device of its inputs.
+    ///
+    /// ```
+    /// use devtype::prelude::*;
+    /// use devtype::nn::L1Loss;
+    /// let pred = Tensor::parameter(Tensor::from_vec(vec![1.0f32, 2.0], [2], Cpu));
+    /// let target = Tensor::from_vec(vec![0.0f32, 4.0], [2], Cpu);
+    /// let loss = L1Loss::new().forward(&pred, &target);
+    /// assert_eq!(loss.item(), 1.5);
+    /// loss.backward();
+    /// assert_eq!(pred.grad().unwrap().to_vec(), vec![0.5, -0.5]);
+    /// ```
+    L1Loss, l1_loss
+}
+
+elementwise_loss! {
+    /// Smooth L1 loss (`nn.SmoothL1Loss`): with `z = |input - target|`, `0.5 z^2 / beta`
+    /// where `z < beta`, else `z - 0.5 beta` (`beta = 1` by default; `0` is the L1 loss).
+    ///
+    /// ```
+    /// use devtype::prelude::*;
+    /// use devtype::nn::SmoothL1Loss;
+    /// let pred = Tensor::from_vec(vec![0.5f32, 3.0], [2], Cpu);
+    /// let target = Tensor::zeros([2], Cpu);
+    /// let loss = SmoothL1Loss::new().forward(&pred, &target);
+    /// assert_eq!(loss.item(), (0.125 + 2.5) / 2.0);
+    /// ```
+    SmoothL1Loss, smooth_l1_loss, beta: 1.0, "Where the loss turns from quadratic to linear (`beta`, not negative)."
+}
+
+elementwise_loss! {
+    /// Huber loss (`nn.HuberLoss`): with `z = |input - target|`, `0.5 z^2` where
+    /// `z < delta`, else `delta (z - 0.5 delta)` (`delta = 1` by default).
+    ///
+    /// ```
+    /// use devtype::prelude::*;
+    /// use devtype::nn::HuberLoss;
+    /// let pred = Tensor::from_vec(vec![0.5f32, 3.0], [2], Cpu);
+    /// let target = Tensor::zeros([2], Cpu);
+    /// let loss = HuberLoss::new().delta(2.0).forward(&pred, &target);
+    /// assert_eq!(loss.item(), (0.125 + 4.0) / 2.0);
+    /// ```
+    HuberLoss, huber_loss, delta: 1.0, "Where the loss turns from quadratic to linear (`delta`, positive)."
+}
+
+/// Binary cross-entropy on logits (`nn.BCEWithLogitsLoss`), in PyTorch's numerically stable
+/// form, with optional element `weight` and per-class `pos_weight` buffers held on `D` (so a
+/// weight left on the CPU while the logits are on the GPU does not compile).
+///
+/// ```
+/// use devtype::prelude::*;
+/// use devtype::nn::BCEWithLogitsLoss;
+/// let loss_fn = BCEWithLogitsLoss::<Cpu>::new().with_pos_weight(Tensor::full([2], 3.0, Cpu));
+/// let logits = Tensor::<Cpu>::zeros([4, 2], Cpu);
+/// let targets = Tensor::<Cpu>::ones([4, 2], Cpu);
+/// let loss = loss_fn.forward(&logits, &targets);
+/// assert!((loss.item() - 3.0 * 2f32.ln()).abs() < 1e-6);
+/// ```
+#[derive(Clone, Debug)]
+pub struct BCEWithLogitsLoss<D: Device, E: Float = f32> {
+    weight: Option<Tensor<D, E>>,
+    pos_weight: Option<Tensor<D, E>>,
+    /// How per-element losses are combined.
+    pub reduction: Reduction,
+}
+
+impl<D: Device, E: Float> Default for BCEWithLogitsLoss<D, E> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<D: Device, E: Float> BCEWithLogitsLoss<D, E> {
+    /// Unweighted mean binary cross-entropy.
+    pub fn new() -> Self {
+        BCEWithLogitsLoss {
+            weight: None,
+            pos_weight: None,
+            reduction: Reduction::Mean,
+        }
+    }
+
+    /// With a weight per element (broadcast against the loss), on `D`.
+    pub fn with_weight(mut self, weight: Tensor<D, E>) -> Self {
+        self.weight = Some(weight);
+        self
+    }
+
+    /// With a weight of the positive examples per class (broadcast along the last dim), on `D`.
+    pub fn with_pos_weight(mut self, pos_weight: Tensor<D, E>) -> Self {
+        self.pos_weight = Some(pos_weight);
+        self
+    }
+
+    /// With another reduction.
+    pub fn with_reduction(mut self, reduction: Reduction) -> Self {
+        self.reduction = reduction;
+        self
+    }
+
+    /// The element weights, if any.
+    pub fn weight(&self) -> Option<&Tensor<D, E>> {
+        self.weight.as_ref()
+    }
+
+    /// The positive-class weights, if any.
+    pub fn pos_weight(&self) -> Option<&Tensor<D, E>> {
+        self.pos_weight.as_ref()
+    }
+
+    /// The loss with its buffers on `dev`, typed on it.
+    pub fn try_to<D2: Device>(&self, dev: D2) -> Result<BCEWithLogitsLoss<D2, E>> {
+        Ok(BCEWithLogitsLoss {
+            weight: self.weight.as_ref().map(|w| w.try_to(dev)).transpose()?,
+            pos_weight: self
+                .pos_weight
+                .as_ref()
+                .map(|w| w.try_to(dev))
+                .transpose()?,
+            reduction: self.reduction,
+        })
+    }
+
+    /// The loss with its buffers on `dev`: `let loss_fn = loss_fn.to(dev);`.
+    #[must_use = "`to` returns the loss typed on the new device: `let loss_fn = loss_fn.to(dev);`"]
+    #[track_caller]
+    pub fn to<D2: Device>(&self, dev: D2) -> BCEWithLogitsLoss<D2, E> {
+        match self.try_to(dev) {
+            Ok(m) => m,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// The loss of `logits` against probabilities `targets` of the same shape, recorded (the
+    /// targets get a gradient too when tracked, as in PyTorch).
+    pub fn try_forward<L, T>(&self, logits: L, targets: T) -> Result<Tensor<D, E>>
+    where
+        L: ModuleInput<D> + InputElementIs<E>,
+        T: TargetOn<<L as HasDevice>::Device> + ElementIs<E>,
+    {
+        let device = D::from_dyn(logits.raw().device).expect("typed tensors are on their device");
+        let out = rules::bce_with_logits(
+            logits.input(),
+            targets.input(),
+            self.weight.as_ref().map(|w| In {
+                value: &w.raw,
+                node: None,
+            }),
+            self.pos_weight.as_ref().map(|w| In {
+                value: &w.raw,
+                node: None,
+            }),
+            self.reduction,
+        )?;
+        Ok(Tensor::from_out(out, device))
+    }
+
+    /// The loss of `logits` against `targets`.
+    ///
+    /// Panics with the error's text where [`try_forward`](Self::try_forward) returns it.
+    #[track_caller]
+    pub fn forward<L, T>(&self, logits: L, targets: T) -> Tensor<D, E>
+    where
+        L: ModuleInput<D> + InputElementIs<E>,
+        T: TargetOn<<L as HasDevice>::Device> + ElementIs<E>,
+    {
+        match self.try_forward(logits, targets) {
+            Ok(t) => t,
+            Err(e) => panic!("{e}"),
+        }
+    }
+}
+
+impl<D: Device, E: Float> super::Placement for BCEWithLogitsLoss<D, E> {
+    type Device = D;
+}
+
+impl<D: Device, E: Float> Module<D, E> for BCEWithLogitsLoss<D, E> {
+    type On<D2: Device> = BCEWithLogitsLoss<D2, E>;
+    fn try_to<D2: Device>(&self, dev: D2) -> Result<BCEWithLogitsLoss<D2, E>> {
+        BCEWithLogitsLoss::try_to(self, dev)
+    }
+    fn visit_parameters(&self, _prefix: &str, _f: &mut dyn FnMut(&str, &Tensor<D, E>)) {}
+    fn visit_parameters_mut(&mut self, _prefix: &str, _f: &mut dyn FnMut(&str, &mut Tensor<D, E>)) {
+    }
+}
+
+/// Negative log-likelihood over class indices (`nn.NLLLoss`), on log-probabilities (the
+/// output of `log_softmax`), with optional per-class weights held on `D` and `ignore_index`.
+///
+/// ```
+/// use devtype::prelude::*;
+/// use devtype::nn::NLLLoss;
+/// let logp = Tensor::from_vec(vec![-0.5f32, -1.0, -2.0, -0.25], [2, 2], Cpu);
+/// let targets = Tensor::<Cpu, i64>::from_vec(vec![1, 0], [2], Cpu);
+/// let loss = NLLLoss::<Cpu>::new().forward(&logp, &targets);
+/// assert_eq!(loss.item(), 1.5);
+/// ```
+#[derive(Clone, Debug)]
+pub struct NLLLoss<D: Device, E: Float = f32> {
+    weight: Option<Tensor<D, E>>,
+    /// How per-sample losses are combined.
+    pub reduction: Reduction,
+    /// Targets equal to this are skipped (PyTorch's default is -100).
+    pub ignore_index: i64,
+}
+
+impl<D: Device, E: Float> Default for NLLLoss<D, E> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<D: Device, E: Float> NLLLoss<D, E> {
+    /// Unweighted mean negative log-likelihood.
+    pub fn new() -> Self {
+        NLLLoss {
+            weight: None,
+            reduction: Reduction::Mean,
+            ignore_index: -100,
+        }
+    }
+
+    /// With per-class weights, on `D`.
+    pub fn with_weight(mut self, weight: Tensor<D, E>) -> Self {
+        self.weight = Some(weight);
+        self
+    }
+
+    /// The per-class weights, if any.
+    pub fn weight(&self) -> Option<&Tensor<D, E>> {
+        self.weight.as_ref()
+    }
+
+    /// With another reduction.
+    pub fn with_reduction(mut self, reduction: Reduction) -> Self {
+        self.reduction = reduction;
+        self
+    }
+
+    /// Skipping targets equal to `ignore_index`.
+    pub fn with_ignore_index(mut self, ignore_index: i64) -> Self {
+        self.ignore_index = ignore_index;
+        self
+    }
+
+    /// The loss with its weight buffer on `dev`, typed on it.
+    pub fn try_to<D2: Device>(&self, dev: D2) -> Result<NLLLoss<D2, E>> {
+        Ok(NLLLoss {
+            weight: self.weight.as_ref().map(|w| w.try_to(dev)).transpose()?,
+            reduction: self.reduction,
+            ignore_index: self.ignore_index,
+        })
+    }
+
+    /// The loss with its weight buffer on `dev`: `let loss_fn = loss_fn.to(dev);`.
+    #[must_use = "`to` returns the loss typed on the new device: `let loss_fn = loss_fn.to(dev);`"]
+    #[track_caller]
+    pub fn to<D2: Device>(&self, dev: D2) -> NLLLoss<D2, E> {
+        match self.try_to(dev) {
+            Ok(m) => m,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// The loss of log-probabilities `input` (`[batch, classes]`) at class indices `targets`
+    /// (`[batch]`), recorded.
+    pub fn try_forward<L, T>(&self, input: L, targets: T) -> Result<Tensor<D, E>>
+    where
+        L: ModuleInput<D> + InputElementIs<E>,
+        T: TargetOn<<L as HasDevice>::Device> + ClassTargets,
+    {
+        let device = D::from_dyn(input.raw().device).expect("typed tensors are on their device");
+        let out = rules::nll_loss(
+            input.input(),
+            targets.raw(),
+            self.weight.as_ref().map(|w| &w.raw),
+            self.reduction,
+            self.ignore_index,
+        )?;
+        Ok(Tensor::from_out(out, device))
+    }
+
+    /// The loss of `input` against `targets`.
+    ///
+    /// Panics with the error's text where [`try_forward`](Self::try_forward) returns it.
+    #[track_caller]
+    pub fn forward<L, T>(&self, input: L, targets: T) -> Tensor<D, E>
+    where
+        L: ModuleInput<D> + InputElementIs<E>,
+        T: TargetOn<<L as HasDevice>::Device> + ClassTargets,
+    {
+        match self.try_forward(input, targets) {
+            Ok(t) => t,
+            Err(e) => panic!("{e}"),
+        }
+    }
+}
+
+impl<D: Device, E: Float> super::Placement for NLLLoss<D, E> {
+    type Device = D;
+}
+
+impl<D: Device, E: Float> Module<D, E> for NLLLoss<D, E> {
+    type On<D2: Device> = NLLLoss<D2, E>;
+    fn try_to<D2: Device>(&self, dev: D2) -> Result<NLLLoss<D2, E>> {
+        NLLLoss::try_to(self, dev)
     }
     fn visit_parameters(&self, _prefix: &str, _f: &mut dyn FnMut(&str, &Tensor<D, E>)) {}
     fn visit_parameters_mut(&mut self, _prefix: &str, _f: &mut dyn FnMut(&str, &mut Tensor<D, E>)) {

@@ -58,7 +58,10 @@ pub(crate) use checkpoint::{
 pub use checkpoint::{load, load_tensors, save};
 pub use dynamic::{DynCrossEntropyLoss, DynLinear, DynModule, DynSequential};
 pub use linear::Linear;
-pub use loss::{CrossEntropyLoss, MSELoss, TargetOn};
+pub use loss::{
+    BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Loss, MSELoss, NLLLoss, SmoothL1Loss,
+    TargetOn,
+};
 #[doc(hidden)]
 pub use place::{Agree, Keep, LayerTupleN, Layers};
 pub use place::{Anywhere, LayerAt, Placed, Placement};

@@ -155,13 +155,27 @@ pub fn try_clip_grad_norm_<D: Device, E: Float, M: Module<D, E> + ?Sized>(
     }
     let grads: Vec<RawTensor> = nodes.iter().filter_map(|n| n.grad()).collect();
     let acc = crate::ops::optim::acc_dtype(E::DTYPE);
-    let norms = grads
-        .iter()
-        .map(|g| vector_norm(g, norm_type, acc))
-        .collect::<Result<Vec<_>>>()?;
-    let refs: Vec<&RawTensor> = norms.iter().collect();
-    let stacked = crate::ops::cat::stack(&refs, 0)?;
-    let total = vector_norm(&stacked, norm_type, acc)?;
+    // The 2-norm of gradients on the CPU: one fused pass reading each element once.
+    let fused = if norm_type == 2.0 {
+        crate::ops::clip::sum_of_squares(&grads)
+    } else {
+        None
+    };
+    let total = match fused {
+        Some(sum) => RawTensor::from_cpu_vec(
+            vec![E::from_f64(sum.sqrt())],
+            crate::core::layout::Dims::EMPTY,
+        ),
+        None => {
+            let norms = grads
+                .iter()
+                .map(|g| vector_norm(g, norm_type, acc))
+                .collect::<Result<Vec<_>>>()?;
+            let refs: Vec<&RawTensor> = norms.iter().collect();
+            let stacked = crate::ops::cat::stack(&refs, 0)?;
+            vector_norm(&stacked, norm_type, acc)?
+        }
+    };
     if error_if_nonfinite {
         let v = total.to_vec::<E>()?[0].to_f64();
         if !v.is_finite() {

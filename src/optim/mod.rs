@@ -29,12 +29,14 @@ mod adam;
 mod grad_scaler;
 mod lr_scheduler;
 mod resume;
+mod rmsprop;
 mod sgd;
 
 pub use adam::Adam;
 pub use grad_scaler::{GradScaler, LossOn, ScaledModelOn};
 pub use lr_scheduler::{AnnealStrategy, LrScheduler};
 pub use resume::{load_checkpoint, save_checkpoint, OptimizerState};
+pub use rmsprop::RMSprop;
 pub use sgd::Sgd;
 
 use crate::core::error::Result;

@@ -251,22 +251,32 @@ impl<D: Device, E: Element> Tensor<D, E> {
         pub fn from_vec(data: Vec<E>, shape: impl IntoShape, dev: D) -> Self
     );
 
-    /// Zeros with the shape and device of `other`.
-    pub fn try_zeros_like<E2: Element>(other: &Tensor<D, E2>) -> Result<Self> {
+    /// Zeros with the shape, element type and device of `other` (PyTorch's
+    /// `torch.zeros_like(x)`: `Tensor::zeros_like(&x)` needs no annotation). Zeros of
+    /// another element type next to `x`: `Tensor::<_, i64>::zeros(x.shape(), x.device())`.
+    ///
+    /// ```
+    /// use devtype::prelude::*;
+    /// let x = Tensor::<Cpu, f64>::ones([2, 3], Cpu);
+    /// let z = Tensor::zeros_like(&x);
+    /// assert_eq!((z.shape(), z.dtype()), (&[2usize, 3][..], DType::F64));
+    /// ```
+    pub fn try_zeros_like(other: &Tensor<D, E>) -> Result<Self> {
         Self::try_zeros(other.shape(), other.device)
     }
     infallible!(
-        /// Zeros with the shape and device of `other`.
-        pub fn zeros_like[E2: Element](other: &Tensor<D, E2>) -> Self
+        /// Zeros with the shape, element type and device of `other`.
+        pub fn zeros_like(other: &Tensor<D, E>) -> Self
     );
 
-    /// Ones with the shape and device of `other`.
-    pub fn try_ones_like<E2: Element>(other: &Tensor<D, E2>) -> Result<Self> {
+    /// Ones with the shape, element type and device of `other` (PyTorch's
+    /// `torch.ones_like(x)`).
+    pub fn try_ones_like(other: &Tensor<D, E>) -> Result<Self> {
         Self::try_ones(other.shape(), other.device)
     }
     infallible!(
-        /// Ones with the shape and device of `other`.
-        pub fn ones_like[E2: Element](other: &Tensor<D, E2>) -> Self
+        /// Ones with the shape, element type and device of `other`.
+        pub fn ones_like(other: &Tensor<D, E>) -> Self
     );
 
     /// `value` everywhere, with the shape and device of `other` (PyTorch's
