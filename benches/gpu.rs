@@ -173,6 +173,19 @@ fn main() {
     results.push(("train_step_ms", train_step_ms(gpu, reps.max(20), false)));
     results.push(("train_step_amp_ms", train_step_ms(gpu, reps.max(20), true)));
 
+    // CUDA graphs (issue 32): the small MNIST-shaped step (batch 64, 784-128-10, SGD), eager
+    // against one graph replay, each timed over many steps ending in one synchronize, and the
+    // host cost of one `replay()` call alone. PyTorch's `CUDAGraph` of the same step:
+    // scripts/gpu_torch_graph_bench.py. Goals: replay >= 1.8x eager, <= 2 us host per replay.
+    let (eager_us, replay_us, host_us) = graph_step_us(gpu, if quick { 50 } else { 500 });
+    results.push(("graph_eager_step_us", eager_us));
+    results.push(("graph_replay_step_us", replay_us));
+    results.push(("graph_replay_host_us", host_us));
+    println!(
+        "  graph step (64x784 MLP)  {eager_us:8.1} us eager, {replay_us:.1} us replayed ({:.2}x); {host_us:.2} us host per replay",
+        eager_us / replay_us
+    );
+
     // An MNIST-shaped epoch (60 batches of 256 x 784): batches from a DataLoader with pinned
     // buffers and prefetching (uploads overlap compute), against the same steps on batches
     // already on the GPU. The issue asks for the first within 10% of the second, and no host
@@ -339,6 +352,70 @@ fn train_step_ms(gpu: Cuda<0>, reps: usize, amp: bool) -> f64 {
         loss.backward();
         opt.step(&mut model);
     })
+}
+
+/// The small MNIST-shaped training step, eager and captured into a CUDA graph: microseconds
+/// per eager step, per replayed step (both over `steps` steps and one final synchronize), and
+/// the host time of one `replay()` call.
+fn graph_step_us(gpu: Cuda<0>, steps: usize) -> (f64, f64, f64) {
+    use devtype::cuda::{Capturing, StaticTensor};
+    use devtype::optim::Optimizer;
+    const B: usize = 64;
+    const I: usize = 784;
+    const H: usize = 128;
+    const O: usize = 10;
+    fn step<D: Device>(
+        model: &mut Sequential<(Linear<D>, ReLU, Linear<D>)>,
+        opt: &mut Sgd<D>,
+        x: &Tensor<D>,
+        y: &Tensor<D, i64>,
+    ) {
+        opt.zero_grad(model);
+        CrossEntropyLoss::new()
+            .forward(&model.forward(x), y)
+            .backward();
+        opt.step(model);
+    }
+    devtype::manual_seed(0);
+    let x = Tensor::randn([B, I], Cpu).to(gpu);
+    let y =
+        Tensor::<Cpu, i64>::from_vec((0..B).map(|k| ((7 * k + 3) % O) as i64).collect(), [B], Cpu)
+            .to(gpu);
+    let model = Sequential::new((Linear::cpu(I, H), ReLU, Linear::cpu(H, O)));
+    let time = |f: &mut dyn FnMut()| {
+        f();
+        gpu.synchronize().unwrap();
+        let start = Instant::now();
+        for _ in 0..steps {
+            f();
+        }
+        gpu.synchronize().unwrap();
+        start.elapsed().as_secs_f64() * 1e6 / steps as f64
+    };
+    let mut eager = model.to(gpu);
+    let mut opt = Sgd::new(0.01);
+    let eager_us = time(&mut || step(&mut eager, &mut opt, &x, &y));
+
+    let mut graphed = model.to(Capturing::new(gpu));
+    let mut graphed_opt = Sgd::new(0.01);
+    let (sx, sy) = (StaticTensor::new(&x), StaticTensor::new(&y));
+    let graph = devtype::cuda::capture(gpu, |dev| {
+        step(&mut graphed, &mut graphed_opt, &sx.get(dev), &sy.get(dev));
+        Ok(())
+    })
+    .unwrap();
+    let replay_us = time(&mut || graph.replay().unwrap());
+    let mut host = Vec::new();
+    for _ in 0..10 {
+        gpu.synchronize().unwrap();
+        let start = Instant::now();
+        for _ in 0..20 {
+            graph.replay().unwrap();
+        }
+        host.push(start.elapsed().as_secs_f64() * 1e6 / 20.0);
+    }
+    gpu.synchronize().unwrap();
+    (eager_us, replay_us, median(&mut host))
 }
 
 /// One epoch of MNIST-shaped training on the GPU, timed twice: on batches uploaded beforehand,

@@ -60,7 +60,7 @@ struct Job {
 impl DeviceJob for Job {
     type Output = f64;
 
-    fn run<D: Device>(self, dev: D) -> f64 {
+    fn run<D: Device + HostSync>(self, dev: D) -> f64 {
         devtype::manual_seed(0);
         // 784 -> 128 -> 64 -> 10: each layer must take the previous one's output.
         let mut model = Seq::new(StaticLinear::<D, 784, 128>::new(dev))

@@ -93,12 +93,12 @@ struct Tour {
 
 impl DeviceJob for Tour {
     type Output = ();
-    fn run<D: Device>(self, dev: D) {
+    fn run<D: Device + HostSync>(self, dev: D) {
         tour(dev, self.style);
     }
 }
 
-fn tour<D: Device>(dev: D, s: Style) {
+fn tour<D: Device + HostSync>(dev: D, s: Style) {
     // The GPU's name as its driver reports it (the simulated device says so in its name).
     let gpu_name = dev
         .dyn_device()

@@ -104,7 +104,7 @@ impl DeviceJob for Job {
     /// The held-out accuracy; `None` for a run stopped by `--stop-after`.
     type Output = Option<f64>;
 
-    fn run<D: Device>(self, dev: D) -> Option<f64> {
+    fn run<D: Device + HostSync>(self, dev: D) -> Option<f64> {
         println!(
             "training on {dev}: {} train / {} held-out points, {} epochs, products in {}",
             self.train.len(),

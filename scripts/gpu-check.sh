@@ -465,6 +465,21 @@ run() {
             echo "devtype's numbers: $(cat "$logs/devtype.json" 2>/dev/null || echo none)"
         } >"$out/table.txt"
     fi
+    # CUDA graphs (issue 32): PyTorch's CUDAGraph of the small MLP step beside devtype's replay.
+    left=$((budget - (SECONDS - start)))
+    limit=$((left > 20 ? left : 20))
+    limit=$((limit < 60 ? limit : 60))
+    timeout -k 5 "$limit" python3 scripts/gpu_torch_graph_bench.py --devtype "$logs/devtype.json" --table "$logs/table-graph.txt" >"$logs/torch-graph.log" 2>&1
+    rc=$?
+    {
+        echo ""
+        if [ -s "$logs/table-graph.txt" ]; then
+            cat "$logs/table-graph.txt"
+        else
+            echo "no CUDA graph table: scripts/gpu_torch_graph_bench.py did not finish (rc=$rc):"
+            tail -n 5 "$logs/torch-graph.log"
+        fi
+    } >>"$out/table.txt"
     say "$(cat "$out/table.txt")"
     say ""
     say "==== done in $((SECONDS - start)) s: $([ $failed -eq 0 ] && echo PASS || echo FAIL)"

@@ -45,6 +45,10 @@
 //! | [`shape_transpose_dim`] | `x.transpose(1, 2)` of a matrix | [`Transpose`](crate::shaped::Transpose) |
 //! | [`shape_cross_entropy_batch`] | `cross_entropy` with 16 targets for 32 rows | [`BatchSizes`](crate::shaped::BatchSizes) |
 //! | [`shape_devices_mixed`] | shapes that agree on two devices: still the device sentence | [`ArgumentOn`](crate::ArgumentOn) |
+//! | [`graph_to_vec_in_capture`] | `y.to_vec()` inside `torch.cuda.graph`: `operation not permitted when stream is capturing` | [`HostSync`](crate::HostSync) |
+//! | [`graph_item_in_capture`] | `loss.item()` inside a captured step | [`HostSync`](crate::HostSync) |
+//! | [`graph_print_in_capture`] | `print(y)` inside a capture | [`HostSync`](crate::HostSync) via `Display` |
+//! | [`graph_synchronize_in_capture`] | `torch.cuda.synchronize()` inside a capture | [`HostSync`](crate::HostSync) on `Device::synchronize` |
 //!
 //! The fixed programs, which compile and run on any machine (on the CPU, and on GPU 0 too where
 //! one opens), are in [`done_right`].
@@ -283,6 +287,24 @@ lesson!(
     generic_step_optimizer_on_cpu
 );
 
+lesson!(
+    /// `y.to_vec()` inside a CUDA graph capture: the step's tensors are on
+    /// `Capturing<Cuda<0>>`, which has no `HostSync`.
+    graph_to_vec_in_capture
+);
+lesson!(
+    /// `loss.item()` inside a captured training step.
+    graph_item_in_capture
+);
+lesson!(
+    /// `println!("{y}")` of a tensor inside a CUDA graph capture.
+    graph_print_in_capture
+);
+lesson!(
+    /// `dev.synchronize()` on the capturing device inside the step.
+    graph_synchronize_in_capture
+);
+
 /// The same programs done right: each compiles and runs (trybuild runs them), on the CPU
 /// everywhere and on GPU 0 too where one opens.
 pub mod done_right {
@@ -315,6 +337,11 @@ pub mod done_right {
     fixed!(
         /// A training step generic over `D` with the optimizer on `D`.
         generic_step
+    );
+    fixed!(
+        /// A training step captured into a CUDA graph, fed through `StaticTensor::copy_from`,
+        /// its loss read with `StaticTensor::read` after each replay.
+        graph_static_io
     );
     fixed!(
         /// A generic `forward<D: Device>` that creates its tensors on `x.device()`.

@@ -125,7 +125,7 @@ pub mod cuda {
     };
     /// CUDA graphs: capture a step's GPU work once, replay it with one launch (PyTorch's
     /// `torch.cuda.CUDAGraph`); see [`capture`].
-    pub use crate::device::graph::{capture, CapturedGraph, Capturing};
+    pub use crate::device::graph::{capture, CapturedGraph, Capturing, StaticTensor};
     pub use crate::ops::kernel_files::{compile_kernels, KernelReport};
 
     /// Matrix-product settings, as `torch.backends.cuda.matmul`.
@@ -162,7 +162,7 @@ pub use api::JoinList;
 pub use api::{IndexItem, IndexItems, IndexSpec, ValuesIndices};
 pub use api::{MaskFor, TensorList};
 pub use autograd::{no_grad, DynVar, Var};
-pub use device::{Cpu, Cuda, Device, DynDevice};
+pub use device::{Cpu, Cuda, Device, DynDevice, HostSync};
 pub use dyn_tensor::DynTensor;
 pub use random::{get_rng_state, manual_seed, set_rng_state, RngState};
 #[doc(hidden)]
@@ -182,7 +182,7 @@ pub use half::{bf16, f16};
 /// Everything the seed's code needs: `use devtype::prelude::*;`.
 pub mod prelude {
     pub use crate::autograd::no_grad;
-    pub use crate::device::{Cpu, Cuda, Device, DynDevice};
+    pub use crate::device::{Cpu, Cuda, Device, DynDevice, HostSync};
     pub use crate::nn::{Forward, Module};
     pub use crate::optim::Optimizer;
     pub use crate::tensor::{ArgumentOn, DType, HasDevice, ModuleInput, OperandOn, Tensor};

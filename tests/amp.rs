@@ -461,7 +461,7 @@ type Trace = Vec<(Vec<Vec<f32>>, Vec<f32>, f32, u32)>;
 /// every device: no product rounds differently): skipped first (the optimizer state is created
 /// by a skipped step), good, good (the scale grows), skipped, good. `rng` draws the data:
 /// runs to be compared start from one state.
-fn scaled_run<D: Device>(dev: D, adam: bool, mut rng: Rng) -> Trace {
+fn scaled_run<D: Device + HostSync>(dev: D, adam: bool, mut rng: Rng) -> Trace {
     let (w, b) = (random(&mut rng, &[30, 40]), random(&mut rng, &[30]));
     let mut model = Linear::from_parameters(w, Some(b)).to(dev);
     let mut scaler = GradScaler::try_with(dev, 1024.0, 2.0, 0.5, 2).unwrap();

@@ -98,7 +98,7 @@ struct Where;
 
 impl DeviceJob for Where {
     type Output = String;
-    fn run<D: Device>(self, device: D) -> String {
+    fn run<D: Device + HostSync>(self, device: D) -> String {
         Tensor::<D>::ones([2], device).to_string();
         device.to_string()
     }

@@ -220,3 +220,80 @@ fn a_sync_or_a_compile_inside_a_capture_is_an_error_and_the_device_stays_usable(
     assert!(err.to_string().contains("STREAM_CAPTURE"), "{err}");
     assert_eq!((&x * 2.0).to_vec(), vec![-2.0, 4.0, -6.0, 8.0]);
 }
+
+#[test]
+fn static_inputs_take_new_batches_and_the_static_output_is_read_after_each_replay() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(gpu) = common::gpu() else { return };
+    use devtype::cuda::{Capturing, StaticTensor};
+    let mut rng = Rng::new("cuda graph static inputs");
+    let mut eager = Mlp::new(&mut rng, gpu);
+    // The graphed model lives on the capturing device: the step cannot read it back.
+    let cap = Capturing::new(gpu);
+    let c = |m: &Linear<Cuda<0>>| {
+        Linear::from_parameters(
+            m.weight().detach().to(cap),
+            m.bias().map(|b| b.detach().to(cap)),
+        )
+    };
+    let mut graphed = Mlp {
+        l1: c(&eager.l1),
+        l2: c(&eager.l2),
+    };
+    let batches: Vec<(Tensor<Cuda<0>>, Tensor<Cuda<0>>)> = (0..4)
+        .map(|_| {
+            (
+                random(&mut rng, &[8, 12], gpu),
+                random(&mut rng, &[8, 4], gpu),
+            )
+        })
+        .collect();
+    let mut x = StaticTensor::new(&batches[0].0);
+    let mut y = StaticTensor::new(&batches[0].1);
+    let mut loss = StaticTensor::new(&Tensor::<Cuda<0>>::zeros([], gpu));
+    let (mut eager_opt, mut graphed_opt) = (sgd(), sgd());
+    let graph = devtype::cuda::capture(gpu, |dev| {
+        let (xs, ys) = (x.get(dev), y.get(dev));
+        loss.set(&graphed.loss(&xs, &ys).detach());
+        step(&mut graphed, &mut graphed_opt, &xs, &ys)
+    })
+    .unwrap();
+    // The warm-up was a real step on batch 0 (the output buffer is the graph's from now on:
+    // its values are the last replay's).
+    step(&mut eager, &mut eager_opt, &batches[0].0, &batches[0].1).unwrap();
+    for (bx, by) in &batches[1..] {
+        x.copy_from(bx);
+        y.copy_from(by);
+        graph.replay().unwrap();
+        let want = eager.loss(bx, by).to_vec();
+        step(&mut eager, &mut eager_opt, bx, by).unwrap();
+        assert_eq!(loss.read().to_vec(), want, "the loss of this batch");
+    }
+    assert_eq!(graphed.values(), eager.values());
+    // A read is a copy: it keeps its values when the graph runs again.
+    let before = loss.read();
+    let kept = before.to_vec();
+    graph.replay().unwrap();
+    assert_eq!(before.to_vec(), kept);
+
+    // A batch of another shape is PyTorch's `copy_` error, and nothing is written.
+    let err = x
+        .try_copy_from(&random(&mut rng, &[8, 11], gpu))
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "The size of tensor a (12) must match the size of tensor b (11) at non-singleton dimension 1"
+    );
+    let err = x
+        .try_copy_from(&random(&mut rng, &[2, 8, 12], gpu))
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "output with shape [8, 12] doesn't match the broadcast shape [2, 8, 12]"
+    );
+    // A broadcast source fills every row.
+    let row = random(&mut rng, &[12], gpu);
+    x.copy_from(&row);
+    let want: Vec<f32> = row.to_vec().repeat(8);
+    assert_eq!(x.read().to_vec(), want);
+}

@@ -78,7 +78,7 @@ impl<D: Device> Two<D> {
     }
 }
 
-fn two_models_one_scaler<D: Device>(dev: D) {
+fn two_models_one_scaler<D: Device + HostSync>(dev: D) {
     let mut scaled = Two::new("two_models", dev);
     let mut plain = scaled.copy();
     let (mut opt_a, mut opt_b) = (Sgd::new(0.05).momentum(0.9), Sgd::new(0.1).momentum(0.5));
@@ -158,7 +158,7 @@ fn one_scaler_two_adam_models_with_an_explicit_unscale() {
     }
 }
 
-fn inf_in_the_second_model<D: Device>(dev: D) {
+fn inf_in_the_second_model<D: Device + HostSync>(dev: D) {
     let mut t = Two::new("two_models_inf", dev);
     let (mut opt_a, mut opt_b) = (Sgd::new(0.1), Sgd::new(0.1));
     let mut scaler = GradScaler::new(dev);

@@ -373,7 +373,7 @@ fn apply(op: usize, x: f64, y: f64) -> f64 {
 /// other view and a clone keep theirs (nothing is written through a shared storage). Writing
 /// the result back with `slice_scatter` gives what PyTorch's write-through gives, computed on
 /// a reference model of the storage in plain `Vec` arithmetic.
-fn in_place_ops_on_views_are_values_on<D: Device>(dev: D, seed: &str) {
+fn in_place_ops_on_views_are_values_on<D: Device + HostSync>(dev: D, seed: &str) {
     let mut rng = Rng::new(seed);
     for _ in 0..60 {
         let (r, c) = (1 + rng.below(5), 1 + rng.below(5));

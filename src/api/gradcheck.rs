@@ -106,7 +106,10 @@ fn check(
 /// let x = Tensor::<Cpu, f64>::from_vec(vec![0.3, -1.2, 2.0], [3], Cpu);
 /// gradcheck(|v| Ok(v[0].tanh().mul_scalar(3.0).sum_all()), &[x]).unwrap();
 /// ```
-pub fn gradcheck<D: Device, F>(f: F, inputs: &[Tensor<D, f64>]) -> Result<()>
+pub fn gradcheck<D: Device + crate::device::HostSync, F>(
+    f: F,
+    inputs: &[Tensor<D, f64>],
+) -> Result<()>
 where
     F: Fn(&[Tensor<D, f64>]) -> Result<Tensor<D, f64>>,
 {
@@ -114,7 +117,7 @@ where
 }
 
 /// [`gradcheck`] with other tolerances.
-pub fn gradcheck_with<D: Device, F>(
+pub fn gradcheck_with<D: Device + crate::device::HostSync, F>(
     f: F,
     inputs: &[Tensor<D, f64>],
     options: GradcheckOptions,

@@ -6,38 +6,224 @@
 //! again with the device's stream capturing, in the driver's thread-local mode: nothing of that
 //! second run executes, it is recorded. [`CapturedGraph::replay`] queues the recorded work on
 //! the stream again, reading and writing the same device buffers every time, as PyTorch's
-//! graphs do: put new inputs into the buffers the closure read (e.g. with `copy_`) before a
-//! replay and read results from the buffers it wrote.
+//! graphs do: the step's inputs and outputs are [`StaticTensor`]s, buffers the graph owns;
+//! [`StaticTensor::copy_from`] puts new inputs in before a replay, [`StaticTensor::read`]
+//! copies results out after it.
+//!
+//! The step runs on [`Capturing<Cuda<N>>`](Capturing), a device type without
+//! [`HostSync`]: `to_vec`, `item`, printing with `{}` and `synchronize` do not compile there.
 //!
 //! Memory: buffers allocated during the capture are the graph's (the driver's graph memory, at
 //! addresses fixed for the graph's life, freed and taken again at each launch). A buffer whose
 //! last handle drops during the capture is not freed there (a free recorded into the graph
 //! would run at every replay): the graph keeps it until the graph is dropped.
 //!
-//! What would make the host wait during the capture (a value read, `synchronize`) fails with
+//! What would make the host wait during the capture and is not caught by the types (a read of
+//! a tensor the closure captured from outside, `synchronize` on the plain `Cuda<N>`) fails with
 //! the driver's `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED` ("operation not permitted when stream
 //! is capturing") and ends the capture with that error; so does a kernel compile or a cuBLAS
 //! handle creation the warm-up did not do. The device stays usable afterwards.
 
-use super::Cuda;
+use super::{Cuda, Device, DynDevice, HostSync};
 use crate::backend::cuda::context::{driver_error, GpuContext};
 use crate::core::error::Result;
+use crate::core::raw::RawTensor;
 use crate::core::storage::capture_keep;
+use crate::core::Element;
+use crate::tensor::Tensor;
 use cudarc::driver::sys;
+use std::fmt;
 use std::marker::PhantomData;
 use std::sync::atomic::Ordering;
 
-/// The capture context handed to the closure of [`capture`]: proof that the closure runs inside
-/// a capture of device `D`'s stream (the warm-up run gets one too).
+/// GPU `N` while its stream is captured into a CUDA graph: the device type of the tensors a
+/// captured step works on (`Tensor<Capturing<Cuda<0>>>`).
+///
+/// Every op runs on it as on `Cuda<N>` (it is the same GPU), but what would make the host wait
+/// for the GPU is not there: `to_vec`, `item`, printing, `to(...)` and `synchronize` ask for
+/// [`HostSync`](crate::device::HostSync), which this device does not have, so a step that
+/// reads a value back does not compile. Its inputs come in as [`StaticTensor`]s, its results
+/// go out through them and are read after [`CapturedGraph::replay`] with
+/// [`StaticTensor::read`].
+///
+/// Write the step generic (`fn step<D: Device>(...)`) to run it eagerly on `Cuda<N>` too.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Capturing<D> {
-    warm_up: bool,
     _device: PhantomData<D>,
 }
 
-impl<D> Capturing<D> {
-    /// True during the eager warm-up run, false while the work is being recorded.
+impl<const N: usize> Capturing<Cuda<N>> {
+    /// The capturing form of `gpu`: tensors made on it live on GPU `N` and are never read
+    /// back by the host (models and optimizer state that a graph updates are made on it).
+    pub fn new(_gpu: Cuda<N>) -> Self {
+        Capturing {
+            _device: PhantomData,
+        }
+    }
+
+    /// True unless the device's stream is being captured now: during [`capture`]'s eager
+    /// warm-up run, and outside any capture.
     pub fn is_warm_up(&self) -> bool {
-        self.warm_up
+        crate::backend::cuda::context::get(N)
+            .map(|g| !g.capturing.load(Ordering::SeqCst))
+            .unwrap_or(true)
+    }
+}
+
+impl<const N: usize> fmt::Debug for Capturing<Cuda<N>> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Capturing<Cuda<{N}>>")
+    }
+}
+
+impl<const N: usize> fmt::Display for Capturing<Cuda<N>> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "cuda:{N}")
+    }
+}
+
+impl<const N: usize> Device for Capturing<Cuda<N>> {
+    // A GPU: named as `Cuda<N>` is.
+    type NamedFirst<Other: Device> = Capturing<Cuda<N>>;
+    type NamedSecond<Other: Device> = Other;
+    type OperandFirst<Recv: Device> = Recv::NamedFirst<Capturing<Cuda<N>>>;
+    type OperandSecond<Recv: Device> = Recv::NamedSecond<Capturing<Cuda<N>>>;
+    fn dyn_device(&self) -> DynDevice {
+        DynDevice::cuda(N)
+    }
+    fn type_device() -> DynDevice {
+        DynDevice::cuda(N)
+    }
+    fn from_dyn(device: DynDevice) -> Option<Self> {
+        Cuda::<N>::from_dyn(device).map(Capturing::new)
+    }
+    fn synchronize(&self) -> Result<()>
+    where
+        Self: HostSync,
+    {
+        crate::backend::cuda::synchronize(N)
+    }
+}
+
+/// A buffer a CUDA graph owns: a static input the graph reads at every replay, or a static
+/// output it writes (PyTorch's pattern of static tensors for `torch.cuda.CUDAGraph`).
+///
+/// devtype's tensors keep their values, so the graph's buffers are not user tensors changed
+/// behind their backs: this object holds the buffer; [`copy_from`](Self::copy_from) puts new
+/// values in it before a replay, [`set`](Self::set) makes a step's result the output buffer,
+/// and [`read`](Self::read) returns a copy of its current values as an ordinary
+/// `Tensor<Cuda<N>>`. Inside the step, [`get`](Self::get) hands out the buffer on the
+/// capturing device.
+pub struct StaticTensor<const N: usize, E: Element = f32> {
+    buffer: RawTensor,
+    _element: PhantomData<E>,
+}
+
+impl<const N: usize, E: Element> StaticTensor<N, E> {
+    /// A new buffer holding a copy of `init`'s values (its shape is the buffer's for good).
+    pub fn try_new(init: &Tensor<Cuda<N>, E>) -> Result<Self> {
+        let gpu = crate::backend::cuda::context::get(N)?;
+        Ok(StaticTensor {
+            buffer: crate::ops::copy::cuda::contiguous(gpu, &init.raw)?,
+            _element: PhantomData,
+        })
+    }
+
+    /// A new buffer holding a copy of `init`'s values.
+    ///
+    /// Panics with the error's text where [`try_new`](Self::try_new) returns it.
+    #[track_caller]
+    pub fn new(init: &Tensor<Cuda<N>, E>) -> Self {
+        match Self::try_new(init) {
+            Ok(t) => t,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// The buffer's shape.
+    pub fn shape(&self) -> &[usize] {
+        &self.buffer.layout.shape
+    }
+
+    /// The buffer as a tensor on the capturing device, for the step to read (not tracked by
+    /// autograd; the graph reads this address at every replay).
+    pub fn get(&self, dev: Capturing<Cuda<N>>) -> Tensor<Capturing<Cuda<N>>, E> {
+        Tensor::from_raw(self.buffer.clone(), dev)
+    }
+
+    /// Makes `out` (a step's result) this buffer: the graph writes it at every replay.
+    /// Call it inside the captured step; after the capture the buffer is the graph's, and
+    /// holds the last replay's values (none before the first replay).
+    pub fn set(&mut self, out: &Tensor<Capturing<Cuda<N>>, E>) {
+        self.buffer = out.raw.clone();
+    }
+
+    /// Queues a copy of `src`'s values into the buffer (PyTorch's `static_input.copy_(x)`),
+    /// on the device's stream: the next replay reads them, the host does not wait. `src`
+    /// broadcasts to the buffer's shape; anything else is PyTorch's size error.
+    pub fn try_copy_from(&mut self, src: &Tensor<Cuda<N>, E>) -> Result<()> {
+        let dst_shape = self.buffer.layout.shape;
+        let src_shape = &src.raw.layout.shape;
+        let both = crate::core::layout::broadcast_shapes(&dst_shape, src_shape)?;
+        if both[..] != dst_shape[..] {
+            return Err(crate::core::error::Error::Shape(format!(
+                "output with shape {:?} doesn't match the broadcast shape {:?}",
+                &dst_shape[..],
+                &both[..]
+            )));
+        }
+        let gpu = crate::backend::cuda::context::get(N)?;
+        // The source's strides seen over the buffer's shape: 0 where it broadcasts.
+        let rank = dst_shape.len();
+        let lead = rank - src_shape.len();
+        let strides: Vec<usize> = (0..rank)
+            .map(|i| {
+                if i < lead || src_shape[i - lead] == 1 {
+                    0
+                } else {
+                    src.raw.layout.strides[i - lead]
+                }
+            })
+            .collect();
+        // A buffer the graph's step made may be a view (`set` of a strided result).
+        let dst = crate::backend::cuda::memory::ptr(&self.buffer)?;
+        let src_ptr = crate::backend::cuda::memory::ptr(&src.raw)?;
+        crate::ops::copy::cuda::copy_strided(
+            gpu,
+            E::DTYPE,
+            &dst_shape,
+            (dst, &self.buffer.layout.strides),
+            (src_ptr, &strides),
+        )
+    }
+
+    /// Queues a copy of `src`'s values into the buffer.
+    ///
+    /// Panics with the error's text where [`try_copy_from`](Self::try_copy_from) returns it.
+    #[track_caller]
+    pub fn copy_from(&mut self, src: &Tensor<Cuda<N>, E>) {
+        if let Err(e) = self.try_copy_from(src) {
+            panic!("{e}")
+        }
+    }
+
+    /// A copy of the buffer's current values (after the replays queued so far, in stream
+    /// order), as an ordinary tensor: it keeps these values when the graph runs again.
+    pub fn try_read(&self) -> Result<Tensor<Cuda<N>, E>> {
+        let gpu = crate::backend::cuda::context::get(N)?;
+        let copy = crate::ops::copy::cuda::contiguous(gpu, &self.buffer)?;
+        Ok(Tensor::from_raw(copy, Cuda::<N>::open()?))
+    }
+
+    /// A copy of the buffer's current values.
+    ///
+    /// Panics with the error's text where [`try_read`](Self::try_read) returns it.
+    #[track_caller]
+    pub fn read(&self) -> Tensor<Cuda<N>, E> {
+        match self.try_read() {
+            Ok(t) => t,
+            Err(e) => panic!("{e}"),
+        }
     }
 }
 
@@ -65,29 +251,49 @@ impl<const N: usize> CapturedGraph<N> {
 /// the first error of either run, or of ending the capture; the device stays usable.
 ///
 /// ```no_run
+/// use devtype::cuda::{capture, Capturing, StaticTensor};
+/// use devtype::nn::{Linear, MSELoss};
+/// use devtype::optim::{Optimizer, Sgd};
 /// use devtype::prelude::*;
+///
+/// /// One training step, for any device; returns the loss (detached).
+/// fn step<D: Device>(m: &mut Linear<D>, opt: &mut Sgd<D>, x: &Tensor<D>, y: &Tensor<D>) -> Tensor<D> {
+///     opt.zero_grad(m);
+///     let loss = MSELoss::new().forward(&m.forward(x), y);
+///     loss.backward();
+///     opt.step(m);
+///     loss.detach()
+/// }
+///
 /// # fn main() -> devtype::Result<()> {
 /// let gpu = Cuda::<0>::open()?;
-/// let x = Tensor::<Cuda<0>>::ones([4], gpu); // the graph's static input
-/// let mut y = None; // its output: a buffer the graph writes at every replay
-/// let graph = devtype::cuda::capture(gpu, |_| {
-///     y = Some(x.try_relu()? * 2.0);
+/// let batches: Vec<(Tensor<Cuda<0>>, Tensor<Cuda<0>>)> = (0..10)
+///     .map(|_| (Tensor::randn([64, 784], gpu), Tensor::randn([64, 10], gpu)))
+///     .collect();
+/// let dev = Capturing::new(gpu);                      // GPU 0, never read back by the host
+/// let mut model = Linear::new(784, 10, Cpu).to(dev);  // what the graph updates lives on it
+/// let mut opt = Sgd::new(0.1);
+/// let (mut x, mut y) = (StaticTensor::new(&batches[0].0), StaticTensor::new(&batches[0].1));
+/// let mut loss = StaticTensor::new(&Tensor::zeros([], gpu));
+/// let graph = capture(gpu, |dev| {
+///     loss.set(&step(&mut model, &mut opt, &x.get(dev), &y.get(dev)));
 ///     Ok(())
 /// })?;
-/// graph.replay()?;
-/// assert_eq!(y.unwrap().to_vec(), vec![2.0; 4]);
+/// for (bx, by) in &batches[1..] {
+///     x.copy_from(bx);
+///     y.copy_from(by);
+///     graph.replay()?;
+/// }
+/// println!("last loss {}", loss.read().item());       // a copy, read after the replays
 /// # Ok(())
 /// # }
 /// ```
 pub fn capture<const N: usize>(
     _device: Cuda<N>,
-    mut step: impl FnMut(&Capturing<Cuda<N>>) -> Result<()>,
+    mut step: impl FnMut(Capturing<Cuda<N>>) -> Result<()>,
 ) -> Result<CapturedGraph<N>> {
     let gpu = crate::backend::cuda::context::get(N)?;
-    step(&Capturing {
-        warm_up: true,
-        _device: PhantomData,
-    })?;
+    step(Capturing::new(_device))?;
     gpu.synchronize()?;
     crate::backend::cuda::sync::record_sync();
     gpu.bind()?;
@@ -104,13 +310,12 @@ pub fn capture<const N: usize>(
 /// The capture proper: begin, run `step`, always end.
 fn record<const N: usize>(
     gpu: &GpuContext,
-    step: &mut impl FnMut(&Capturing<Cuda<N>>) -> Result<()>,
+    step: &mut impl FnMut(Capturing<Cuda<N>>) -> Result<()>,
 ) -> Result<cudarc::driver::CudaGraph> {
     gpu.stream
         .begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
         .map_err(|e| driver_error("cuStreamBeginCapture", e))?;
-    let ran = step(&Capturing {
-        warm_up: false,
+    let ran = step(Capturing {
         _device: PhantomData,
     });
     // Buffers made during the capture that outlive it (gradients, optimizer state) are graph

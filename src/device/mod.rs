@@ -16,7 +16,24 @@ mod sealed {
     pub trait Sealed {}
     impl Sealed for super::Cpu {}
     impl<const N: usize> Sealed for super::Cuda<N> {}
+    impl<const N: usize> Sealed for super::graph::Capturing<super::Cuda<N>> {}
 }
+
+/// A device whose values the host may wait for: [`Cpu`] and [`Cuda<N>`], not a device whose
+/// stream is being captured into a CUDA graph ([`Capturing`](crate::cuda::Capturing)).
+///
+/// The operations that make the host wait for the GPU (`to_vec`, `item`, printing, `to`,
+/// `synchronize`) ask for it; generic code that reads values back names it too:
+/// `fn show<D: Device + HostSync>(x: &Tensor<D>)`.
+#[diagnostic::on_unimplemented(
+    message = "cannot synchronize while the stream is capturing: the host may not wait for `{Self}`'s values here",
+    label = "this makes the host wait for the GPU",
+    note = "on a `Capturing<Cuda<N>>` device the GPU work is recorded into a CUDA graph, not run: operation not permitted when stream is capturing",
+    note = "give the result to a `cuda::StaticTensor` inside the step (`out.set(&y)`) and read it after `graph.replay()?` with `out.read()`; generic code that reads values back asks for `D: Device + HostSync`"
+)]
+pub trait HostSync: Device {}
+impl HostSync for Cpu {}
+impl<const N: usize> HostSync for Cuda<N> {}
 
 /// A device a tensor can live on: [`Cpu`] or [`Cuda<N>`]. Sealed: devtype knows how to run
 /// every op on each of them.
@@ -44,8 +61,11 @@ pub trait Device:
 
     /// Waits until all work queued on this device has finished (a no-op on the CPU).
     ///
-    /// Time GPU code only after this, as PyTorch's `torch.cuda.synchronize()`.
-    fn synchronize(&self) -> Result<()>;
+    /// Time GPU code only after this, as PyTorch's `torch.cuda.synchronize()`. Not available
+    /// on a capturing device (see [`HostSync`]).
+    fn synchronize(&self) -> Result<()>
+    where
+        Self: HostSync;
 
     /// Of this device and `Other`, the one PyTorch's element-wise device check names first:
     /// the first non-CPU device (`cuda:0 and cpu`, whichever operand is on the CPU).
@@ -91,7 +111,10 @@ impl Device for Cpu {
     fn type_device() -> DynDevice {
         DynDevice::cpu()
     }
-    fn synchronize(&self) -> Result<()> {
+    fn synchronize(&self) -> Result<()>
+    where
+        Self: HostSync,
+    {
         Ok(())
     }
 }
@@ -155,7 +178,10 @@ impl<const N: usize> Device for Cuda<N> {
         (device.cuda_index() == Some(N) && crate::backend::cuda::context::is_open(N))
             .then_some(Cuda { _opened: () })
     }
-    fn synchronize(&self) -> Result<()> {
+    fn synchronize(&self) -> Result<()>
+    where
+        Self: HostSync,
+    {
         crate::backend::cuda::synchronize(N)
     }
 }
@@ -167,8 +193,9 @@ impl<const N: usize> Device for Cuda<N> {
 pub trait DeviceJob {
     /// What the job returns.
     type Output;
-    /// Runs the job on `device`.
-    fn run<D: Device>(self, device: D) -> Self::Output;
+    /// Runs the job on `device` (a device whose values the host may read: write
+    /// `fn run<D: Device + HostSync>` to read them, or just `D: Device`).
+    fn run<D: Device + HostSync>(self, device: D) -> Self::Output;
 }
 
 /// Runs `job` on `Cuda<0>` when it opens, otherwise on [`Cpu`].

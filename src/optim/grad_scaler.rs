@@ -222,7 +222,10 @@ impl<D: Device> GradScaler<D> {
     }
 
     /// The scale, read back to the host: a sync on a GPU, as PyTorch's `get_scale()`.
-    pub fn get_scale(&self) -> f32 {
+    pub fn get_scale(&self) -> f32
+    where
+        D: crate::device::HostSync,
+    {
         self.scale.item()
     }
 
@@ -382,7 +385,10 @@ impl<D: Device> GradScaler<D> {
     }
 
     /// The count of good steps since the scale last changed (a host read: a sync on a GPU).
-    pub fn growth_tracker(&self) -> u32 {
+    pub fn growth_tracker(&self) -> u32
+    where
+        D: crate::device::HostSync,
+    {
         self.growth_tracker.item() as u32
     }
 }

@@ -263,7 +263,10 @@ impl<D: Device, E: Element, S: Shape> Shaped<D, E, S> {
     }
 
     /// The elements, in row-major order.
-    pub fn try_to_vec(&self) -> Result<Vec<E>> {
+    pub fn try_to_vec(&self) -> Result<Vec<E>>
+    where
+        D: crate::device::HostSync,
+    {
         self.tensor.try_to_vec()
     }
 
@@ -271,7 +274,10 @@ impl<D: Device, E: Element, S: Shape> Shaped<D, E, S> {
     ///
     /// Panics with the error's text where [`try_to_vec`](Self::try_to_vec) returns it.
     #[track_caller]
-    pub fn to_vec(&self) -> Vec<E> {
+    pub fn to_vec(&self) -> Vec<E>
+    where
+        D: crate::device::HostSync,
+    {
         self.tensor.to_vec()
     }
 

@@ -878,7 +878,10 @@ impl<D: Device, E: Float, N: Dim, K: Dim> Shaped<D, E, (N, K)> {
 
 impl<D: Device, E: Float> Shaped<D, E, ()> {
     /// The value, on the host.
-    pub fn item(&self) -> E {
+    pub fn item(&self) -> E
+    where
+        D: crate::device::HostSync,
+    {
         self.tensor.item()
     }
 

@@ -17,7 +17,7 @@ pub use pinned::{AsyncSource, Download, HostDevice, PinnedTensor, Upload, Waited
 use crate::core::error::Result;
 use crate::core::layout::{self, Dims};
 use crate::core::raw::RawTensor;
-use crate::device::Device;
+use crate::device::{Device, HostSync};
 use crate::graph::Node;
 use crate::ops::creation::{create, Fill};
 use std::marker::PhantomData;
@@ -337,22 +337,46 @@ impl<D: Device, E: Element> Tensor<D, E> {
     }
 
     /// The values in row-major order. On a GPU this copies to the host and waits for it.
-    pub fn try_to_vec(&self) -> Result<Vec<E>> {
+    pub fn try_to_vec(&self) -> Result<Vec<E>>
+    where
+        D: HostSync,
+    {
         self.raw.to_vec()
     }
-    infallible!(
-        /// The values in row-major order. On a GPU this copies to the host and waits for it.
-        pub fn to_vec(&self) -> Vec<E>
-    );
+    /// The values in row-major order. On a GPU this copies to the host and waits for it.
+    ///
+    /// Panics with the error's text where [`try_to_vec`](Self::try_to_vec) returns it.
+    #[track_caller]
+    pub fn to_vec(&self) -> Vec<E>
+    where
+        D: HostSync,
+    {
+        match self.try_to_vec() {
+            Ok(v) => v,
+            Err(e) => panic!("{e}"),
+        }
+    }
 
     /// The value of a one-element tensor (PyTorch's `.item()`); on a GPU this waits for it.
-    pub fn try_item(&self) -> Result<E> {
+    pub fn try_item(&self) -> Result<E>
+    where
+        D: HostSync,
+    {
         self.raw.item()
     }
-    infallible!(
-        /// The value of a one-element tensor (PyTorch's `.item()`); on a GPU this waits for it.
-        pub fn item(&self) -> E
-    );
+    /// The value of a one-element tensor (PyTorch's `.item()`); on a GPU this waits for it.
+    ///
+    /// Panics with the error's text where [`try_item`](Self::try_item) returns it.
+    #[track_caller]
+    pub fn item(&self) -> E
+    where
+        D: HostSync,
+    {
+        match self.try_item() {
+            Ok(v) => v,
+            Err(e) => panic!("{e}"),
+        }
+    }
 
     /// True when both tensors share one storage (as after `to` onto the same device).
     pub fn shares_storage_with<E2: Element>(&self, other: &Tensor<D, E2>) -> bool {
@@ -428,7 +452,7 @@ impl<D: Device, E: Element> std::fmt::Debug for Tensor<D, E> {
     }
 }
 
-impl<D: Device, E: Element> std::fmt::Display for Tensor<D, E> {
+impl<D: HostSync, E: Element> std::fmt::Display for Tensor<D, E> {
     /// Prints like PyTorch: `tensor([[1., 2.]], device='cuda:0')`, with `requires_grad=True`
     /// for a parameter and `grad_fn=<SumBackward0>` for a tracked op's result. On a GPU this
     /// waits for it.

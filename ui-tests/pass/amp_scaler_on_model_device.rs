@@ -10,7 +10,7 @@ use devtype::nn::{CrossEntropyLoss, Linear};
 use devtype::optim::{Optimizer, Sgd};
 use devtype::prelude::*;
 
-fn train<D: Device>(dev: D) -> f32 {
+fn train<D: Device + HostSync>(dev: D) -> f32 {
     let mut model = Linear::new(10, 3, Cpu).to(dev);
     let mut opt = Sgd::new(0.1);
     let mut scaler = GradScaler::new(dev); // on the model's device

@@ -6,7 +6,7 @@ use devtype::nn::{CrossEntropyLoss, Linear};
 use devtype::optim::{Optimizer, Sgd};
 use devtype::prelude::*;
 
-fn train<D: Device>(dev: D) -> f32 {
+fn train<D: Device + HostSync>(dev: D) -> f32 {
     let mut model = Linear::new(10, 3, Cpu).to(dev); // 1. the model, moved once
     let mut opt = Sgd::new(0.1); // 2. the optimizer, after the move
     let loss_fn = CrossEntropyLoss::new();
