@@ -327,20 +327,21 @@ fn typed<T: Gemm>(a: &[T], b: &[T], plan: &MatmulPlan) -> Result<RawTensor> {
     Ok(RawTensor::from_cpu_vec(out, plan.out_shape))
 }
 
-/// `bf16` products on AVX512-BF16 (`super::cpu_bf16`): accumulated in `f32`, rounded once.
+/// `bf16` products on AVX512-BF16 (`super::cpu_bf16`): accumulated in `f32`, rounded once,
+/// written as `bf16` by the kernel itself.
 fn bf16_native(a: &[half::bf16], b: &[half::bf16], plan: &MatmulPlan) -> Result<RawTensor> {
     let (m, k, n) = (plan.m, plan.k, plan.n);
     let br = plan.batch.len();
     let (ra, rb) = (plan.a.rank(), plan.b.rank());
     let batches: usize = plan.batch.iter().product();
-    let mut out =
-        <f32 as crate::core::dtype::sealed::ElementStorage>::pool().take(batches * m * n)?;
-    if !out.is_empty() {
+    let mut out = PooledVec::<half::bf16>::with_len(batches * m * n)?;
+    if !out.as_slice().is_empty() {
         let (offs_a, offs_b) = if br == 0 {
             (vec![plan.a.offset], vec![plan.b.offset])
         } else {
             (batch_offsets(&plan.a, br)?, batch_offsets(&plan.b, br)?)
         };
+        let out = out.as_mut_slice();
         for (i, dst) in out.chunks_mut((m * n).max(1)).enumerate().take(batches) {
             let va = MatrixView {
                 data: a,
@@ -357,7 +358,7 @@ fn bf16_native(a: &[half::bf16], b: &[half::bf16], plan: &MatmulPlan) -> Result<
             super::cpu_bf16::gemm(dst, (m, k, n), va, vb);
         }
     }
-    crate::ops::half::narrow(RawTensor::from_cpu_vec(out, plan.out_shape), DType::BF16)
+    Ok(RawTensor::from_cpu_buffer(out, plan.out_shape))
 }
 
 /// `a @ b` of `i64` matrices (PyTorch's CPU `mm` takes integers): exact, with wrapping sums
