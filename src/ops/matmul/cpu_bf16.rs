@@ -10,15 +10,21 @@
 //! results are flushed to zero (the instruction ignores MXCSR). The result is rounded to `bf16`
 //! once, from the `f32` accumulator.
 //!
-//! Layout, as the usual GEMM kernels do it (BLIS's loops): `k` is cut into blocks of `KC`
-//! pairs; for each, `b`'s rows are packed into panels of `NR` columns with each `f32` lane
-//! holding one column's two `bf16` values of a pair, and each thread packs its own `MR`-row
-//! panels of `a` (one pair per 32-bit word, broadcast to every lane). The micro-kernel holds an
-//! `MR x NR` tile of `f32` accumulators in 24 of the 32 vector registers. Threads split the
-//! rows of `dst`, so no two write the same element.
+//! Layout, as the usual GEMM kernels do it (BLIS's loops): `b` is packed once, in blocks of
+//! `KC` pairs of `k` and panels of `NR` columns, each `f32` lane holding one column's two `bf16`
+//! values of a pair (a 32-bit word). The rows of `dst` are split evenly between the threads
+//! (whole `MR`-row micro-panels, one task per thread: `rayon`'s finer tasks left one thread
+//! idle for a whole block at the end); each thread walks its rows in blocks of at most `MC`,
+//! packs that block of `a` per `KC` block (one pair per word, broadcast to every lane), and
+//! runs the micro-kernel over every `MR x NR` tile. The micro-kernel holds the tile in 24 of
+//! the 32 vector registers, loads it from (or zeroes it for the first `KC` block) and stores it
+//! to an `f32` buffer of the thread's block, which is rounded to `bf16` once, into `dst`, while
+//! it is still in cache: no `m x n` `f32` result is allocated or written.
 
 use super::cpu::MatrixView;
+use crate::ops::half::HalfBlock;
 use half::bf16;
+use half::slice::HalfFloatSliceExt;
 use rayon::prelude::*;
 
 /// Rows of the micro-kernel's tile.
@@ -26,10 +32,13 @@ const MR: usize = 12;
 /// Columns of the micro-kernel's tile: two 16-lane vectors.
 const NR: usize = 32;
 /// Pairs of `k` per packed block: one `b` micro-panel (`KC * NR * 4` bytes, 16 KiB) stays in
-/// L1 while the rows of `a` stream past it.
+/// L1 while the micro-panels of `a` stream past it.
 const KC: usize = 128;
-/// Rows of `dst` per parallel task (a multiple of `MR`).
+/// Most rows of `dst` per block of a thread (a multiple of `MR`): the packed `a` block
+/// (`MC * KC * 4` bytes, 48 KiB) stays in L2.
 const MC: usize = 8 * MR;
+/// Products with fewer multiply-adds run on one thread.
+const PARALLEL_FLOPS: usize = 1 << 18;
 
 /// True when this CPU runs the `vdpbf16ps` kernel.
 pub(crate) fn available() -> bool {
@@ -44,107 +53,222 @@ pub(crate) fn available() -> bool {
     }
 }
 
-/// `dst[m x n]` (row-major, contiguous `f32`) `= a[m x k] @ b[k x n]` on `bf16` operands in
-/// any strides. Call only when [`available`] says so (it panics otherwise).
+/// The bits of a `bf16` matrix view.
+#[derive(Clone, Copy)]
+struct Bits<'a> {
+    data: &'a [u16],
+    offset: usize,
+    rs: usize,
+    cs: usize,
+}
+
+impl Bits<'_> {
+    fn new<'a>(v: &MatrixView<'a, bf16>) -> Bits<'a> {
+        Bits {
+            data: v.data.reinterpret_cast(),
+            offset: v.offset,
+            rs: v.row_stride,
+            cs: v.col_stride,
+        }
+    }
+    #[inline(always)]
+    fn at(&self, r: usize, c: usize) -> u32 {
+        self.data[self.offset + r * self.rs + c * self.cs] as u32
+    }
+}
+
+/// Packs `b`'s pairs `q0 .. q0 + kc` (rows `2 q0 ..`) of columns `c0 .. c0 + NR` into `panel`
+/// (word `q * NR + j` = rows `2 (q0 + q)` and `+ 1` of column `c0 + j`; zero past the edges).
+fn pack_b(panel: &mut [u32], b: Bits<'_>, (k, n): (usize, usize), q0: usize, c0: usize) {
+    let kc = panel.len() / NR;
+    let cols = NR.min(n - c0);
+    if b.cs == 1 {
+        // Row-major: two rows zipped into words (vectorized).
+        for (q, out) in panel.chunks_exact_mut(NR).enumerate() {
+            let r0 = 2 * (q0 + q);
+            let row0 = &b.data[b.offset + r0 * b.rs + c0..][..cols];
+            if r0 + 1 < k {
+                let row1 = &b.data[b.offset + (r0 + 1) * b.rs + c0..][..cols];
+                for ((w, &x), &y) in out.iter_mut().zip(row0).zip(row1) {
+                    *w = x as u32 | (y as u32) << 16;
+                }
+            } else {
+                for (w, &x) in out.iter_mut().zip(row0) {
+                    *w = x as u32;
+                }
+            }
+            out[cols..].fill(0);
+        }
+        return;
+    }
+    panel.fill(0);
+    // Any other strides (column-major `b`, the `x @ w.T` of a linear layer: each pair is two
+    // neighbours in memory), column by column.
+    for j in 0..cols {
+        for q in 0..kc {
+            let r0 = 2 * (q0 + q);
+            let hi = if r0 + 1 < k { b.at(r0 + 1, c0 + j) } else { 0 };
+            panel[q * NR + j] = b.at(r0, c0 + j) | hi << 16;
+        }
+    }
+}
+
+/// Packs `a`'s rows `r0 .. r0 + rows` and pairs `q0 .. q0 + kc` into micro-panels of `MR` rows
+/// (word `i * kc * MR + q * MR + r` = columns `2 (q0 + q)` and `+ 1` of row `r0 + i MR + r`;
+/// zero past the edges).
+fn pack_a(
+    out: &mut [u32],
+    a: Bits<'_>,
+    k: usize,
+    (r0, rows): (usize, usize),
+    (q0, kc): (usize, usize),
+) {
+    for (i, panel) in out.chunks_exact_mut(kc * MR).enumerate() {
+        for r in 0..MR {
+            let row = i * MR + r;
+            if row >= rows {
+                for q in 0..kc {
+                    panel[q * MR + r] = 0;
+                }
+                continue;
+            }
+            let row = r0 + row;
+            let c0 = 2 * q0;
+            if a.cs == 1 {
+                let len = (2 * kc).min(k - c0);
+                let src = &a.data[a.offset + row * a.rs + c0..][..len];
+                let mut pairs = src.chunks_exact(2);
+                for (q, p) in (&mut pairs).enumerate() {
+                    panel[q * MR + r] = p[0] as u32 | (p[1] as u32) << 16;
+                }
+                if let [x] = pairs.remainder() {
+                    panel[(len / 2) * MR + r] = *x as u32;
+                }
+            } else {
+                for q in 0..kc {
+                    let c = c0 + 2 * q;
+                    let hi = if c + 1 < k { a.at(row, c + 1) } else { 0 };
+                    panel[q * MR + r] = a.at(row, c) | hi << 16;
+                }
+            }
+        }
+    }
+}
+
+/// `dst[m x n]` (row-major, contiguous) `= a[m x k] @ b[k x n]` on `bf16` operands in any
+/// strides, accumulated in `f32` and rounded once. Call only when [`available`] says so (it
+/// panics otherwise).
 pub(crate) fn gemm(
-    dst: &mut [f32],
+    dst: &mut [bf16],
     (m, k, n): (usize, usize, usize),
     a: MatrixView<'_, bf16>,
     b: MatrixView<'_, bf16>,
 ) {
     assert!(available(), "the bf16 kernel needs AVX512-BF16");
-    assert!(dst.len() >= m * n, "gemm destination too small");
+    let out_len = m.checked_mul(n).expect("gemm: m * n overflows");
+    assert!(dst.len() >= out_len, "gemm destination too small");
+    let dst = &mut dst[..out_len];
     if m == 0 || n == 0 {
         return;
     }
-    dst[..m * n].fill(0.0);
     if k == 0 {
+        dst.fill(bf16::ZERO);
         return;
     }
+    let (a, b) = (Bits::new(&a), Bits::new(&b));
     let pairs = k.div_ceil(2);
+    let kblocks = pairs.div_ceil(KC);
     let panels = n.div_ceil(NR);
-    let mut packed_b = vec![0u16; KC * panels * NR * 2];
-    for q0 in (0..pairs).step_by(KC) {
-        let kc = KC.min(pairs - q0);
-        // Panel p, pair q, lane j, half t: b[2 (q0 + q) + t, p NR + j] (zero past the edges).
-        packed_b
-            .par_chunks_mut(KC * NR * 2)
-            .enumerate()
-            .for_each(|(p, panel)| {
-                for q in 0..kc {
-                    for j in 0..NR {
-                        let col = p * NR + j;
-                        for t in 0..2 {
-                            let row = 2 * (q0 + q) + t;
-                            panel[(q * NR + j) * 2 + t] = if col < n && row < k {
-                                b.data[b.offset + row * b.row_stride + col * b.col_stride].to_bits()
-                            } else {
-                                0
-                            };
-                        }
-                    }
-                }
-            });
-        let packed_b = &packed_b;
-        dst[..m * n]
-            .par_chunks_mut(MC * n)
-            .enumerate()
-            .for_each(|(block, rows)| {
-                let r0 = block * MC;
-                let mr_panels = (rows.len() / n).div_ceil(MR);
-                // Panel i, pair q, row r: a[r0 + i MR + r, 2 (q0 + q) .. + 2] as one word.
-                let mut packed_a = vec![0u32; mr_panels * kc * MR];
-                for (i, panel) in packed_a.chunks_mut(kc * MR).enumerate() {
-                    for q in 0..kc {
-                        for r in 0..MR {
-                            let row = r0 + i * MR + r;
-                            if row >= m {
-                                continue;
-                            }
-                            let at = |col: usize| {
-                                if col < k {
-                                    a.data[a.offset + row * a.row_stride + col * a.col_stride]
-                                        .to_bits() as u32
-                                } else {
-                                    0
-                                }
-                            };
-                            let c = 2 * (q0 + q);
-                            panel[q * MR + r] = at(c) | (at(c + 1) << 16);
-                        }
-                    }
-                }
-                let block_rows = rows.len() / n;
+    // Block `kb`, panel `p`: `kc(kb) * NR` words at `(kb * panels + p) * KC * NR`.
+    let mut packed_b = vec![0u32; kblocks * panels * KC * NR];
+    let parallel = m.saturating_mul(n).saturating_mul(k) >= PARALLEL_FLOPS && !cfg!(miri);
+    let pack = |(i, chunk): (usize, &mut [u32])| {
+        let (kb, p) = (i / panels, i % panels);
+        let kc = KC.min(pairs - kb * KC);
+        pack_b(&mut chunk[..kc * NR], b, (k, n), kb * KC, p * NR);
+    };
+    if parallel {
+        packed_b.par_chunks_mut(KC * NR).enumerate().for_each(pack);
+    } else {
+        packed_b.chunks_mut(KC * NR).enumerate().for_each(pack);
+    }
+    let packed_b = &packed_b[..];
+    // Whole micro-panels of rows, split evenly: one task per thread.
+    let micro = m.div_ceil(MR);
+    let tasks = if parallel {
+        rayon::current_num_threads().clamp(1, micro)
+    } else {
+        1
+    };
+    let mut parts = Vec::with_capacity(tasks);
+    let mut rest = dst;
+    let mut row = 0;
+    for t in 0..tasks {
+        let end = ((t + 1) * micro / tasks * MR).min(m);
+        let (part, tail) = rest.split_at_mut((end - row) * n);
+        parts.push((row, part));
+        rest = tail;
+        row = end;
+    }
+    let work = |(r0, part): (usize, &mut [bf16])| {
+        let rows = part.len() / n;
+        let mut acc = vec![0f32; MC.min(rows.next_multiple_of(MR)) * n];
+        let mut packed_a = vec![0u32; MC * KC];
+        for (blk, out) in part.chunks_mut(MC * n).enumerate() {
+            let brows = out.len() / n;
+            let bmicro = brows.div_ceil(MR);
+            for kb in 0..kblocks {
+                let kc = KC.min(pairs - kb * KC);
+                let pa = &mut packed_a[..bmicro * kc * MR];
+                pack_a(pa, a, k, (r0 + blk * MC, brows), (kb * KC, kc));
                 for p in 0..panels {
-                    let bp = &packed_b[p * KC * NR * 2..][..kc * NR * 2];
-                    let cols = NR.min(n - p * NR);
-                    for (i, ap) in packed_a.chunks(kc * MR).enumerate() {
-                        let tile_rows = MR.min(block_rows - i * MR);
-                        let c = &mut rows[(i * MR) * n + p * NR..];
-                        tile(kc, ap, bp, c, n, tile_rows, cols);
+                    let bp = &packed_b[(kb * panels + p) * KC * NR..][..kc * NR];
+                    for (i, ap) in pa.chunks_exact(kc * MR).enumerate() {
+                        // The tile's rows in `acc` (whole tiles: `acc` has `bmicro * MR` rows).
+                        let c = &mut acc[i * MR * n + p * NR..];
+                        tile(kc, ap, bp, c, n, NR.min(n - p * NR), kb == 0);
                     }
                 }
-            });
+            }
+            <bf16 as HalfBlock>::narrow_block(&acc[..brows * n], out);
+        }
+    };
+    if tasks > 1 {
+        parts.into_par_iter().for_each(work);
+    } else {
+        parts.into_iter().for_each(work);
     }
 }
 
-/// Adds one `MR x NR` tile's products to `c` (row stride `ldc`), writing only the first `rows`
-/// rows and `cols` columns.
-fn tile(kc: usize, a: &[u32], b: &[u16], c: &mut [f32], ldc: usize, rows: usize, cols: usize) {
-    assert!(a.len() >= kc * MR && b.len() >= kc * NR * 2);
-    assert!((1..=MR).contains(&rows) && (1..=NR).contains(&cols));
-    assert!(c.len() >= (rows - 1) * ldc + cols);
-    let mut acc = [[0f32; NR]; MR];
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: `gemm` runs only when `available()` found AVX-512F and AVX512-BF16; the packed
-    // panels hold `kc` pairs (asserted above) and `acc` is a local `MR x NR` array.
-    unsafe {
-        x86::kernel(kc, a.as_ptr(), b.as_ptr(), &mut acc)
-    };
-    for (r, row) in acc.iter().enumerate().take(rows) {
-        for (d, &s) in c[r * ldc..][..cols].iter_mut().zip(row) {
-            *d += s;
+/// `c[MR x cols] (row stride ldc) = (first ? 0 : c) + a-panel @ b-panel`.
+fn tile(kc: usize, a: &[u32], b: &[u32], c: &mut [f32], ldc: usize, cols: usize, first: bool) {
+    assert!(a.len() >= kc * MR && b.len() >= kc * NR);
+    assert!((1..=NR).contains(&cols) && ldc >= cols);
+    assert!(c.len() >= (MR - 1) * ldc + cols);
+    if cols == NR {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `gemm` runs only when `available()` found AVX-512F and AVX512-BF16; the
+        // packed panels hold `kc` pairs and `c` holds `MR` rows of `NR` at stride `ldc`
+        // (asserted above).
+        unsafe {
+            x86::kernel(kc, a.as_ptr(), b.as_ptr(), c.as_mut_ptr(), ldc, first)
+        };
+        return;
+    }
+    // A right-edge tile: through a full local tile.
+    let mut t = [0f32; MR * NR];
+    if !first {
+        for r in 0..MR {
+            t[r * NR..][..cols].copy_from_slice(&c[r * ldc..][..cols]);
         }
+    }
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: as above, with `t` a local `MR x NR` tile.
+    unsafe {
+        x86::kernel(kc, a.as_ptr(), b.as_ptr(), t.as_mut_ptr(), NR, first)
+    };
+    for r in 0..MR {
+        c[r * ldc..][..cols].copy_from_slice(&t[r * NR..][..cols]);
     }
 }
 
@@ -160,31 +284,43 @@ mod x86 {
         unsafe { std::mem::transmute::<__m512i, __m512bh>(v) }
     }
 
-    /// `acc[r][j] = sum over q of a[q][r] . b[q][j]` (each a pair of `bf16` dot products).
+    /// `c[r][j] = (first ? 0 : c[r][j]) + sum over q of a[q][r] . b[q][j]` (each a pair of
+    /// `bf16` dot products), `c` an `MR x NR` tile with row stride `ldc`.
     ///
     /// # Safety
-    /// The CPU must have AVX-512F and AVX512-BF16; `a` must hold `kc * MR` words and `b`
-    /// `kc * NR * 2` halves.
+    /// The CPU must have AVX-512F and AVX512-BF16; `a` must hold `kc * MR` words, `b`
+    /// `kc * NR` words and `c` `MR` rows of `NR` `f32`s at stride `ldc`.
     #[target_feature(enable = "avx512f,avx512bf16")]
     pub(super) unsafe fn kernel(
         kc: usize,
         a: *const u32,
-        b: *const u16,
-        acc: &mut [[f32; NR]; MR],
+        b: *const u32,
+        c: *mut f32,
+        ldc: usize,
+        first: bool,
     ) {
-        let mut c = [[_mm512_setzero_ps(); 2]; MR];
+        let mut acc = [[_mm512_setzero_ps(); 2]; MR];
+        if !first {
+            for (r, cr) in acc.iter_mut().enumerate() {
+                // SAFETY: row `r < MR` of the tile (the caller's contract); unaligned loads.
+                unsafe {
+                    cr[0] = _mm512_loadu_ps(c.add(r * ldc));
+                    cr[1] = _mm512_loadu_ps(c.add(r * ldc + 16));
+                }
+            }
+        }
         for q in 0..kc {
             // SAFETY: pair `q < kc` of each panel is inside it (the caller's contract); the
             // loads are unaligned.
             let (b0, b1) = unsafe {
-                let bq = b.add(q * NR * 2);
+                let bq = b.add(q * NR);
                 (
                     _mm512_loadu_si512(bq.cast()),
-                    _mm512_loadu_si512(bq.add(32).cast()),
+                    _mm512_loadu_si512(bq.add(16).cast()),
                 )
             };
             let (b0, b1) = (as_bh(b0), as_bh(b1));
-            for (r, cr) in c.iter_mut().enumerate() {
+            for (r, cr) in acc.iter_mut().enumerate() {
                 // SAFETY: word `q * MR + r` is inside `a` (the caller's contract).
                 let w = unsafe { a.add(q * MR + r).read() } as i32;
                 let x = as_bh(_mm512_set1_epi32(w));
@@ -192,11 +328,11 @@ mod x86 {
                 cr[1] = _mm512_dpbf16_ps(cr[1], x, b1);
             }
         }
-        for (r, cr) in c.iter().enumerate() {
-            // SAFETY: each row of `acc` holds 32 f32s, two unaligned 16-lane stores.
+        for (r, cr) in acc.iter().enumerate() {
+            // SAFETY: row `r < MR` of the tile (the caller's contract); unaligned stores.
             unsafe {
-                _mm512_storeu_ps(acc[r].as_mut_ptr(), cr[0]);
-                _mm512_storeu_ps(acc[r].as_mut_ptr().add(16), cr[1]);
+                _mm512_storeu_ps(c.add(r * ldc), cr[0]);
+                _mm512_storeu_ps(c.add(r * ldc + 16), cr[1]);
             }
         }
     }
@@ -206,8 +342,21 @@ mod x86 {
 mod tests {
     use super::*;
 
+    fn values(count: usize, seed: &mut u64) -> Vec<bf16> {
+        (0..count)
+            .map(|_| {
+                *seed ^= *seed << 13;
+                *seed ^= *seed >> 7;
+                *seed ^= *seed << 17;
+                bf16::from_f32(((*seed >> 40) as f32 / (1u64 << 24) as f32) * 4.0 - 2.0)
+            })
+            .collect()
+    }
+
     /// Against the f64 product of the same `bf16` values, on odd sizes (every edge: rows past
-    /// `MR`, columns past `NR`, an odd `k`, more than one `KC` block) and transposed strides.
+    /// `MR` and `MC`, columns past `NR`, an odd `k`, more than one `KC` block, more than one
+    /// task) and every stride order of both operands (row-major, transposed, and a view with
+    /// neither stride 1), with the operands at an offset inside a larger buffer.
     #[test]
     fn bf16_kernel_matches_the_f64_product() {
         if !available() {
@@ -215,43 +364,58 @@ mod tests {
             return;
         }
         let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            bf16::from_f32(((seed >> 40) as f32 / (1u64 << 24) as f32) * 4.0 - 2.0)
-        };
-        for (m, k, n) in [(1, 1, 1), (13, 3, 33), (37, 301, 45), (100, 257, 70)] {
-            let a: Vec<bf16> = (0..m * k).map(|_| next()).collect();
-            let b: Vec<bf16> = (0..k * n).map(|_| next()).collect();
-            for (b_rs, b_cs) in [(n, 1), (1, k)] {
+        let sizes = [
+            (1, 1, 1),
+            (13, 3, 33),
+            (37, 301, 45),
+            (100, 257, 70),
+            (2 * MC + 5, 2 * 2 * KC + 3, NR + 1),
+            (1, 2 * KC, 2 * NR),
+        ];
+        for (m, k, n) in sizes {
+            // Each operand in a buffer 3 times its size, at offset 7, with strides:
+            // 0 row-major, 1 column-major, 2 both strides > 1 (every other element).
+            let a = values(3 * m * k + 7, &mut seed);
+            let b = values(3 * k * n + 7, &mut seed);
+            let strides = |rows: usize, cols: usize, order: usize| match order {
+                0 => (cols, 1),
+                1 => (1, rows),
+                _ => (2 * cols, 2),
+            };
+            for (oa, ob) in [(0, 0), (0, 1), (1, 0), (1, 1), (2, 2)] {
+                let (a_rs, a_cs) = strides(m, k, oa);
+                let (b_rs, b_cs) = strides(k, n, ob);
                 let va = MatrixView {
                     data: &a,
-                    offset: 0,
-                    row_stride: k,
-                    col_stride: 1,
+                    offset: 7,
+                    row_stride: a_rs,
+                    col_stride: a_cs,
                 };
                 let vb = MatrixView {
                     data: &b,
-                    offset: 0,
+                    offset: 7,
                     row_stride: b_rs,
                     col_stride: b_cs,
                 };
-                let mut dst = vec![f32::NAN; m * n];
+                let mut dst = vec![bf16::NAN; m * n];
                 gemm(&mut dst, (m, k, n), va, vb);
                 for i in 0..m {
                     for j in 0..n {
                         let (mut want, mut mag) = (0f64, 0f64);
                         for p in 0..k {
-                            let x = a[i * k + p].to_f64() * b[p * b_rs + j * b_cs].to_f64();
+                            let x = a[7 + i * a_rs + p * a_cs].to_f64()
+                                * b[7 + p * b_rs + j * b_cs].to_f64();
                             want += x;
                             mag += x.abs();
                         }
-                        let got = dst[i * n + j] as f64;
-                        let tol = mag * k as f64 * f32::EPSILON as f64 + 1e-30;
+                        let got = dst[i * n + j].to_f64();
+                        // f32 accumulation, then one rounding to bf16 (8 significant bits).
+                        let tol = mag * k as f64 * f32::EPSILON as f64
+                            + want.abs() * 2f64.powi(-8)
+                            + 1e-30;
                         assert!(
                             (got - want).abs() <= tol,
-                            "({m}, {k}, {n}) at ({i}, {j}): {got} vs {want}"
+                            "({m}, {k}, {n}) strides {oa}/{ob} at ({i}, {j}): {got} vs {want}"
                         );
                     }
                 }
