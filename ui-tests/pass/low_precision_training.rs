@@ -10,6 +10,7 @@ use devtype::half::bf16;
 use devtype::nn::{Linear, MSELoss, ReLU, Sequential};
 use devtype::optim::{Optimizer, Sgd};
 use devtype::prelude::*;
+use devtype::InputElementIs;
 
 struct Mlp<D: Device> {
     fc1: Linear<D>,
