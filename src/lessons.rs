@@ -49,6 +49,14 @@
 //! | [`graph_item_in_capture`] | `loss.item()` inside a captured step | [`HostSync`](crate::HostSync) |
 //! | [`graph_print_in_capture`] | `print(y)` inside a capture | [`HostSync`](crate::HostSync) via `Display` |
 //! | [`graph_synchronize_in_capture`] | `torch.cuda.synchronize()` inside a capture | [`HostSync`](crate::HostSync) on `Device::synchronize` |
+//! | [`optimizer_f32_model_bf16`] | a `bf16` model, an optimizer in `f32`: `expected scalar type BFloat16 but found Float` | [`ModelOn`](crate::optim::ModelOn) |
+//! | [`scaler_f16_model`] | `model.half()` with a `GradScaler`: `Attempting to unscale FP16 gradients.` | [`ScaledModelOn`](crate::optim::ScaledModelOn) |
+//! | [`scaler_unscale_bf16_model`] | `scaler.unscale_` on a `bf16` model | [`ScaledModelOn`](crate::optim::ScaledModelOn) |
+//! | [`sequential_f16_layer`] | one `f16` layer among `f32` layers | [`LayerElementAt`](crate::nn::LayerElementAt) at `Sequential::new` |
+//! | [`half_model_f32_batch`] | an `f16` model fed `f32` batches | [`InputElementIs`](crate::InputElementIs) |
+//! | [`loader_f64_batch`] | `f64` rows from the data set into an `f32` model | [`InputElementIs`](crate::InputElementIs) via [`Forward`](crate::nn::Forward) |
+//! | [`set_grad_f16`] | `p.grad = g` with `g` in `f16` | [`GradElementIs`](crate::GradElementIs) |
+//! | [`generic_step_model_on_cpu`] | a generic optimizer on `D`, the model on `Cpu` | [`ModelDeviceIs`](crate::optim::ModelDeviceIs) |
 //!
 //! The fixed programs, which compile and run on any machine (on the CPU, and on GPU 0 too where
 //! one opens), are in [`done_right`].
@@ -304,6 +312,43 @@ lesson!(
     /// `dev.synchronize()` on the capturing device inside the step.
     graph_synchronize_in_capture
 );
+lesson!(
+    /// `opt.step(model)` in `fn step<D: Device>` with the model typed on `Cpu` and the optimizer
+    /// on `D` (the reverse of [`generic_step_optimizer_on_cpu`]).
+    generic_step_model_on_cpu
+);
+lesson!(
+    /// A `bf16` model stepped by an optimizer typed in `f32`: PyTorch's fused optimizers'
+    /// dtype sentence, never a device sentence naming one device twice.
+    optimizer_f32_model_bf16
+);
+lesson!(
+    /// An `f16` model stepped by a `GradScaler`: PyTorch's `Attempting to unscale FP16
+    /// gradients.`, with the element type.
+    scaler_f16_model
+);
+lesson!(
+    /// `scaler.unscale_(&model)` (before clipping) on a `bf16` model, which needs no scaler.
+    scaler_unscale_bf16_model
+);
+lesson!(
+    /// A `Sequential` with one `f16` layer among `f32` layers: `addmm`'s dtype sentence and the
+    /// layer's position, at `Sequential::new`.
+    sequential_f16_layer
+);
+lesson!(
+    /// An `f16` model fed the `f32` batches of the data pipeline.
+    half_model_f32_batch
+);
+lesson!(
+    /// `f64` rows (NumPy's default) batched by a `DataLoader` into an `f32` model of your own,
+    /// called through `Forward`.
+    loader_f64_batch
+);
+lesson!(
+    /// An `f16` gradient set by hand on an `f32` parameter: PyTorch's assignment sentence.
+    set_grad_f16
+);
 
 /// The same programs done right: each compiles and runs (trybuild runs them), on the CPU
 /// everywhere and on GPU 0 too where one opens.
@@ -363,5 +408,15 @@ pub mod done_right {
         /// The training set-up in order: the model moved once, the optimizer built after the
         /// move, every batch moved inside the loop.
         optimizer_after_move
+    );
+    fixed!(
+        /// Low precision done right: a `bf16` model with a `bf16` optimizer and no scaler, one
+        /// element type per `Sequential`, batches converted to the model's type, a gradient of
+        /// its parameter's type.
+        low_precision_training
+    );
+    fixed!(
+        /// A training step generic over `D` with the model typed on the optimizer's `D`.
+        generic_step_model_typed_on_d
     );
 }

@@ -168,9 +168,9 @@ pub use random::{get_rng_state, manual_seed, set_rng_state, RngState};
 #[doc(hidden)]
 pub use tensor::Is;
 pub use tensor::{
-    ArgumentOn, AssignElementIs, ClassTargets, DType, Element, ElementIs, Float, GradOn, HasDevice,
-    InputElementIs, IntoShape, MatrixElementIs, ModuleInput, Numeric, OperandOn, Scalar, Tensor,
-    MAX_DIMS,
+    ArgumentOn, AssignElementIs, ClassTargets, DType, Element, ElementIs, Float, GradElementIs,
+    GradOn, HasDevice, InputElementIs, IntoShape, MatrixElementIs, ModuleInput, Numeric, OperandOn,
+    Scalar, Tensor, MAX_DIMS,
 };
 pub use tensor::{AsyncSource, Download, HostDevice, PinnedTensor, TensorLiteral, Upload, Waited};
 

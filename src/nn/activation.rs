@@ -56,12 +56,16 @@ impl ReLU {
 
 impl<D: Device, E: Float> Forward<D, E> for ReLU {
     #[track_caller]
-    fn forward<I: ModuleInput<D> + HasDevice<Element = E>>(&self, input: I) -> Tensor<D, E> {
+    fn forward<I: ModuleInput<D> + InputElementIs<E>>(&self, input: I) -> Tensor<D, E> {
         match relu(input) {
             Ok(v) => v,
             Err(e) => panic!("{e}"),
         }
     }
+}
+
+impl super::Precision for ReLU {
+    type Element = super::Anywhere;
 }
 
 impl super::Placement for ReLU {
@@ -168,12 +172,16 @@ impl Dropout {
 
 impl<D: Device, E: Float> Forward<D, E> for Dropout {
     #[track_caller]
-    fn forward<I: ModuleInput<D> + HasDevice<Element = E>>(&self, input: I) -> Tensor<D, E> {
+    fn forward<I: ModuleInput<D> + InputElementIs<E>>(&self, input: I) -> Tensor<D, E> {
         match self.apply(input) {
             Ok(v) => v,
             Err(e) => panic!("{e}"),
         }
     }
+}
+
+impl super::Precision for Dropout {
+    type Element = super::Anywhere;
 }
 
 impl super::Placement for Dropout {

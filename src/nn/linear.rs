@@ -5,7 +5,7 @@ use crate::api::rules;
 use crate::core::error::Result;
 use crate::device::{Cpu, Device};
 use crate::tensor::operand::sealed::AsRaw;
-use crate::tensor::{Float, HasDevice, InputElementIs, ModuleInput, Tensor};
+use crate::tensor::{Float, InputElementIs, ModuleInput, Tensor};
 
 /// A fully connected layer (`nn.Linear`) whose parameters live on `D`.
 ///
@@ -203,9 +203,13 @@ impl<D: Device, E: Float> Linear<D, E> {
 
 impl<D: Device, E: Float> Forward<D, E> for Linear<D, E> {
     #[track_caller]
-    fn forward<I: ModuleInput<D> + HasDevice<Element = E>>(&self, input: I) -> Tensor<D, E> {
+    fn forward<I: ModuleInput<D> + InputElementIs<E>>(&self, input: I) -> Tensor<D, E> {
         Linear::forward(self, input)
     }
+}
+
+impl<D: Device, E: Float> super::Precision for Linear<D, E> {
+    type Element = E;
 }
 
 impl<D: Device, E: Float> super::Placement for Linear<D, E> {

@@ -158,6 +158,10 @@ impl<D: Device, E: Float> CrossEntropyLoss<D, E> {
     }
 }
 
+impl<D: Device, E: Float> super::Precision for CrossEntropyLoss<D, E> {
+    type Element = E;
+}
+
 impl<D: Device, E: Float> super::Placement for CrossEntropyLoss<D, E> {
     type Device = D;
 }
@@ -246,6 +250,10 @@ impl MSELoss {
             Err(e) => panic!("{e}"),
         }
     }
+}
+
+impl super::Precision for MSELoss {
+    type Element = super::Anywhere;
 }
 
 impl super::Placement for MSELoss {

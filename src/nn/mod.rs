@@ -63,13 +63,13 @@ pub use loss::{
     TargetOn,
 };
 #[doc(hidden)]
-pub use place::{Agree, Keep, LayerTupleN, Layers};
-pub use place::{Anywhere, LayerAt, Placed, Placement};
+pub use place::{Agree, ElementAgree, Keep, KeepElement, LayerTupleN, Layers};
+pub use place::{Anywhere, LayerAt, LayerElementAt, Placed, Placement, Precision};
 pub use sequential::Sequential;
 
 use crate::core::error::Result;
 use crate::device::Device;
-use crate::tensor::{Element, Float, HasDevice, ModuleInput, Tensor};
+use crate::tensor::{Element, Float, HasDevice, InputElementIs, ModuleInput, Tensor};
 
 /// Something with a `forward` from tensors on `D` to a tracked tensor on `D`.
 ///
@@ -80,7 +80,11 @@ pub trait Forward<D: Device, E: Float = f32> {
     ///
     /// Implementations return `Tensor<D, E>`, which is what [`Output<I, D, E>`] is for any
     /// input on `D`.
-    fn forward<I: ModuleInput<D> + HasDevice<Element = E>>(&self, input: I) -> Output<I, D, E>;
+    ///
+    /// An input of other elements is PyTorch's `F.linear` dtype sentence
+    /// ([`InputElementIs`]). `InputElementIs<E>` implies `HasDevice<Element = E>`, so an
+    /// implementation may keep writing `I: ModuleInput<D> + HasDevice<Element = E>`.
+    fn forward<I: ModuleInput<D> + InputElementIs<E>>(&self, input: I) -> Output<I, D, E>;
 }
 
 /// What a module's `forward` returns for an input `I`: `Tensor<D, E>`, on the module's device
@@ -371,6 +375,14 @@ impl<D: Device, E: Float> Module<D, E> for Tensor<D, E> {
     }
 }
 
+impl<D: Device, E: Element> Precision for Tensor<D, E> {
+    type Element = E;
+}
+
+impl<M: Precision> Precision for Vec<M> {
+    type Element = M::Element;
+}
+
 impl<D: Device, E: Element> Placement for Tensor<D, E> {
     type Device = D;
 }
@@ -464,6 +476,10 @@ macro_rules! module {
     (@impl $sname:ident [$($gen:tt)*] [$d:ident] [$ty:ty] [$e:ty] [$d2:ident] [$on:ty] { $($field:ident),* } { $($plain:ident),* }) => {
         impl<$($gen)*> $crate::nn::Placement for $ty {
             type Device = $d;
+        }
+
+        impl<$($gen)*> $crate::nn::Precision for $ty {
+            type Element = $e;
         }
 
         impl<$($gen)*> $crate::nn::Module<$d, $e> for $ty {

@@ -2,6 +2,7 @@
 //! optimizer's `step` name both devices when a layer or a model is on another one.
 
 use crate::device::Device;
+use crate::tensor::Element;
 
 /// The placement of a module without parameters or buffers ([`ReLU`](super::ReLU),
 /// [`MSELoss`](super::MSELoss)): it runs on whatever device its input is on, so it agrees with
@@ -20,6 +21,37 @@ pub trait Placement {
     type Device: Placed;
 }
 
+/// The element type of a module's parameters and buffers, as a type: `E` for `Linear<D, E>`,
+/// [`Anywhere`] for a module without any (`ReLU`), the common one of a `Sequential`'s layers.
+///
+/// Only diagnostics read it: a model of `bf16` stepped by an `f32` optimizer is a compile error
+/// that names both element types (a dtype sentence, not a device one).
+/// [`module!`](crate::module) implements it for a user's model.
+pub trait Precision {
+    /// `E` for a module whose parameters are `E`; [`Anywhere`] for one without parameters.
+    type Element;
+}
+
+/// Two element types of layers of one model: equal, or one of them [`Anywhere`] (a layer
+/// without parameters). `Joined` is the element type of both.
+#[doc(hidden)]
+pub trait ElementAgree<Other> {
+    /// The element type both agree on.
+    type Joined;
+}
+
+impl<E: Element> ElementAgree<E> for E {
+    type Joined = E;
+}
+
+impl<E: Element> ElementAgree<Anywhere> for E {
+    type Joined = E;
+}
+
+impl<C> ElementAgree<C> for Anywhere {
+    type Joined = C;
+}
+
 /// A [`Placement`]'s device: [`Cpu`](crate::Cpu), [`Cuda<N>`](crate::Cuda), or [`Anywhere`].
 ///
 /// Its associated types put two devices in PyTorch's order for a diagnostic (the first
@@ -34,18 +66,24 @@ pub trait Placed {
     /// This device, or `R` for a placement that goes with any device.
     #[doc(hidden)]
     type Or<R: Device>: Device;
+    /// `T`, once a device check has this placement: a check written through it is not made
+    /// (and reports nothing) when the device check fails.
+    #[doc(hidden)]
+    type Through<T>;
 }
 
 impl<D: Device> Placed for D {
     type First<R: Device> = <D as Device>::OperandFirst<R>;
     type Second<R: Device> = <D as Device>::OperandSecond<R>;
     type Or<R: Device> = D;
+    type Through<T> = T;
 }
 
 impl Placed for Anywhere {
     type First<R: Device> = R;
     type Second<R: Device> = R;
     type Or<R: Device> = R;
+    type Through<T> = T;
 }
 
 /// Two placements that can hold layers of one model: equal devices, or one of them
@@ -90,6 +128,33 @@ where
     type Next = <L::Device as Agree<Before>>::Joined;
 }
 
+/// The layer at position `I` of a `Sequential` whose layers before it have parameters of
+/// element type `Before` (checked once every layer is on one device).
+///
+/// Implemented for every layer whose parameters are `Before` (or that has none); the defaulted
+/// `Found` is the layer's own element type: leave it out. A layer of another element type is
+/// PyTorch's `addmm` sentence, met at the first forward (`mat1` is the activation the layers
+/// before it produce, `mat2` this layer's weight).
+#[diagnostic::on_unimplemented(
+    message = "mat1 and mat2 must have the same dtype, but got `{Before}` and `{Found}`",
+    label = "layer {I} of this `Sequential` has `{Found}` parameters, but the layers before it are `{Before}`",
+    note = "build every layer with one element type (`Linear::<_, {Before}>::with_element(..)`), or keep the model in `f32` and run the products in low precision under `autocast::<f16, _>(|| model.forward(&x))`"
+)]
+pub trait LayerElementAt<Before, const I: usize, Found = <Self as Precision>::Element>:
+    Precision
+{
+    /// The element type of this layer and the ones before it.
+    type Next;
+}
+
+#[diagnostic::do_not_recommend]
+impl<L: Precision, Before, const I: usize> LayerElementAt<Before, I> for L
+where
+    L::Element: ElementAgree<Before>,
+{
+    type Next = <L::Element as ElementAgree<Before>>::Joined;
+}
+
 /// A tuple of layers that are all on one device (or on none): what `Sequential::new` takes.
 /// `Device` is that device.
 ///
@@ -103,6 +168,8 @@ where
 pub trait Layers {
     /// The device of every layer that has one ([`Anywhere`] when none has).
     type Device: Placed;
+    /// The element type of every layer that has parameters ([`Anywhere`] when none has).
+    type Element;
     /// `Self`, once checked: `Sequential::new` returns a `Sequential` of it, so that a
     /// rejected tuple makes no second error where the model is used.
     type Checked;
@@ -110,15 +177,41 @@ pub trait Layers {
     fn into_checked(self) -> Self::Checked;
 }
 
-impl<T, D> Layers for T
+impl<T, D, El> Layers for T
 where
-    T: LayerTupleN<Device = D>,
+    T: LayerTupleN<Device = D, Element = El>,
     D: Placed + Keep<T>,
+    El: KeepElement<<D as Keep<T>>::Out>,
 {
     type Device = D;
-    type Checked = <D as Keep<T>>::Out;
+    type Element = El;
+    type Checked = <El as KeepElement<<D as Keep<T>>::Out>>::Out;
     fn into_checked(self) -> Self::Checked {
-        D::keep(self)
+        El::keep(D::keep(self))
+    }
+}
+
+/// `T`, through the element type of a [`Layers`] check, as [`Keep`] through its device: a
+/// tuple whose element types disagree gives `Sequential::new` no type to return either.
+#[doc(hidden)]
+pub trait KeepElement<T> {
+    /// `T`.
+    type Out;
+    /// `t`.
+    fn keep(t: T) -> Self::Out;
+}
+
+impl<E: Element, T> KeepElement<T> for E {
+    type Out = T;
+    fn keep(t: T) -> T {
+        t
+    }
+}
+
+impl<T> KeepElement<T> for Anywhere {
+    type Out = T;
+    fn keep(t: T) -> T {
+        t
     }
 }
 
@@ -152,27 +245,42 @@ impl<T> Keep<T> for Anywhere {
 pub trait LayerTupleN {
     /// As [`Layers::Device`].
     type Device: Placed;
+    /// As [`Layers::Element`].
+    type Element;
 }
 
 /// `impl LayerTupleN for (A, B, ..)`: each layer is `LayerAt<device of the ones before, I>`,
-/// starting from [`Anywhere`]; the tuple's device is the last layer's `Next`.
+/// starting from [`Anywhere`]; the tuple's device is the last layer's `Next`. Then, through
+/// that device (so that a layer on another device is one error, not two), each layer is
+/// `LayerElementAt<element type of the ones before, I>`.
 macro_rules! layer_tuple {
-    (@impl [$($all:ident)*] [$($bounds:tt)*] $before:ty;) => {
+    // Devices done: the element types, each layer seen through the tuple's device `$dev`.
+    (@elem [$($all:ident)*] [$($bounds:tt)*] $dev:ty; $before:ty;) => {
         impl<$($all),*> LayerTupleN for ($($all,)*)
         where
             $($bounds)*
         {
-            type Device = $before;
+            type Device = $dev;
+            type Element = $before;
         }
     };
-    (@impl [$($all:ident)*] [$($bounds:tt)*] $before:ty; $t:ident $i:tt $(, $rt:ident $ri:tt)*) => {
+    (@elem [$($all:ident)*] [$($bounds:tt)*] $dev:ty; $before:ty; $t:ident $i:tt $(, $rt:ident $ri:tt)*) => {
         layer_tuple!(
-            @impl [$($all)* $t] [$($bounds)* $t: LayerAt<$before, $i>,]
+            @elem [$($all)*] [$($bounds)* <$dev as Placed>::Through<$t>: LayerElementAt<$before, $i>,]
+            $dev; <<$dev as Placed>::Through<$t> as LayerElementAt<$before, $i>>::Next; $($rt $ri),*
+        );
+    };
+    (@impl [$($all:ident)*] [$($bounds:tt)*] [$($layers:tt)*] $before:ty;) => {
+        layer_tuple!(@elem [$($all)*] [$($bounds)*] $before; Anywhere; $($layers)*);
+    };
+    (@impl [$($all:ident)*] [$($bounds:tt)*] [$($layers:tt)*] $before:ty; $t:ident $i:tt $(, $rt:ident $ri:tt)*) => {
+        layer_tuple!(
+            @impl [$($all)* $t] [$($bounds)* $t: LayerAt<$before, $i>,] [$($layers)*]
             <$t as LayerAt<$before, $i>>::Next; $($rt $ri),*
         );
     };
     ($($t:ident $i:tt),+) => {
-        layer_tuple!(@impl [] [] Anywhere; $($t $i),+);
+        layer_tuple!(@impl [] [] [$($t $i),+] Anywhere; $($t $i),+);
     };
 }
 

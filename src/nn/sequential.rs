@@ -5,7 +5,7 @@ use super::{join_name, Forward, Layers, Module, Placement};
 use crate::core::error::Result;
 use crate::device::Device;
 use crate::tensor::Tensor;
-use crate::tensor::{Float, HasDevice, ModuleInput};
+use crate::tensor::{Float, InputElementIs, ModuleInput};
 
 /// Layers applied in order (`nn.Sequential`), given as a tuple; parameters are named by
 /// position (`0.weight`, `2.bias`), as in PyTorch, so checkpoints match.
@@ -57,6 +57,10 @@ impl<T: Layers> Placement for Sequential<T> {
     type Device = T::Device;
 }
 
+impl<T: Layers> super::Precision for Sequential<T> {
+    type Element = T::Element;
+}
+
 macro_rules! sequential {
     ($($m:ident $i:tt),+) => {
         impl<D: Device, E: Float, $($m: Module<D, E>),+> Module<D, E> for Sequential<($($m,)+)> {
@@ -81,7 +85,7 @@ macro_rules! sequential {
 
         impl<D: Device, E: Float, $($m: Forward<D, E>),+> Forward<D, E> for Sequential<($($m,)+)> {
             #[track_caller]
-            fn forward<I: ModuleInput<D> + HasDevice<Element = E>>(&self, input: I) -> Tensor<D, E> {
+            fn forward<I: ModuleInput<D> + InputElementIs<E>>(&self, input: I) -> Tensor<D, E> {
                 sequential!(@chain self input $($i)+)
             }
         }

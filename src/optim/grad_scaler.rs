@@ -4,7 +4,7 @@ use super::{ModelOn, Optimizer};
 use crate::core::error::{Error, Result};
 use crate::device::Device;
 use crate::graph::Node;
-use crate::nn::{Module, Placed, Placement};
+use crate::nn::{Module, Placed, Placement, Precision};
 use crate::ops::amp::ScaleSchedule;
 use crate::tensor::{ElementIs, HasDevice, OperandOn, Tensor};
 use std::collections::{HashMap, HashSet};
@@ -57,27 +57,93 @@ pub trait LossOn<
 #[diagnostic::do_not_recommend]
 impl<D: Device, T: OperandOn<D>> LossOn<D> for T {}
 
-/// A model that a [`GradScaler`] on `D` can step: its parameters on `D` (in `f32`).
+/// The device of a model's parameters ([`Placement::Device`]), as a [`GradScaler`] on `D`
+/// checks it before anything else: implemented for `D` itself (and for a model without
+/// parameters).
 ///
 /// A model on another device is a compile error naming both devices in PyTorch's order and
 /// the scaler's `GradScaler::new(dev)` as the fix (the optimizer, built without a device,
 /// takes the scaler's). Leave the defaulted parameters out.
 #[diagnostic::on_unimplemented(
     message = "Expected all tensors to be on the same device, but found at least two devices, `{First}` and `{Second}`",
-    label = "this model's parameters are on `{Found}`, but the scaler (and so its optimizer) is on `{D}`",
+    label = "this model's parameters are on `{Self}`, but the scaler (and so its optimizer) is on `{D}`",
     note = "a `GradScaler` stays on the device it was built on: build it after `let model = model.to(dev);` with that device, `GradScaler::new(dev)`"
 )]
-pub trait ScaledModelOn<
+pub trait ScalerDeviceIs<
     D: Device,
-    Found: Placed = <Self as Placement>::Device,
-    First = <D as Device>::NamedFirst<<Found as Placed>::Or<D>>,
-    Second = <D as Device>::NamedSecond<<Found as Placed>::Or<D>>,
->: ModelOn<D, f32>
+    First = <D as Device>::NamedFirst<<Self as Placed>::Or<D>>,
+    Second = <D as Device>::NamedSecond<<Self as Placed>::Or<D>>,
+>: Placed
 {
+    /// `M`, once its device is checked (see [`ModelDeviceIs::Checked`](super::ModelDeviceIs)).
+    #[doc(hidden)]
+    type Checked<M>;
+    /// `model`, as [`Checked`](Self::Checked).
+    #[doc(hidden)]
+    fn checked<M>(model: &M) -> &Self::Checked<M>;
+    /// `model`, as [`Checked`](Self::Checked), mutably.
+    #[doc(hidden)]
+    fn checked_mut<M>(model: &mut M) -> &mut Self::Checked<M>;
 }
 
 #[diagnostic::do_not_recommend]
-impl<D: Device, M: ModelOn<D, f32>> ScaledModelOn<D> for M {}
+impl<D: Device> ScalerDeviceIs<D> for D {
+    type Checked<M> = M;
+    fn checked<M>(model: &M) -> &M {
+        model
+    }
+    fn checked_mut<M>(model: &mut M) -> &mut M {
+        model
+    }
+}
+
+#[diagnostic::do_not_recommend]
+impl<D: Device> ScalerDeviceIs<D> for crate::nn::Anywhere {
+    type Checked<M> = M;
+    fn checked<M>(model: &M) -> &M {
+        model
+    }
+    fn checked_mut<M>(model: &mut M) -> &mut M {
+        model
+    }
+}
+
+/// A model that a [`GradScaler`] on `D` can unscale and step: its parameters on `D`, in `f32`.
+///
+/// The device is checked first ([`ScalerDeviceIs`]: PyTorch's device sentence, naming both
+/// devices and `GradScaler::new(dev)` as the fix); then, on the right device, the element
+/// type: an `f16` or `bf16` model is PyTorch's `Attempting to unscale FP16 gradients.` with
+/// its element type, never a device sentence. Leave the defaulted `Found` out.
+#[diagnostic::on_unimplemented(
+    message = "Attempting to unscale `{Found}` gradients.",
+    label = "this model's parameters are `{Found}`: a `GradScaler` unscales the `f32` gradients of an `f32` model",
+    note = "keep the model in `f32` (its master weights) and run its forward pass under `autocast::<f16, _>(|| model.forward(&x))`: the products run in `f16`, the parameters and their gradients stay `f32`"
+)]
+pub trait ScaledModelOn<D: Device, Found = <Self as Precision>::Element>:
+    Placement + Precision
+{
+    /// The model, as one an optimizer on `D` in `f32` steps (the model itself).
+    type Model: ModelOn<D, f32>;
+    /// The model, as one an optimizer on `D` in `f32` steps.
+    fn as_scaled(&self) -> &Self::Model;
+    /// The model, as one an optimizer on `D` in `f32` steps, mutably.
+    fn as_scaled_mut(&mut self) -> &mut Self::Model;
+}
+
+impl<D: Device, M> ScaledModelOn<D> for M
+where
+    M: Placement + Precision,
+    M::Device: ScalerDeviceIs<D>,
+    <M::Device as ScalerDeviceIs<D>>::Checked<M>: ModelOn<D, f32>,
+{
+    type Model = <M::Device as ScalerDeviceIs<D>>::Checked<M>;
+    fn as_scaled(&self) -> &Self::Model {
+        <M::Device as ScalerDeviceIs<D>>::checked(self)
+    }
+    fn as_scaled_mut(&mut self) -> &mut Self::Model {
+        <M::Device as ScalerDeviceIs<D>>::checked_mut(self)
+    }
+}
 
 /// Scales the loss before `backward` so that small `f16` gradients do not flush to zero,
 /// unscales the gradients before the optimizer steps, skips the steps whose gradients hold
@@ -241,8 +307,8 @@ impl<D: Device> GradScaler<D> {
     /// called on this optimizer since the last update().`, and one after `step`
     /// `unscale_() is being called after step().`. A parameter that another model's `unscale_`
     /// already unscaled in this iteration (a weight shared by both) is not unscaled again.
-    pub fn try_unscale_<M: Module<D, f32>>(&mut self, model: &M) -> Result<()> {
-        let params = parameters_of(model);
+    pub fn try_unscale_<M: ScaledModelOn<D>>(&mut self, model: &M) -> Result<()> {
+        let params = parameters_of(model.as_scaled().as_model());
         let key = key_of(&params);
         if let Some(i) = self.entry(&key) {
             return Err(Error::Autograd(match self.per_model[i].stage {
@@ -307,7 +373,7 @@ impl<D: Device> GradScaler<D> {
 
     /// [`try_unscale_`](Self::try_unscale_), panicking with the error's text.
     #[track_caller]
-    pub fn unscale_<M: Module<D, f32>>(&mut self, model: &M) {
+    pub fn unscale_<M: ScaledModelOn<D>>(&mut self, model: &M) {
         if let Err(e) = self.try_unscale_(model) {
             panic!("{e}");
         }
@@ -326,7 +392,7 @@ impl<D: Device> GradScaler<D> {
         opt: &mut O,
         model: &mut M,
     ) -> Result<()> {
-        let params = parameters_of(&*model);
+        let params = parameters_of(model.as_scaled().as_model());
         let key = key_of(&params);
         let i = match self.entry(&key) {
             Some(i) if self.per_model[i].stage == Stage::Stepped => {
@@ -339,7 +405,7 @@ impl<D: Device> GradScaler<D> {
         };
         drop(params);
         let skip = self.skip_flag(i)?;
-        opt.try_step_unless(model, &skip)?;
+        opt.try_step_unless(model.as_scaled_mut(), &skip)?;
         self.per_model[i].stage = Stage::Stepped;
         Ok(())
     }

@@ -33,7 +33,7 @@ mod rmsprop;
 mod sgd;
 
 pub use adam::Adam;
-pub use grad_scaler::{GradScaler, LossOn, ScaledModelOn};
+pub use grad_scaler::{GradScaler, LossOn, ScaledModelOn, ScalerDeviceIs};
 pub use lr_scheduler::{AnnealStrategy, LrScheduler};
 pub use resume::{load_checkpoint, save_checkpoint, OptimizerState};
 pub use rmsprop::RMSprop;
@@ -42,37 +42,108 @@ pub use sgd::Sgd;
 use crate::core::error::Result;
 use crate::core::raw::RawTensor;
 use crate::device::Device;
-use crate::nn::{Module, Placed, Placement};
+use crate::nn::{Module, Placed, Placement, Precision};
 use crate::tensor::operand::sealed::AsRaw;
 use crate::tensor::Float;
 use crate::tensor::Tensor;
 use std::collections::{HashMap, HashSet};
 
-/// A model whose parameters are on `D`, as an optimizer with its state on `D` asks for.
+/// The device of a model's parameters ([`Placement::Device`]), as an optimizer with its state
+/// on `D` checks it before anything else: implemented for `D` itself (and for [`Anywhere`],
+/// a model without parameters).
 ///
 /// A model on another device is a compile error naming both devices in PyTorch's order (the
 /// fused update reads parameter, gradient and state: `cuda:0 and cpu`), the model as the
-/// culprit, and the fix. The defaulted parameters compute the model's device and that order:
-/// leave them out.
+/// culprit, and the fix. The defaulted parameters compute that order: leave them out.
+///
+/// [`Anywhere`]: crate::nn::Anywhere
 #[diagnostic::on_unimplemented(
     message = "Expected all tensors to be on the same device, but found at least two devices, `{First}` and `{Second}`",
-    label = "this model's parameters are on `{Found}`, but the optimizer's state is on `{D}`",
+    label = "this model's parameters are on `{Self}`, but the optimizer's state is on `{D}`",
     note = "an optimizer's state stays on the device it was built or loaded on: build the optimizer after `let model = model.to(dev);` (or load it with `dev`), or move its state: `let mut opt = opt.to(dev);`"
 )]
-pub trait ModelOn<
+pub trait ModelDeviceIs<
     D: Device,
-    E: Float = f32,
-    Found: Placed = <Self as Placement>::Device,
     // Projected on the optimizer's device: a model generic over `D` and an optimizer on `Cpu`
     // read `D` and `Cpu` (a projection on the model's device would stay unresolved).
-    First = <D as Device>::NamedFirst<<Found as Placed>::Or<D>>,
-    Second = <D as Device>::NamedSecond<<Found as Placed>::Or<D>>,
->: Module<D, E> + Placement
+    First = <D as Device>::NamedFirst<<Self as Placed>::Or<D>>,
+    Second = <D as Device>::NamedSecond<<Self as Placed>::Or<D>>,
+>: Placed
 {
+    /// `M`, once its device is checked: the element type is checked through it, so a model
+    /// on another device is one error (the device's), never a second one about its dtype.
+    #[doc(hidden)]
+    type Checked<M>;
+    /// `model`, as [`Checked`](Self::Checked).
+    #[doc(hidden)]
+    fn checked<M>(model: &M) -> &Self::Checked<M>;
+    /// `model`, as [`Checked`](Self::Checked), mutably.
+    #[doc(hidden)]
+    fn checked_mut<M>(model: &mut M) -> &mut Self::Checked<M>;
 }
 
 #[diagnostic::do_not_recommend]
-impl<D: Device, E: Float, M: Module<D, E> + Placement> ModelOn<D, E> for M {}
+impl<D: Device> ModelDeviceIs<D> for D {
+    type Checked<M> = M;
+    fn checked<M>(model: &M) -> &M {
+        model
+    }
+    fn checked_mut<M>(model: &mut M) -> &mut M {
+        model
+    }
+}
+
+#[diagnostic::do_not_recommend]
+impl<D: Device> ModelDeviceIs<D> for crate::nn::Anywhere {
+    type Checked<M> = M;
+    fn checked<M>(model: &M) -> &M {
+        model
+    }
+    fn checked_mut<M>(model: &mut M) -> &mut M {
+        model
+    }
+}
+
+/// A model whose parameters are on `D` and of element type `E`, as an optimizer with its
+/// state on `D` in `E` asks for.
+///
+/// The device is checked first ([`ModelDeviceIs`]: PyTorch's device sentence, naming both
+/// devices); then, on the right device, the element type: a `bf16` model stepped by an `f32`
+/// optimizer is the sentence of PyTorch's fused optimizers, `expected scalar type BFloat16 but
+/// found Float`, naming both element types (never a device sentence that names one device
+/// twice). The defaulted `Found` is the model's element type: leave it out.
+///
+/// An optimizer's code reaches the model as a [`Module`] through [`as_model`](Self::as_model).
+#[diagnostic::on_unimplemented(
+    message = "expected scalar type `{Found}` but found `{E}`",
+    label = "this model's parameters are `{Found}`, but the optimizer's state is `{E}`",
+    note = "an optimizer's state has its parameters' element type, fixed when it is built or first steps: build a new optimizer for the model (`let mut opt = Sgd::new(lr);`, its type inferred from `step`), or type it with the model's, `Sgd<D, {Found}>`"
+)]
+pub trait ModelOn<D: Device, E: Float = f32, Found = <Self as Precision>::Element>:
+    Placement + Precision
+{
+    /// The model, as a [`Module`] on `D` of `E` (the model itself).
+    type Model: Module<D, E>;
+    /// The model, as a [`Module`] on `D` of `E`.
+    fn as_model(&self) -> &Self::Model;
+    /// The model, as a [`Module`] on `D` of `E`, mutably.
+    fn as_model_mut(&mut self) -> &mut Self::Model;
+}
+
+impl<D: Device, E: Float, M> ModelOn<D, E> for M
+where
+    M: Placement + Precision,
+    M::Device: ModelDeviceIs<D>,
+    <M::Device as ModelDeviceIs<D>>::Checked<M>: Module<D, E>,
+{
+    type Model = <M::Device as ModelDeviceIs<D>>::Checked<M>;
+    fn as_model(&self) -> &Self::Model {
+        <M::Device as ModelDeviceIs<D>>::checked(self)
+    }
+    fn as_model_mut(&mut self) -> &mut Self::Model {
+        <M::Device as ModelDeviceIs<D>>::checked_mut(self)
+    }
+}
 
 /// An optimizer whose state lives on `D`: it updates models whose parameters are on `D`.
 pub trait Optimizer<D: Device, E: Float = f32> {
@@ -114,7 +185,7 @@ pub trait Optimizer<D: Device, E: Float = f32> {
 
     /// Clears the gradients of `model` (PyTorch's `opt.zero_grad()`).
     fn zero_grad<M: ModelOn<D, E>>(&self, model: &M) {
-        model.zero_grad();
+        model.as_model().zero_grad();
     }
 
     /// The learning rate.
@@ -133,10 +204,11 @@ pub trait Optimizer<D: Device, E: Float = f32> {
 /// Optimizers call this before [`for_each_with_grad`], so that a step that fails changes no
 /// parameter and no state: all or nothing. Each parameter is seen once, under its first name
 /// (a tied weight's other names are not parameters of their own: no state is kept for them).
-pub(crate) fn check_each_with_grad<D: Device, E: Float, M: Module<D, E>>(
+pub(crate) fn check_each_with_grad<D: Device, E: Float, M: ModelOn<D, E>>(
     model: &M,
     mut check: impl FnMut(&str, &RawTensor, &RawTensor) -> Result<()>,
 ) -> Result<HashSet<String>> {
+    let model = model.as_model();
     let mut result = Ok(());
     let mut names = HashSet::new();
     let mut seen = HashSet::new();
@@ -176,9 +248,10 @@ pub(crate) fn check_state_names<'a>(
 
 /// New handles to the parameters that have a gradient, by name: their values before a step
 /// (a step then writes new buffers for them, as it never writes into shared storage).
-pub(crate) fn snapshot<D: Device, E: Float, M: Module<D, E>>(
+pub(crate) fn snapshot<D: Device, E: Float, M: ModelOn<D, E>>(
     model: &M,
 ) -> HashMap<String, RawTensor> {
+    let model = model.as_model();
     let mut before = HashMap::new();
     let mut seen = HashSet::new();
     model.visit_parameters("", &mut |name, p| {
@@ -193,12 +266,12 @@ pub(crate) fn snapshot<D: Device, E: Float, M: Module<D, E>>(
 }
 
 /// `p = where(skip, before, p)` for every parameter in `before`.
-pub(crate) fn restore_unless<D: Device, E: Float, M: Module<D, E>>(
+pub(crate) fn restore_unless<D: Device, E: Float, M: ModelOn<D, E>>(
     model: &mut M,
     before: &HashMap<String, RawTensor>,
     skip: &RawTensor,
 ) -> Result<()> {
-    crate::nn::for_each_unique_mut(model, |name, p| match before.get(name) {
+    crate::nn::for_each_unique_mut(model.as_model_mut(), |name, p| match before.get(name) {
         Some(old) => keep_unless(skip, Some(old), p.raw_mut()),
         None => Ok(()),
     })
@@ -231,12 +304,14 @@ pub(crate) fn keep_unless(
 /// Runs `update` on every parameter of `model` that has a gradient, with its name: once per
 /// parameter, under its first name; the other handles of a tied weight then share the updated
 /// value (one step, and the tie holds).
-pub(crate) fn for_each_with_grad<D: Device, E: Float, M: Module<D, E>>(
+pub(crate) fn for_each_with_grad<D: Device, E: Float, M: ModelOn<D, E>>(
     model: &mut M,
     mut update: impl FnMut(&str, &mut RawTensor, &RawTensor) -> Result<()>,
 ) -> Result<()> {
-    crate::nn::for_each_unique_mut(model, |name, p| match p.node().and_then(|n| n.grad()) {
-        Some(grad) => update(name, p.raw_mut(), &grad),
-        None => Ok(()),
+    crate::nn::for_each_unique_mut(model.as_model_mut(), |name, p| {
+        match p.node().and_then(|n| n.grad()) {
+            Some(grad) => update(name, p.raw_mut(), &grad),
+            None => Ok(()),
+        }
     })
 }

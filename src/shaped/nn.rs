@@ -402,3 +402,25 @@ impl<P: StackPlacement, L> StackPlacement for (P, L) {
 impl<L: StackPlacement, In, First, Out> crate::nn::Placement for Seq<L, In, First, Out> {
     type Device = L::Device;
 }
+
+impl<D: Device, const IN: usize, const OUT: usize, E: Float> crate::nn::Precision
+    for StaticLinear<D, IN, OUT, E>
+{
+    type Element = E;
+}
+
+/// The element type of a [`Seq`]'s layers: its first layer's (they share one, by type).
+pub trait StackPrecision {
+    /// The first layer's element type.
+    type Element;
+}
+impl<L: crate::nn::Precision> StackPrecision for (L,) {
+    type Element = L::Element;
+}
+impl<P: StackPrecision, L> StackPrecision for (P, L) {
+    type Element = P::Element;
+}
+
+impl<L: StackPrecision, In, First, Out> crate::nn::Precision for Seq<L, In, First, Out> {
+    type Element = L::Element;
+}

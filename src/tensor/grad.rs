@@ -1,7 +1,7 @@
 //! Gradients on the typed front: parameters, `backward`, `grad` (PyTorch's `requires_grad`
 //! tensors, merged into `Tensor` as PyTorch merged `Variable` in 0.4).
 
-use super::{Element, ElementIs, Float, GradOn, Tensor};
+use super::{Element, ElementIs, Float, GradElementIs, GradOn, Tensor};
 use crate::core::error::{Error, Result};
 use crate::core::raw::RawTensor;
 use crate::device::Device;
@@ -76,7 +76,7 @@ impl<D: Device, E: Float> Tensor<D, E> {
     /// Sets the accumulated gradient (PyTorch's `p.grad = g`): `g` is a `Tensor<D, E>` or a
     /// reference to one, on the parameter's device and of its element type (by type: another
     /// is a compile error with PyTorch's sentence); the shape is checked.
-    pub fn try_set_grad<G: GradOn<D> + ElementIs<E>>(&self, grad: Option<G>) -> Result<()> {
+    pub fn try_set_grad<G: GradOn<D> + GradElementIs<E>>(&self, grad: Option<G>) -> Result<()> {
         let node = self.node.as_ref().filter(|n| n.is_leaf()).ok_or_else(|| {
             Error::Autograd(
                 "set_grad: only parameters (leaves that require grad) hold a gradient".into(),

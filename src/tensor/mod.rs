@@ -9,8 +9,8 @@ mod pinned;
 pub use crate::core::{DType, Element, Float, Numeric, Scalar, MAX_DIMS};
 pub use literal::TensorLiteral;
 pub use operand::{
-    ArgumentOn, AssignElementIs, ClassTargets, ElementIs, GradOn, HasDevice, InputElementIs, Is,
-    MatrixElementIs, ModuleInput, OperandOn,
+    ArgumentOn, AssignElementIs, ClassTargets, ElementIs, GradElementIs, GradOn, HasDevice,
+    InputElementIs, Is, MatrixElementIs, ModuleInput, OperandOn,
 };
 pub use pinned::{AsyncSource, Download, HostDevice, PinnedTensor, Upload, Waited};
 

@@ -194,9 +194,12 @@ impl<E: Element, T: HasDevice<Element = E>> AssignElementIs<E> for T {}
 #[diagnostic::on_unimplemented(
     message = "expected m1 and m2 to have the same dtype, but got: `{Found}` != `{E}`",
     label = "this input's elements are `{Found}`, but the module's parameters are `{E}`",
-    note = "convert the input, `let x = x.to_dtype::<{E}>();`, or the whole model once: `let model = model.to_dtype::<{Found}>();` (under `autocast` the product runs in low precision by itself)"
+    note = "convert the input to the module's type, `let x = x.to_dtype::<{E}>();` (every batch, or once in the data set); for low precision keep an `f32` model and run it under `autocast::<f16, _>(|| ...)`, where the products run in `f16` by themselves"
 )]
-pub trait InputElementIs<E: Element, Found = <Self as HasDevice>::Element>: HasDevice {}
+pub trait InputElementIs<E: Element, Found = <Self as HasDevice>::Element>:
+    HasDevice<Element = E>
+{
+}
 
 #[diagnostic::do_not_recommend]
 impl<E: Element, T: HasDevice<Element = E>> InputElementIs<E> for T {}
@@ -240,6 +243,20 @@ impl<D: Device, E: Element> GradOn<D> for Tensor<D, E> {}
 
 #[diagnostic::do_not_recommend]
 impl<D: Device, E: Element> GradOn<D> for &Tensor<D, E> {}
+
+/// A gradient given by hand for a parameter with elements `E` ([`Tensor::try_set_grad`]).
+///
+/// A gradient of other elements is PyTorch's sentence for `p.grad = g` (its first sentence:
+/// devtype has no `grad_dtype` to set). Implemented for every tensor of `E`; leave `Found` out.
+#[diagnostic::on_unimplemented(
+    message = "attempting to assign a gradient with dtype `{Found}` to a tensor with grad_dtype `{E}`",
+    label = "this gradient's elements are `{Found}`, but its parameter's are `{E}`",
+    note = "a gradient has its parameter's element type: convert it, `g.to_dtype::<{E}>()`, or create it so: `Tensor::zeros_like(&p)`"
+)]
+pub trait GradElementIs<E: Element, Found = <Self as HasDevice>::Element>: HasDevice {}
+
+#[diagnostic::do_not_recommend]
+impl<E: Element, T: HasDevice<Element = E>> GradElementIs<E> for T {}
 
 /// The second matrix of a matrix product (`matmul`, `bmm`, `linear`) whose first has
 /// elements `E`; a matrix of other elements gives PyTorch's `mm` message.
