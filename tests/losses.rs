@@ -143,7 +143,7 @@ fn typed_cases<D: Device>(dev: D, module: bool) -> Vec<(&'static str, Loss<D>)> 
 
 /// The typed front on `dev` (module and functional forms) reproduces PyTorch's values and the
 /// gradients of both the input and the target.
-fn check_typed_against_torch<D: Device>(dev: D, tol: f64) {
+fn check_typed_against_torch<D: Device + HostSync>(dev: D, tol: f64) {
     for module in [true, false] {
         for (name, f) in typed_cases(dev, module) {
             for (red, rname) in REDUCTIONS {
@@ -182,7 +182,7 @@ fn check_typed_against_torch<D: Device>(dev: D, tol: f64) {
     }
 }
 
-fn check_nll_against_torch<D: Device>(dev: D, tol: f64) {
+fn check_nll_against_torch<D: Device + HostSync>(dev: D, tol: f64) {
     let tgt = Tensor::<D, i64>::from_vec(torch::TGT.to_vec(), [5], dev);
     for (name, weighted) in [("NLL", false), ("NLLW", true)] {
         for (red, rname) in REDUCTIONS {
