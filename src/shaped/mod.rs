@@ -80,7 +80,7 @@ mod table;
 
 pub use check::*;
 pub use ops::*;
-pub use table::ToDim;
+pub use table::{TableSize, ToDim, ToDimOrDyn};
 
 use crate::core::error::{Error, Result};
 use crate::device::Device;
@@ -138,6 +138,15 @@ shape_tuple!(A);
 shape_tuple!(A B);
 shape_tuple!(A B T);
 shape_tuple!(A B T U);
+
+/// The value, or a panic with the error's text: the panicking form of every `try_` op here.
+#[track_caller]
+pub(crate) fn or_panic<T>(r: Result<T>) -> T {
+    match r {
+        Ok(v) => v,
+        Err(e) => panic!("{e}"),
+    }
+}
 
 /// Whether `shape` fits `S`; the error says where it does not.
 fn fit<S: Shape>(shape: &[usize]) -> Result<()> {
@@ -215,10 +224,7 @@ impl<D: Device, E: Element, S: Shape> Shaped<D, E, S> {
     /// Panics with the error's text where [`try_from_tensor`](Self::try_from_tensor) returns it.
     #[track_caller]
     pub fn from_tensor(tensor: Tensor<D, E>) -> Self {
-        match Self::try_from_tensor(tensor) {
-            Ok(v) => v,
-            Err(e) => panic!("{e}"),
-        }
+        or_panic(Self::try_from_tensor(tensor))
     }
 
     /// Zeros of shape `sizes`, which must fit `S`.
@@ -232,10 +238,7 @@ impl<D: Device, E: Element, S: Shape> Shaped<D, E, S> {
     /// Panics with the error's text where [`try_zeros`](Self::try_zeros) returns it.
     #[track_caller]
     pub fn zeros(sizes: impl IntoShape, dev: D) -> Self {
-        match Self::try_zeros(sizes, dev) {
-            Ok(v) => v,
-            Err(e) => panic!("{e}"),
-        }
+        or_panic(Self::try_zeros(sizes, dev))
     }
 
     /// The tensor, with the dynamic API (a borrow: free).
@@ -302,10 +305,7 @@ impl<D: Device, E: crate::tensor::Float, S: Shape> Shaped<D, E, S> {
     /// Panics with the error's text where [`try_randn`](Self::try_randn) returns it.
     #[track_caller]
     pub fn randn(sizes: impl IntoShape, dev: D) -> Self {
-        match Self::try_randn(sizes, dev) {
-            Ok(v) => v,
-            Err(e) => panic!("{e}"),
-        }
+        or_panic(Self::try_randn(sizes, dev))
     }
 }
 
@@ -333,75 +333,46 @@ impl<D: Device, E: Element> Tensor<D, E> {
 
 // The device and element checks of the dynamic API apply to shaped operands as they are.
 
-impl<D: Device, E: Element, S> AsRaw for Shaped<D, E, S> {
-    #[inline]
-    fn raw(&self) -> &crate::core::raw::RawTensor {
-        self.tensor.raw()
-    }
-    #[inline]
-    fn into_operand<'a>(self) -> crate::core::raw::Operand<'a>
-    where
-        Self: 'a,
-    {
-        self.tensor.into_operand()
-    }
-    #[inline]
-    fn grad_node(&self) -> Option<&std::sync::Arc<crate::graph::Node>> {
-        self.tensor.grad_node()
-    }
+macro_rules! operand_impls {
+    ($ty:ty, $($by_ref:tt)?) => {
+        impl<D: Device, E: Element, S> AsRaw for $ty {
+            #[inline]
+            fn raw(&self) -> &crate::core::raw::RawTensor {
+                self.tensor.raw()
+            }
+            #[inline]
+            fn into_operand<'a>(self) -> crate::core::raw::Operand<'a>
+            where
+                Self: 'a,
+            {
+                ($($by_ref)? self.tensor).into_operand()
+            }
+            #[inline]
+            fn grad_node(&self) -> Option<&std::sync::Arc<crate::graph::Node>> {
+                self.tensor.grad_node()
+            }
+        }
+
+        impl<D: Device, E: Element, S> HasDevice for $ty {
+            type Device = D;
+            type Element = E;
+            #[inline]
+            fn typed_device(&self) -> D {
+                self.tensor.device()
+            }
+        }
+
+        #[diagnostic::do_not_recommend]
+        impl<D: Device, E: Element, S> OperandOn<D> for $ty {}
+
+        #[diagnostic::do_not_recommend]
+        impl<D: Device, E: Element, S> ModuleInput<D> for $ty {
+            type Out = D;
+        }
+    };
 }
-
-impl<D: Device, E: Element, S> AsRaw for &Shaped<D, E, S> {
-    #[inline]
-    fn raw(&self) -> &crate::core::raw::RawTensor {
-        self.tensor.raw()
-    }
-    #[inline]
-    fn into_operand<'a>(self) -> crate::core::raw::Operand<'a>
-    where
-        Self: 'a,
-    {
-        (&self.tensor).into_operand()
-    }
-    #[inline]
-    fn grad_node(&self) -> Option<&std::sync::Arc<crate::graph::Node>> {
-        self.tensor.grad_node()
-    }
-}
-
-impl<D: Device, E: Element, S> HasDevice for Shaped<D, E, S> {
-    type Device = D;
-    type Element = E;
-    #[inline]
-    fn typed_device(&self) -> D {
-        self.tensor.device()
-    }
-}
-
-impl<D: Device, E: Element, S> HasDevice for &Shaped<D, E, S> {
-    type Device = D;
-    type Element = E;
-    #[inline]
-    fn typed_device(&self) -> D {
-        self.tensor.device()
-    }
-}
-
-#[diagnostic::do_not_recommend]
-impl<D: Device, E: Element, S> OperandOn<D> for Shaped<D, E, S> {}
-
-#[diagnostic::do_not_recommend]
-impl<D: Device, E: Element, S> OperandOn<D> for &Shaped<D, E, S> {}
-
-#[diagnostic::do_not_recommend]
-impl<D: Device, E: Element, S> ModuleInput<D> for Shaped<D, E, S> {
-    type Out = D;
-}
-
-#[diagnostic::do_not_recommend]
-impl<D: Device, E: Element, S> ModuleInput<D> for &Shaped<D, E, S> {
-    type Out = D;
-}
+operand_impls!(Shaped<D, E, S>,);
+operand_impls!(&Shaped<D, E, S>, &);
 
 /// A dimension given as a value: `a.cat(Axis::<1>, &b)`, `x.index_select(Axis::<0>, &i)`.
 #[derive(Clone, Copy, Debug, Default)]
