@@ -687,9 +687,14 @@ impl<D: Device, E: Element, S: Shape> Shaped<D, E, S> {
     }
 
     /// `flatten(1, -1)` (`nn.Flatten`): `[b, h, w]` to `[b, h * w]`, the size in the type.
-    pub fn flatten(&self) -> Shaped<D, E, S::Out>
+    ///
+    /// The result shape is a method parameter fixed by the bound (`O` is never written): with
+    /// no parameter, rustc would test the bound while looking the method up, and a wrong rank
+    /// would read "the method `flatten` exists ... but its trait bounds were not satisfied"
+    /// instead of [`Flatten`]'s sentence.
+    pub fn flatten<O: Shape>(&self) -> Shaped<D, E, O>
     where
-        S: Flatten,
+        S: Flatten<Out = O>,
     {
         Shaped::wrap(self.tensor.flatten(1, -1))
     }
