@@ -44,6 +44,13 @@
 //! | [`shape_reduce_dim`] | `x.sum(2)` of a matrix | [`HasDim`](crate::shaped::HasDim) |
 //! | [`shape_transpose_dim`] | `x.transpose(1, 2)` of a matrix | [`Transpose`](crate::shaped::Transpose) |
 //! | [`shape_cross_entropy_batch`] | `cross_entropy` with 16 targets for 32 rows | [`BatchSizes`](crate::shaped::BatchSizes) |
+//! | [`shape_linear_weight`] | `F.linear(x, w, b)` with a weight for 512 input features, 784 given | [`AddmmSizes`](crate::shaped::AddmmSizes) |
+//! | [`shape_stack_sizes`] | `torch.stack` of a `[2, 3]` and a `[2, 4]` | [`StackSizes`](crate::shaped::StackSizes) |
+//! | [`shape_index_select_index`] | `index_select` with a `[4, 8]` index | [`IndexIsVector`](crate::shaped::IndexIsVector) |
+//! | [`shape_softmax_dim`] | `x.softmax(2)` of a matrix | [`HasDim`](crate::shaped::HasDim) |
+//! | [`shape_permute_order`] | `x.permute(0, 0, 1)` | [`Permute`](crate::shaped::Permute) |
+//! | [`shape_flatten_rank`] | `flatten` of a batch that is already flat | [`Flatten`](crate::shaped::Flatten) |
+//! | [`shape_size_outside_table`] | a static size outside devtype's table, where an op computes with it | [`TableSize`](crate::shaped::TableSize) |
 //! | [`shape_devices_mixed`] | shapes that agree on two devices: still the device sentence | [`ArgumentOn`](crate::ArgumentOn) |
 //! | [`graph_to_vec_in_capture`] | `y.to_vec()` inside `torch.cuda.graph`: `operation not permitted when stream is capturing` | [`HostSync`](crate::HostSync) |
 //! | [`graph_item_in_capture`] | `loss.item()` inside a captured step | [`HostSync`](crate::HostSync) |
@@ -233,6 +240,34 @@ lesson!(
     shape_cross_entropy_batch
 );
 lesson!(
+    /// Static shapes ([`crate::shaped`]): `x.linear(&w, Some(&b))` with `w` of `[10, 512]` for `x` of 784 features.
+    shape_linear_weight
+);
+lesson!(
+    /// Static shapes ([`crate::shaped`]): `a.stack(Axis::<0>, &b)` of `(C<2>, C<3>)` and `(C<2>, C<4>)`.
+    shape_stack_sizes
+);
+lesson!(
+    /// Static shapes ([`crate::shaped`]): `table.index_select(Axis::<0>, &ids)` with `ids` of `(C<4>, C<8>)`.
+    shape_index_select_index
+);
+lesson!(
+    /// Static shapes ([`crate::shaped`]): `softmax::<2>()` of a matrix.
+    shape_softmax_dim
+);
+lesson!(
+    /// Static shapes ([`crate::shaped`]): `permute::<(C<0>, C<0>, C<1>)>()`: a dimension twice.
+    shape_permute_order
+);
+lesson!(
+    /// Static shapes ([`crate::shaped`]): `flatten()` of `(Dyn, C<784>)`, already flat.
+    shape_flatten_rank
+);
+lesson!(
+    /// Static shapes ([`crate::shaped`]): `x + bias` with 3001 features, a size outside the table of static sizes.
+    shape_size_outside_table
+);
+lesson!(
     /// Static shapes ([`crate::shaped`]): `x.matmul(&w)` of shaped tensors whose sizes agree and devices do not.
     shape_devices_mixed
 );
@@ -418,5 +453,13 @@ pub mod done_right {
     fixed!(
         /// A training step generic over `D` with the model typed on the optimizer's `D`.
         generic_step_model_typed_on_d
+    );
+    fixed!(
+        /// Static shapes ([`crate::shaped`]): the MNIST-shaped model, every result shape inferred.
+        shape_mlp_inferred
+    );
+    fixed!(
+        /// Static shapes ([`crate::shaped`]): every checked op family, each result shape inferred.
+        shape_ops_inferred
     );
 }

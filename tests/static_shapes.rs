@@ -219,3 +219,71 @@ fn a_chained_model_matches_its_layers_and_trains() {
         assert!(p.grad().is_some(), "{n} has a gradient");
     }
 }
+
+#[test]
+fn stack_matches_the_dynamic_one_and_checks_dyn_sizes_at_run_time() {
+    let a: M<C<2>, C<3>> = Shaped::randn([2, 3], Cpu);
+    let b: M<C<2>, C<3>> = Shaped::randn([2, 3], Cpu);
+    let s = a.stack(Axis::<1>, &b);
+    let _: &Shaped<Cpu, f32, (C<2>, C<2>, C<3>)> = &s; // a new dimension of size 2 at 1
+    same(
+        s.tensor(),
+        &Tensor::stack([a.tensor(), b.tensor()], 1),
+        "stack",
+    );
+    let all = Shaped::stack_all(Axis::<0>, [&a, &b, &a]);
+    let _: &Shaped<Cpu, f32, (C<3>, C<2>, C<3>)> = &all;
+    same(
+        all.tensor(),
+        &Tensor::stack([a.tensor(), b.tensor(), a.tensor()], 0),
+        "stack_all",
+    );
+    let d: M<Dyn, C<3>> = Shaped::randn([4, 3], Cpu);
+    assert_eq!(
+        a.try_stack(Axis::<0>, &d).unwrap_err().to_string(),
+        "stack expects each tensor to be equal size, but got [2, 3] at entry 0 and [4, 3] at entry 1"
+    );
+}
+
+#[test]
+fn index_select_takes_the_index_length() {
+    let x: M<Dyn, C<5>> = Shaped::randn([3, 5], Cpu);
+    let idx: Shaped<Cpu, i64, (Dyn,)> =
+        Tensor::from_vec(vec![4i64, 4, 0, 1], [4], Cpu).into_shaped();
+    let y = x.index_select(Axis::<1>, &idx);
+    let _: &M<Dyn, Dyn> = &y;
+    same(
+        y.tensor(),
+        &x.tensor().index_select(1, idx.tensor()),
+        "index_select",
+    );
+}
+
+/// Sizes past 1024 in the table compute statically (3 x 32 x 32 = 3072, 600 + 600, 50257);
+/// a product outside it (300 x 300 = 90000) is `Dyn`, checked at run time.
+#[test]
+fn table_sizes_compute_past_1024_and_others_become_dyn() {
+    let x: Shaped<Cpu, f32, (Dyn, C<3>, C<32>, C<32>)> = Shaped::randn([2, 3, 32, 32], Cpu);
+    let f = x.flatten();
+    let _: &M<Dyn, C<3072>> = &f;
+    let bias: Shaped<Cpu, f32, (C<3072>,)> = Shaped::randn([3072], Cpu);
+    same(
+        (&f + &bias).tensor(),
+        &(f.tensor() + bias.tensor()),
+        "3072 + bias",
+    );
+    let y: M<C<2>, C<600>> = Shaped::randn([2, 600], Cpu);
+    let c = y.cat(Axis::<1>, &y);
+    let _: &M<C<2>, C<1200>> = &c;
+    let z: Shaped<Cpu, f32, (Dyn, C<300>, C<300>)> = Shaped::randn([1, 300, 300], Cpu);
+    let g = z.flatten();
+    let _: &M<Dyn, Dyn> = &g;
+    assert_eq!(g.shape(), &[1, 90000]);
+    assert_eq!(
+        g.try_reshape::<(C<7>, Dyn)>().unwrap_err().to_string(),
+        "shape '[7, -1]' is invalid for input of size 90000"
+    );
+    let v: M<Dyn, C<50257>> = Shaped::zeros([1, 50257], Cpu);
+    let w: Shaped<Cpu, f32, (C<50257>,)> = Shaped::zeros([50257], Cpu);
+    let _: M<Dyn, C<50257>> = &v + &w;
+}

@@ -166,3 +166,32 @@ pub trait HasDim<const DIM: usize> {
     /// The shape with dimension `DIM` replaced by `R`.
     type Replaced<R>;
 }
+
+/// `stack`: the two shapes (`S1`, `S2`) are equal at dimension `AT`.
+#[diagnostic::on_unimplemented(
+    message = "stack expects each tensor to be equal size, but got `{S1}` at entry 0 and `{S2}` at entry 1",
+    label = "this tensor has size {B} at dimension {AT}, the first {A}",
+    note = "`stack` joins tensors of one shape along a new dimension: make the sizes equal, or `cat` along an existing dimension"
+)]
+pub trait StackSizes<S1, S2, const AT: usize, const A: usize, const B: usize> {}
+impl<S1, S2, const AT: usize, const A: usize> StackSizes<S1, S2, AT, A, A> for () {}
+
+/// `index_select`'s index is a vector.
+#[diagnostic::on_unimplemented(
+    message = "index_select(): Index is supposed to be a vector",
+    label = "this index has shape `{S}`",
+    note = "the index is one dimension of positions, `(L,)`: `reshape::<(Dyn,)>()` a flat list of them"
+)]
+pub trait IndexIsVector<S> {}
+impl<L> IndexIsVector<(L,)> for () {}
+
+/// A new dimension given as a `const` (`stack(Axis::<DIM>, ..)`): from 0 to the rank.
+#[diagnostic::on_unimplemented(
+    message = "Dimension out of range (new dimension {DIM} of the stack of tensors of shape `{Self}`)",
+    label = "dimension {DIM} is past the end of the result",
+    note = "`stack` of tensors of rank r takes a dimension from 0 to r"
+)]
+pub trait HasGap<const DIM: usize> {
+    /// The shape with a dimension `Z` inserted at `DIM`.
+    type Inserted<Z>;
+}

@@ -35,10 +35,55 @@
 //!
 //! Ops that compute a size (`flatten`: `H * W`; `cat`: `A + B`; `reshape`: the element count)
 //! compute it with `typenum` and turn the result back into a [`C<N>`](C), so the types stay
-//! readable and no message shows typenum's types. The cost of that: a size that is computed
-//! must be one typenum maps from a `usize` (0 to 1024, the powers of two and of ten, and a few
-//! more; `table.rs` lists them). Sizes that are only written (`C<3000>`) have no limit, except
-//! where they take part in a check computed by typenum (broadcasting, the element count).
+//! readable and no message shows typenum's types.
+//!
+//! # The checked ops
+//!
+//! | op | checked at compile time (static sizes) | at run time (a `Dyn` size), PyTorch's text | lesson |
+//! |---|---|---|---|
+//! | `+ - * /`, `add`, `sub`, `mul`, `div`, `maximum` | broadcasting from the last dim, ranks 1-4: `The size of tensor a (3) must match the size of tensor b (4) at non-singleton dimension 1` | the same sentence | `shape_add_sizes` |
+//! | `matmul` (2-D @ 2-D, 3-D @ 2-D) | inner sizes: `mm: mat1 and mat2 shapes cannot be multiplied (?x784 and 512x10)` | `... (64x784 and 512x10)` | `shape_matmul_sizes` |
+//! | `linear(&w, bias)` | `in` of `w = [out, in]`: `addmm: mat1 and mat2 shapes cannot be multiplied (64x784 and 512x10)` | the same sentence | `shape_linear_weight` |
+//! | `bmm` | batch and inner sizes: `Expected size for first two dimensions of batch2 tensor to be: [3, 10] but got: [4, 10].` | the same sentence | `shape_bmm_batch` |
+//! | [`nn::StaticLinear::forward`], [`nn::Seq::forward`] | the input's width (`addmm:` sentence) | the same sentence | `shape_model_input_width` |
+//! | [`nn::Seq::then`] | the new layer takes the width so far (`addmm:` sentence) | - (all static) | `shape_sequential_not_chained` |
+//! | `reshape::<S2>()`, `view::<S2>()` | element count (typenum product): `shape '[2, 5]' is invalid for input of size 40` | the same sentence (`Dyn` is `-1`) | `shape_reshape_count` |
+//! | `flatten()` | rank 3 or 4; `H * W` (`* C`) computed in the type | - | `shape_flatten_rank` |
+//! | `transpose::<I, J>()`, `t()` | the dims exist (`Dimension out of range ...`); result in the type | - | `shape_transpose_dim` |
+//! | `permute::<(C<i>, ...)>()` | an order of the dims (`permute(): ... is not an order ...`) | - | `shape_permute_order` |
+//! | `cat(Axis::<D>, &b)` | other sizes equal: `Sizes of tensors must match except in dimension 1. Expected size 2 but got size 3 for tensor number 1 in the list.`; the size at `D` is the typenum sum | the same sentence | `shape_cat_sizes` |
+//! | `stack(Axis::<D>, &b)`, `Shaped::stack_all(Axis::<D>, [&a, ..])` | equal shapes: ``stack expects each tensor to be equal size, but got `(C<2>, C<3>)` at entry 0 and `(C<2>, C<4>)` at entry 1``; new dim of size 2 (or `N`) | `... but got [2, 3] at entry 0 and [4, 3] at entry 1` | `shape_stack_sizes` |
+//! | `sum/mean/max::<D>()`, `sum/mean/max_keepdim::<D>()`, `argmax::<D>()` | the dim exists; it disappears, or stays as `C<1>` | - | `shape_reduce_dim` |
+//! | `softmax::<D>()`, `log_softmax::<D>()` | the dim exists; same shape | - | `shape_softmax_dim` |
+//! | `index_select(Axis::<D>, &i)` | the dim exists; the index is a vector (`index_select(): Index is supposed to be a vector`); size at `D` becomes the index's | - | `shape_index_select_index` |
+//! | `cross_entropy(&targets)` | batch sizes: `Expected input batch_size (32) to match target batch_size (16).` | the same sentence | `shape_cross_entropy_batch` |
+//! | `Shaped::try_from_tensor`, `Tensor::try_into_shaped` | - | the rank (`Expected 2D tensor, but got input of size: [4]`), then each static size | - |
+//! | two devices (any op above) | the device sentence, not a shape one | - | `shape_devices_mixed` |
+//!
+//! # The table of static sizes
+//!
+//! typenum maps a `const usize` to its types only through a table of impls, one per size, and
+//! rustc's cost for such a table grows with the square of its length (measured on a test crate
+//! with the table both ways: `cargo check` takes at most 1.4 s of CPU for 1,025 sizes, 6.2 s for
+//! 4,097, 77 s for 16,385). So devtype keeps
+//! its own table ([`TableSize`] one way, [`ToDim`] the other) of 1,491 sizes: every size from 0
+//! to 1024, the multiples of 16 up to 4096, of 64 up to 16384 and of 1024 up to 65536 (the
+//! widths of real models: 3072, 4096, 11008, 14336, 28672, 49152, 65536, ...), the powers of 2
+//! up to 2^30 and of 10 up to 10^9, and by name the vocabularies 30522, 32000, 32064, 50257,
+//! 50304, 100277, 128256, 151936, 152064, 250002, 256000, the widths 18944 and 27648, and the
+//! flattened images 100352 (2048x7x7), 150528 (3x224x224) and 268203 (3x299x299).
+//! `scripts/gen_shaped.py` writes it; extend it there.
+//!
+//! - A size that is only written or compared (`C<3001>` in `matmul`, `linear`, `bmm`,
+//!   `cross_entropy`, `cat`'s other sizes, a `StaticLinear<_, 3001, _>`) has no limit: those
+//!   checks compare `const` parameters, not typenum numbers.
+//! - A size an op computes *with* (broadcasting, `flatten`, `cat`'s joined dim, `reshape`'s
+//!   element count) must be in the table; outside it the error says so, in words, at the
+//!   operand (lesson `shape_size_outside_table`):
+//!   ``error[E0277]: `C<3001>` is not in devtype's table of static sizes, which the type-level
+//!   arithmetic of this op needs``, with the fix: make that dimension [`Dyn`].
+//! - A size an op computes (`28 * 28`, `600 + 600`) is `C<N>` when `N` is in the table and
+//!   [`Dyn`] when it is not (`300 * 300 = 90000`): never an error, the check moves to run time.
 //!
 //! # How it is built
 //!
@@ -80,7 +125,7 @@ mod table;
 
 pub use check::*;
 pub use ops::*;
-pub use table::ToDim;
+pub use table::{TableSize, ToDim, ToDimOrDyn};
 
 use crate::core::error::{Error, Result};
 use crate::device::Device;
@@ -138,6 +183,15 @@ shape_tuple!(A);
 shape_tuple!(A B);
 shape_tuple!(A B T);
 shape_tuple!(A B T U);
+
+/// The value, or a panic with the error's text: the panicking form of every `try_` op here.
+#[track_caller]
+pub(crate) fn or_panic<T>(r: Result<T>) -> T {
+    match r {
+        Ok(v) => v,
+        Err(e) => panic!("{e}"),
+    }
+}
 
 /// Whether `shape` fits `S`; the error says where it does not.
 fn fit<S: Shape>(shape: &[usize]) -> Result<()> {
@@ -215,10 +269,7 @@ impl<D: Device, E: Element, S: Shape> Shaped<D, E, S> {
     /// Panics with the error's text where [`try_from_tensor`](Self::try_from_tensor) returns it.
     #[track_caller]
     pub fn from_tensor(tensor: Tensor<D, E>) -> Self {
-        match Self::try_from_tensor(tensor) {
-            Ok(v) => v,
-            Err(e) => panic!("{e}"),
-        }
+        or_panic(Self::try_from_tensor(tensor))
     }
 
     /// Zeros of shape `sizes`, which must fit `S`.
@@ -232,10 +283,7 @@ impl<D: Device, E: Element, S: Shape> Shaped<D, E, S> {
     /// Panics with the error's text where [`try_zeros`](Self::try_zeros) returns it.
     #[track_caller]
     pub fn zeros(sizes: impl IntoShape, dev: D) -> Self {
-        match Self::try_zeros(sizes, dev) {
-            Ok(v) => v,
-            Err(e) => panic!("{e}"),
-        }
+        or_panic(Self::try_zeros(sizes, dev))
     }
 
     /// The tensor, with the dynamic API (a borrow: free).
@@ -308,10 +356,7 @@ impl<D: Device, E: crate::tensor::Float, S: Shape> Shaped<D, E, S> {
     /// Panics with the error's text where [`try_randn`](Self::try_randn) returns it.
     #[track_caller]
     pub fn randn(sizes: impl IntoShape, dev: D) -> Self {
-        match Self::try_randn(sizes, dev) {
-            Ok(v) => v,
-            Err(e) => panic!("{e}"),
-        }
+        or_panic(Self::try_randn(sizes, dev))
     }
 }
 
@@ -339,75 +384,46 @@ impl<D: Device, E: Element> Tensor<D, E> {
 
 // The device and element checks of the dynamic API apply to shaped operands as they are.
 
-impl<D: Device, E: Element, S> AsRaw for Shaped<D, E, S> {
-    #[inline]
-    fn raw(&self) -> &crate::core::raw::RawTensor {
-        self.tensor.raw()
-    }
-    #[inline]
-    fn into_operand<'a>(self) -> crate::core::raw::Operand<'a>
-    where
-        Self: 'a,
-    {
-        self.tensor.into_operand()
-    }
-    #[inline]
-    fn grad_node(&self) -> Option<&std::sync::Arc<crate::graph::Node>> {
-        self.tensor.grad_node()
-    }
+macro_rules! operand_impls {
+    ($ty:ty, $($by_ref:tt)?) => {
+        impl<D: Device, E: Element, S> AsRaw for $ty {
+            #[inline]
+            fn raw(&self) -> &crate::core::raw::RawTensor {
+                self.tensor.raw()
+            }
+            #[inline]
+            fn into_operand<'a>(self) -> crate::core::raw::Operand<'a>
+            where
+                Self: 'a,
+            {
+                ($($by_ref)? self.tensor).into_operand()
+            }
+            #[inline]
+            fn grad_node(&self) -> Option<&std::sync::Arc<crate::graph::Node>> {
+                self.tensor.grad_node()
+            }
+        }
+
+        impl<D: Device, E: Element, S> HasDevice for $ty {
+            type Device = D;
+            type Element = E;
+            #[inline]
+            fn typed_device(&self) -> D {
+                self.tensor.device()
+            }
+        }
+
+        #[diagnostic::do_not_recommend]
+        impl<D: Device, E: Element, S> OperandOn<D> for $ty {}
+
+        #[diagnostic::do_not_recommend]
+        impl<D: Device, E: Element, S> ModuleInput<D> for $ty {
+            type Out = D;
+        }
+    };
 }
-
-impl<D: Device, E: Element, S> AsRaw for &Shaped<D, E, S> {
-    #[inline]
-    fn raw(&self) -> &crate::core::raw::RawTensor {
-        self.tensor.raw()
-    }
-    #[inline]
-    fn into_operand<'a>(self) -> crate::core::raw::Operand<'a>
-    where
-        Self: 'a,
-    {
-        (&self.tensor).into_operand()
-    }
-    #[inline]
-    fn grad_node(&self) -> Option<&std::sync::Arc<crate::graph::Node>> {
-        self.tensor.grad_node()
-    }
-}
-
-impl<D: Device, E: Element, S> HasDevice for Shaped<D, E, S> {
-    type Device = D;
-    type Element = E;
-    #[inline]
-    fn typed_device(&self) -> D {
-        self.tensor.device()
-    }
-}
-
-impl<D: Device, E: Element, S> HasDevice for &Shaped<D, E, S> {
-    type Device = D;
-    type Element = E;
-    #[inline]
-    fn typed_device(&self) -> D {
-        self.tensor.device()
-    }
-}
-
-#[diagnostic::do_not_recommend]
-impl<D: Device, E: Element, S> OperandOn<D> for Shaped<D, E, S> {}
-
-#[diagnostic::do_not_recommend]
-impl<D: Device, E: Element, S> OperandOn<D> for &Shaped<D, E, S> {}
-
-#[diagnostic::do_not_recommend]
-impl<D: Device, E: Element, S> ModuleInput<D> for Shaped<D, E, S> {
-    type Out = D;
-}
-
-#[diagnostic::do_not_recommend]
-impl<D: Device, E: Element, S> ModuleInput<D> for &Shaped<D, E, S> {
-    type Out = D;
-}
+operand_impls!(Shaped<D, E, S>,);
+operand_impls!(&Shaped<D, E, S>, &);
 
 /// A dimension given as a value: `a.cat(Axis::<1>, &b)`, `x.index_select(Axis::<0>, &i)`.
 #[derive(Clone, Copy, Debug, Default)]

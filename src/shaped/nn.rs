@@ -47,10 +47,7 @@ impl<D: Device, const IN: usize, const OUT: usize> StaticLinear<D, IN, OUT, f32>
     /// Panics with the error's text where [`try_new`](Self::try_new) returns it.
     #[track_caller]
     pub fn new(dev: D) -> Self {
-        match Self::try_new(dev) {
-            Ok(v) => v,
-            Err(e) => panic!("{e}"),
-        }
+        super::or_panic(Self::try_new(dev))
     }
 }
 
@@ -86,10 +83,7 @@ impl<D: Device, const IN: usize, const OUT: usize, E: Float> StaticLinear<D, IN,
     where
         X: ModuleInput<D> + HasDevice<Element = E> + ShapeOf<Shape = (B, K)> + Takes<IN, OUT>,
     {
-        match self.try_forward(x) {
-            Ok(v) => v,
-            Err(e) => panic!("{e}"),
-        }
+        super::or_panic(self.try_forward(x))
     }
 }
 
@@ -349,10 +343,7 @@ impl<L, In: Dim, First: Dim, Out: Dim> Seq<L, In, First, Out> {
             + ShapeOf<Shape = (B, K)>
             + ModelInput<In, First>,
     {
-        match self.try_forward(x) {
-            Ok(v) => v,
-            Err(e) => panic!("{e}"),
-        }
+        super::or_panic(self.try_forward(x))
     }
 }
 

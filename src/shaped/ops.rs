@@ -7,13 +7,13 @@
 //! result type does not depend on the check, so a wrong size is one error, where it is made.
 
 use super::check::*;
-use super::table::ToDim;
+use super::table::{TableSize, ToDimOrDyn};
 use super::{Axis, Dim, Dyn, Shape, ShapeOf, Shaped, C};
 use crate::core::error::Result;
 use crate::device::Device;
 use crate::tensor::{ArgumentOn, ElementIs, Float, MatrixElementIs, Numeric, OperandOn, Tensor};
 use crate::tensor::{Element, HasDevice};
-use typenum::{Const, IsEqual, ToUInt, B0, B1, U, U1};
+use typenum::{IsEqual, B0, B1, U1};
 
 type Eq<A, B> = <A as IsEqual<B>>::Output;
 
@@ -29,48 +29,41 @@ impl<T, F> If<T, F> for B0 {
     type Out = F;
 }
 
-/// The product of two dimensions: static when both are, computed with typenum.
-pub trait DimMul<B> {
-    /// `Self * B`.
-    type Out: Dim;
-}
-impl<B: Dim> DimMul<B> for Dyn {
-    type Out = Dyn;
-}
-impl<const A: usize> DimMul<Dyn> for C<A> {
-    type Out = Dyn;
-}
-impl<const A: usize, const B: usize> DimMul<C<B>> for C<A>
-where
-    Const<A>: ToUInt,
-    Const<B>: ToUInt,
-    U<A>: std::ops::Mul<U<B>>,
-    <U<A> as std::ops::Mul<U<B>>>::Output: ToDim,
-    <<U<A> as std::ops::Mul<U<B>>>::Output as ToDim>::Dim: Dim,
-{
-    type Out = <<U<A> as std::ops::Mul<U<B>>>::Output as ToDim>::Dim;
+/// `N` as a typenum unsigned, for `C<N>` in the table ([`TableSize`]).
+type Tu<A> = <A as TableSize>::U;
+
+macro_rules! dim_arith {
+    ($($(#[$doc:meta])* $name:ident $op:ident $what:literal;)*) => {$(
+        $(#[$doc])*
+        pub trait $name<B> {
+            #[doc = concat!("`Self ", $what, " B`.")]
+            type Out: Dim;
+        }
+        impl<B: Dim> $name<B> for Dyn {
+            type Out = Dyn;
+        }
+        impl<const A: usize> $name<Dyn> for C<A> {
+            type Out = Dyn;
+        }
+        impl<const A: usize, const B: usize> $name<C<B>> for C<A>
+        where
+            C<A>: TableSize,
+            C<B>: TableSize,
+            Tu<C<A>>: std::ops::$op<Tu<C<B>>>,
+            <Tu<C<A>> as std::ops::$op<Tu<C<B>>>>::Output: ToDimOrDyn,
+        {
+            type Out = <<Tu<C<A>> as std::ops::$op<Tu<C<B>>>>::Output as ToDimOrDyn>::Dim;
+        }
+    )*};
 }
 
-/// The sum of two dimensions: static when both are, computed with typenum.
-pub trait DimAdd<B> {
-    /// `Self + B`.
-    type Out: Dim;
-}
-impl<B: Dim> DimAdd<B> for Dyn {
-    type Out = Dyn;
-}
-impl<const A: usize> DimAdd<Dyn> for C<A> {
-    type Out = Dyn;
-}
-impl<const A: usize, const B: usize> DimAdd<C<B>> for C<A>
-where
-    Const<A>: ToUInt,
-    Const<B>: ToUInt,
-    U<A>: std::ops::Add<U<B>>,
-    <U<A> as std::ops::Add<U<B>>>::Output: ToDim,
-    <<U<A> as std::ops::Add<U<B>>>::Output as ToDim>::Dim: Dim,
-{
-    type Out = <<U<A> as std::ops::Add<U<B>>>::Output as ToDim>::Dim;
+dim_arith! {
+    /// The product of two dimensions, computed with typenum: static when both are and the
+    /// product is in the table, otherwise [`Dyn`].
+    DimMul Mul "*";
+    /// The sum of two dimensions, computed with typenum: static when both are and the sum is in
+    /// the table, otherwise [`Dyn`].
+    DimAdd Add "+";
 }
 
 /// The element count of a shape: static when every size is.
@@ -118,12 +111,31 @@ impl<const A: usize> BcDim<Dyn> for C<A> {
 }
 impl<const A: usize, const B: usize> BcDim<C<B>> for C<A>
 where
-    Const<A>: ToUInt,
-    U<A>: IsEqual<U1>,
-    Eq<U<A>, U1>: If<C<B>, C<A>>,
-    <Eq<U<A>, U1> as If<C<B>, C<A>>>::Out: Dim,
+    C<A>: TableSize,
+    Tu<C<A>>: IsEqual<U1>,
+    Eq<Tu<C<A>>, U1>: If<C<B>, C<A>>,
+    <Eq<Tu<C<A>>, U1> as If<C<B>, C<A>>>::Out: Dim,
 {
-    type Out = <Eq<U<A>, U1> as If<C<B>, C<A>>>::Out;
+    type Out = <Eq<Tu<C<A>>, U1> as If<C<B>, C<A>>>::Out;
+}
+
+/// [`SizesBroadcast`] when one of three bits is `B1` (equal sizes, or either is 1), otherwise
+/// [`SizesDiffer`].
+pub trait AnyBit {
+    /// The verdict.
+    type Out;
+}
+impl<X, Y> AnyBit for (B1, X, Y) {
+    type Out = SizesBroadcast;
+}
+impl<Y> AnyBit for (B0, B1, Y) {
+    type Out = SizesBroadcast;
+}
+impl AnyBit for (B0, B0, B1) {
+    type Out = SizesBroadcast;
+}
+impl AnyBit for (B0, B0, B0) {
+    type Out = SizesDiffer;
 }
 
 /// Two sizes at dimension `DIM` broadcast: checked when both are static.
@@ -132,26 +144,13 @@ impl<B: Dim, const DIM: usize> BcDimOk<B, DIM> for Dyn {}
 impl<const A: usize, const DIM: usize> BcDimOk<Dyn, DIM> for C<A> {}
 impl<const A: usize, const B: usize, const DIM: usize> BcDimOk<C<B>, DIM> for C<A>
 where
-    Const<A>: ToUInt,
-    Const<B>: ToUInt,
-    U<A>: IsEqual<U<B>> + IsEqual<U1>,
-    U<B>: IsEqual<U1>,
-    Eq<U<A>, U1>: If<SizesBroadcast, SizesDiffer>,
-    Eq<U<B>, U1>: If<SizesBroadcast, <Eq<U<A>, U1> as If<SizesBroadcast, SizesDiffer>>::Out>,
-    Eq<U<A>, U<B>>: If<
-        SizesBroadcast,
-        <Eq<U<B>, U1> as If<
-            SizesBroadcast,
-            <Eq<U<A>, U1> as If<SizesBroadcast, SizesDiffer>>::Out,
-        >>::Out,
-    >,
-    <Eq<U<A>, U<B>> as If<
-        SizesBroadcast,
-        <Eq<U<B>, U1> as If<
-            SizesBroadcast,
-            <Eq<U<A>, U1> as If<SizesBroadcast, SizesDiffer>>::Out,
-        >>::Out,
-    >>::Out: BroadcastSizes<A, B, DIM>,
+    C<A>: TableSize,
+    C<B>: TableSize,
+    Tu<C<A>>: IsEqual<Tu<C<B>>> + IsEqual<U1>,
+    Tu<C<B>>: IsEqual<U1>,
+    (Eq<Tu<C<A>>, Tu<C<B>>>, Eq<Tu<C<A>>, U1>, Eq<Tu<C<B>>, U1>): AnyBit,
+    <(Eq<Tu<C<A>>, Tu<C<B>>>, Eq<Tu<C<A>>, U1>, Eq<Tu<C<B>>, U1>) as AnyBit>::Out:
+        BroadcastSizes<A, B, DIM>,
 {
 }
 
@@ -177,7 +176,7 @@ impl<S: BroadcastShape<R::Shape>, R: ShapeOf> BroadcastOut<S> for R {
 }
 
 macro_rules! elementwise {
-    ($($(#[$doc:meta])* $bound:ident $name:ident $try:ident $trait:ident $method:ident;)*) => {
+    ($($(#[$doc:meta])* $name:ident $try:ident $(: $trait:ident $method:ident)?;)*) => {
         impl<D: Device, E: Numeric, S: Shape> Shaped<D, E, S> {
             $(
                 $(#[$doc])*
@@ -200,7 +199,7 @@ macro_rules! elementwise {
                 }
             )*
         }
-        $(
+        $($(
             impl<D: Device, E: Numeric, S: Shape, R> std::ops::$trait<R> for Shaped<D, E, S>
             where
                 R: OperandOn<D> + ElementIs<E> + Broadcasts<S> + BroadcastOut<S>,
@@ -221,40 +220,21 @@ macro_rules! elementwise {
                     Shaped::$name(self, other)
                 }
             }
-        )*
+        )?)*
     };
 }
 
 elementwise! {
     /// `self + other`, broadcast as in PyTorch: sizes checked at compile time where both are static.
-    Numeric add try_add Add add;
+    add try_add: Add add;
     /// `self - other`, broadcast.
-    Numeric sub try_sub Sub sub;
+    sub try_sub: Sub sub;
     /// `self * other`, broadcast.
-    Numeric mul try_mul Mul mul;
+    mul try_mul: Mul mul;
     /// `self / other`, broadcast.
-    Numeric div try_div Div div;
-}
-
-impl<D: Device, E: Numeric, S: Shape> Shaped<D, E, S> {
+    div try_div: Div div;
     /// The element-wise maximum, broadcast.
-    pub fn try_maximum<R>(&self, other: R) -> Result<Shaped<D, E, R::Out>>
-    where
-        R: OperandOn<D> + ElementIs<E> + Broadcasts<S> + BroadcastOut<S>,
-    {
-        self.tensor.try_maximum(other).map(Shaped::wrap)
-    }
-
-    /// The element-wise maximum, broadcast.
-    ///
-    /// Panics with the error's text where [`try_maximum`](Self::try_maximum) returns it.
-    #[track_caller]
-    pub fn maximum<R>(&self, other: R) -> Shaped<D, E, R::Out>
-    where
-        R: OperandOn<D> + ElementIs<E> + Broadcasts<S> + BroadcastOut<S>,
-    {
-        Shaped::wrap(self.tensor.maximum(other))
-    }
+    maximum try_maximum;
 }
 
 macro_rules! same_shape {
@@ -474,10 +454,7 @@ impl<D: Device, E: Float, M: Dim, K: Dim> Shaped<D, E, (M, K)> {
     where
         R: ArgumentOn<D> + MatrixElementIs<E> + ShapeOf<Shape = (O, I)> + LinearWeight<M, K>,
     {
-        match self.try_linear(weight, bias) {
-            Ok(v) => v,
-            Err(e) => panic!("{e}"),
-        }
+        super::or_panic(self.try_linear(weight, bias))
     }
 
     /// The transpose `[k, m]`.
@@ -607,6 +584,62 @@ impl<S: CatShape<R::Shape, DIM>, R: ShapeOf, const DIM: usize> CatOut<S, DIM> fo
     type Out = <S as CatShape<R::Shape, DIM>>::Out;
 }
 
+/// `stack`'s check: the shapes are equal where both sizes are static (and of one rank).
+#[diagnostic::on_unimplemented(
+    message = "stack expects each tensor to be equal size, but got `{Self}` at entry 0 and `{S2}` at entry 1",
+    label = "this tensor has another rank",
+    note = "`stack` joins tensors of one shape along a new dimension; `cat` joins along an existing one"
+)]
+pub trait StackShapeOk<S2> {}
+
+/// One pair of sizes of `stack` (at dimension `AT` of shapes `S1` and `S2`): checked when both
+/// are static.
+pub trait StackDimOk<B, const AT: usize, S1, S2> {}
+impl<const A: usize, const B: usize, const AT: usize, S1, S2> StackDimOk<C<B>, AT, S1, S2> for C<A> where
+    (): StackSizes<S1, S2, AT, A, B>
+{
+}
+impl<B, const AT: usize, S1, S2> StackDimOk<B, AT, S1, S2> for Dyn {}
+impl<const A: usize, const AT: usize, S1, S2> StackDimOk<Dyn, AT, S1, S2> for C<A> {}
+
+/// The second tensor of `stack` on a receiver of shape `S` (the check).
+pub trait Stacks<S>: ShapeOf {}
+impl<S: StackShapeOk<R::Shape>, R: ShapeOf> Stacks<S> for R {}
+
+/// An index of `index_select`: a vector (the check).
+pub trait Indexes: ShapeOf {}
+impl<R: ShapeOf> Indexes for R where (): IndexIsVector<R::Shape> {}
+
+/// The length of an index of `index_select`: its size when it is a vector (and [`Dyn`] for
+/// another rank, which [`Indexes`] rejects), so that the result type always exists.
+pub trait IndexLen {
+    /// The length.
+    type Len: Dim;
+}
+impl IndexLen for () {
+    type Len = Dyn;
+}
+impl<L: Dim> IndexLen for (L,) {
+    type Len = L;
+}
+impl<A, B> IndexLen for (A, B) {
+    type Len = Dyn;
+}
+impl<A, B, T> IndexLen for (A, B, T) {
+    type Len = Dyn;
+}
+impl<A, B, T, V> IndexLen for (A, B, T, V) {
+    type Len = Dyn;
+}
+
+/// `S2`'s sizes as PyTorch's `reshape` takes them: a [`Dyn`] size is `-1`.
+fn minus_one_for_dyn<S2: Shape>() -> Vec<isize> {
+    S2::sizes()
+        .iter()
+        .map(|s| s.map_or(-1, |s| s as isize))
+        .collect()
+}
+
 impl<D: Device, E: Element, S: Shape> Shaped<D, E, S> {
     /// The same elements in shape `S2` (`reshape`; a [`Dyn`] size is PyTorch's `-1`). The
     /// element counts are checked at compile time where both are static.
@@ -614,11 +647,9 @@ impl<D: Device, E: Element, S: Shape> Shaped<D, E, S> {
     where
         S: ReshapesTo<S2>,
     {
-        let sizes: Vec<isize> = S2::sizes()
-            .iter()
-            .map(|s| s.map_or(-1, |s| s as isize))
-            .collect();
-        self.tensor.try_reshape(&sizes).map(Shaped::wrap)
+        self.tensor
+            .try_reshape(&minus_one_for_dyn::<S2>())
+            .map(Shaped::wrap)
     }
 
     /// `reshape` to `S2`; see [`try_reshape`](Self::try_reshape).
@@ -629,10 +660,7 @@ impl<D: Device, E: Element, S: Shape> Shaped<D, E, S> {
     where
         S: ReshapesTo<S2>,
     {
-        match self.try_reshape() {
-            Ok(v) => v,
-            Err(e) => panic!("{e}"),
-        }
+        super::or_panic(self.try_reshape())
     }
 
     /// The same elements viewed in shape `S2` (`view`: no copy; a non-contiguous tensor is the
@@ -642,11 +670,9 @@ impl<D: Device, E: Element, S: Shape> Shaped<D, E, S> {
     where
         S: ReshapesTo<S2>,
     {
-        let sizes: Vec<isize> = S2::sizes()
-            .iter()
-            .map(|s| s.map_or(-1, |s| s as isize))
-            .collect();
-        self.tensor.try_view(&sizes).map(Shaped::wrap)
+        self.tensor
+            .try_view(&minus_one_for_dyn::<S2>())
+            .map(Shaped::wrap)
     }
 
     /// `view` as `S2`; see [`try_view`](Self::try_view).
@@ -657,16 +683,18 @@ impl<D: Device, E: Element, S: Shape> Shaped<D, E, S> {
     where
         S: ReshapesTo<S2>,
     {
-        match self.try_view() {
-            Ok(v) => v,
-            Err(e) => panic!("{e}"),
-        }
+        super::or_panic(self.try_view())
     }
 
     /// `flatten(1, -1)` (`nn.Flatten`): `[b, h, w]` to `[b, h * w]`, the size in the type.
-    pub fn flatten(&self) -> Shaped<D, E, S::Out>
+    ///
+    /// The result shape is a method parameter fixed by the bound (`O` is never written): with
+    /// no parameter, rustc would test the bound while looking the method up, and a wrong rank
+    /// would read "the method `flatten` exists ... but its trait bounds were not satisfied"
+    /// instead of [`Flatten`]'s sentence.
+    pub fn flatten<O: Shape>(&self) -> Shaped<D, E, O>
     where
-        S: Flatten,
+        S: Flatten<Out = O>,
     {
         Shaped::wrap(self.tensor.flatten(1, -1))
     }
@@ -713,22 +741,87 @@ impl<D: Device, E: Element, S: Shape> Shaped<D, E, S> {
     where
         R: ArgumentOn<D> + ElementIs<E> + Cats<S, DIM> + CatOut<S, DIM>,
     {
-        match self.try_cat(dim, other) {
-            Ok(v) => v,
-            Err(e) => panic!("{e}"),
-        }
+        super::or_panic(self.try_cat(dim, other))
     }
 
-    /// The entries of dimension `DIM` at `index` (`x.index_select(Axis::<0>, &i)`): that size becomes the index's.
-    pub fn try_index_select<const DIM: usize, L: Dim, R>(
+    /// `torch.stack([self, other], DIM)`, written `a.stack(Axis::<0>, &b)`: a new dimension of
+    /// size 2 at `DIM` (in the type); the shapes are checked at compile time where both sizes
+    /// are static, at run time (PyTorch's text) where one is [`Dyn`].
+    pub fn try_stack<const DIM: usize, R>(
+        &self,
+        _dim: Axis<DIM>,
+        other: R,
+    ) -> Result<Shaped<D, E, S::Inserted<C<2>>>>
+    where
+        S: HasGap<DIM>,
+        S::Inserted<C<2>>: Shape,
+        R: ArgumentOn<D> + ElementIs<E> + Stacks<S>,
+    {
+        Tensor::try_stack(
+            [&self.tensor, &super::typed_on(&other, self.device())],
+            DIM as isize,
+        )
+        .map(Shaped::wrap)
+    }
+
+    /// `torch.stack([self, other], DIM)`; see [`try_stack`](Self::try_stack).
+    ///
+    /// Panics with the error's text where [`try_stack`](Self::try_stack) returns it.
+    #[track_caller]
+    pub fn stack<const DIM: usize, R>(
+        &self,
+        dim: Axis<DIM>,
+        other: R,
+    ) -> Shaped<D, E, S::Inserted<C<2>>>
+    where
+        S: HasGap<DIM>,
+        S::Inserted<C<2>>: Shape,
+        R: ArgumentOn<D> + ElementIs<E> + Stacks<S>,
+    {
+        super::or_panic(self.try_stack(dim, other))
+    }
+
+    /// `torch.stack(tensors, DIM)` of `N` tensors of this one type, written
+    /// `Shaped::stack_all(Axis::<0>, [&a, &b, &c])`: a new dimension of size `N` at `DIM`. Their
+    /// static sizes agree by type; the [`Dyn`] ones are checked at run time.
+    pub fn try_stack_all<const DIM: usize, const N: usize>(
+        _dim: Axis<DIM>,
+        tensors: [&Self; N],
+    ) -> Result<Shaped<D, E, S::Inserted<C<N>>>>
+    where
+        S: HasGap<DIM>,
+        S::Inserted<C<N>>: Shape,
+    {
+        Tensor::try_stack(tensors.map(|t| &t.tensor), DIM as isize).map(Shaped::wrap)
+    }
+
+    /// `torch.stack(tensors, DIM)`; see [`try_stack_all`](Self::try_stack_all).
+    ///
+    /// Panics with the error's text where [`try_stack_all`](Self::try_stack_all) returns it.
+    #[track_caller]
+    pub fn stack_all<const DIM: usize, const N: usize>(
+        dim: Axis<DIM>,
+        tensors: [&Self; N],
+    ) -> Shaped<D, E, S::Inserted<C<N>>>
+    where
+        S: HasGap<DIM>,
+        S::Inserted<C<N>>: Shape,
+    {
+        super::or_panic(Self::try_stack_all(dim, tensors))
+    }
+
+    /// The entries of dimension `DIM` at `index` (`x.index_select(Axis::<0>, &i)`): that size
+    /// becomes the index's. The dim must exist and the index be a vector (at compile time).
+    pub fn try_index_select<const DIM: usize, R>(
         &self,
         _dim: Axis<DIM>,
         index: R,
-    ) -> Result<Shaped<D, E, S::Replaced<L>>>
+    ) -> Result<Shaped<D, E, S::Replaced<<R::Shape as IndexLen>::Len>>>
     where
         S: HasDim<DIM>,
-        S::Replaced<L>: Shape,
-        R: ArgumentOn<D> + HasDevice<Element = i64> + ShapeOf<Shape = (L,)>,
+        S::Replaced<<R::Shape as IndexLen>::Len>: Shape,
+        R: ArgumentOn<D> + HasDevice<Element = i64> + Indexes,
+        R::Shape: IndexLen,
     {
         self.tensor
             .try_index_select(DIM as isize, index)
@@ -740,20 +833,18 @@ impl<D: Device, E: Element, S: Shape> Shaped<D, E, S> {
     /// Panics with the error's text where [`try_index_select`](Self::try_index_select) returns
     /// it.
     #[track_caller]
-    pub fn index_select<const DIM: usize, L: Dim, R>(
+    pub fn index_select<const DIM: usize, R>(
         &self,
         dim: Axis<DIM>,
         index: R,
-    ) -> Shaped<D, E, S::Replaced<L>>
+    ) -> Shaped<D, E, S::Replaced<<R::Shape as IndexLen>::Len>>
     where
         S: HasDim<DIM>,
-        S::Replaced<L>: Shape,
-        R: ArgumentOn<D> + HasDevice<Element = i64> + ShapeOf<Shape = (L,)>,
+        S::Replaced<<R::Shape as IndexLen>::Len>: Shape,
+        R: ArgumentOn<D> + HasDevice<Element = i64> + Indexes,
+        R::Shape: IndexLen,
     {
-        match self.try_index_select(dim, index) {
-            Ok(v) => v,
-            Err(e) => panic!("{e}"),
-        }
+        super::or_panic(self.try_index_select(dim, index))
     }
 }
 
@@ -869,10 +960,7 @@ impl<D: Device, E: Float, N: Dim, K: Dim> Shaped<D, E, (N, K)> {
     where
         R: ArgumentOn<D> + HasDevice<Element = i64> + TargetsFor<N>,
     {
-        match self.try_cross_entropy(targets) {
-            Ok(v) => v,
-            Err(e) => panic!("{e}"),
-        }
+        super::or_panic(self.try_cross_entropy(targets))
     }
 }
 
