@@ -38,7 +38,10 @@ impl DeviceJob for Train {
         let mut model = model.to(dev);
         let criterion = CrossEntropyLoss::new();
         let mut opt = Adam::new(3e-3);
-        let loader = DataLoader::new(data, dev).batch_size(64).shuffle(true).seed(7);
+        let loader = DataLoader::new(data, dev)
+            .batch_size(64)
+            .shuffle(true)
+            .seed(7);
         let mut last = 0.0;
         for epoch in 0..self.epochs {
             let mut total = Tensor::<D>::zeros([], dev);
@@ -58,7 +61,9 @@ impl DeviceJob for Train {
 }
 
 fn main() {
-    let epochs = std::env::args().nth(1).map_or(10, |n| n.parse().expect("epochs"));
+    let epochs = std::env::args()
+        .nth(1)
+        .map_or(10, |n| n.parse().expect("epochs"));
     let loss = run_on_best_device(Train { epochs });
     assert!(loss.is_finite());
 }
