@@ -30,7 +30,7 @@ pub(crate) const BACKWARD_TWICE: &str = "Trying to backward through the graph a 
 pub struct Node {
     id: u64,
     name: &'static str,
-    inputs: Vec<Option<Arc<Node>>>,
+    inputs: NodeInputs,
     backward: Mutex<Option<BackwardFn>>,
     /// The accumulated gradient of a leaf.
     grad: Mutex<Option<RawTensor>>,
@@ -40,6 +40,65 @@ pub struct Node {
 impl std::fmt::Debug for Node {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "Node({}, #{})", self.name, self.id)
+    }
+}
+
+/// The most inputs a node keeps inline (every op but `cat` and `stack` of many tensors).
+const FEW_INPUTS: usize = 3;
+
+/// The nodes of an op's inputs (`None` for an untracked input), one per input: inline for up
+/// to [`FEW_INPUTS`], so recording an op makes no allocation for them.
+enum NodeInputs {
+    Few {
+        len: u8,
+        nodes: [Option<Arc<Node>>; FEW_INPUTS],
+    },
+    Many(Vec<Option<Arc<Node>>>),
+}
+
+impl NodeInputs {
+    const EMPTY: NodeInputs = NodeInputs::Few {
+        len: 0,
+        nodes: [None, None, None],
+    };
+
+    fn new(inputs: &[Option<&Arc<Node>>]) -> Self {
+        if inputs.len() > FEW_INPUTS {
+            return NodeInputs::Many(inputs.iter().map(|n| n.cloned()).collect());
+        }
+        let mut nodes: [Option<Arc<Node>>; FEW_INPUTS] = Default::default();
+        for (slot, input) in nodes.iter_mut().zip(inputs) {
+            *slot = input.cloned();
+        }
+        NodeInputs::Few {
+            len: inputs.len() as u8,
+            nodes,
+        }
+    }
+
+    fn iter(&self) -> std::slice::Iter<'_, Option<Arc<Node>>> {
+        match self {
+            NodeInputs::Few { len, nodes } => nodes[..*len as usize].iter(),
+            NodeInputs::Many(v) => v.iter(),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.iter().len()
+    }
+
+    /// The inputs, leaving none behind.
+    fn take(&mut self) -> NodeInputs {
+        std::mem::replace(self, NodeInputs::EMPTY)
+    }
+
+    /// The tracked inputs' nodes, by value.
+    fn into_nodes(self) -> impl Iterator<Item = Arc<Node>> {
+        let (few, len, many) = match self {
+            NodeInputs::Few { len, nodes } => (nodes, len as usize, Vec::new()),
+            NodeInputs::Many(v) => (Default::default(), 0, v),
+        };
+        few.into_iter().take(len).chain(many).flatten()
     }
 }
 
@@ -59,7 +118,7 @@ impl Node {
         Arc::new(Node {
             id: next_id(),
             name: "AccumulateGrad",
-            inputs: Vec::new(),
+            inputs: NodeInputs::EMPTY,
             backward: Mutex::new(None),
             grad: Mutex::new(None),
             leaf: true,
@@ -129,11 +188,11 @@ impl Drop for Node {
             // Only the last handle takes the node apart; shared nodes stay for their other
             // users (and drop later, the same way).
             if let Some(mut node) = Arc::into_inner(node) {
-                pending.extend(std::mem::take(&mut node.inputs).into_iter().flatten());
+                pending.extend(node.inputs.take().into_nodes());
             }
         }
         let mut pending = Vec::new();
-        for input in std::mem::take(&mut self.inputs).into_iter().flatten() {
+        for input in self.inputs.take().into_nodes() {
             take_apart(input, &mut pending);
         }
         while let Some(node) = pending.pop() {
@@ -256,7 +315,7 @@ where
     Some(Arc::new(Node {
         id: next_id(),
         name,
-        inputs: inputs.iter().map(|n| n.cloned()).collect(),
+        inputs: NodeInputs::new(inputs),
         backward: Mutex::new(Some(Box::new(rule))),
         grad: Mutex::new(None),
         leaf: false,
@@ -422,5 +481,51 @@ mod tests {
         // An error of the engine itself (a second backward) names no node.
         let again = backward(&root, RawTensor::from_cpu_vec(vec![1.0f32], Dims::EMPTY));
         assert_eq!(again.unwrap_err().backward_node(), None);
+    }
+
+    fn value(v: f32) -> RawTensor {
+        RawTensor::from_cpu_vec(vec![v], Dims::shape(&[1]).unwrap())
+    }
+
+    fn grad_of(leaf: &Node) -> f32 {
+        leaf.grad().unwrap().cpu_slice::<f32>().unwrap()[0]
+    }
+
+    /// A node keeps its inputs inline up to `FEW_INPUTS` and in a list past that: either way
+    /// the backward pass hands input `i` the `i`-th gradient, skips untracked inputs, and
+    /// dropping the graph frees it.
+    #[test]
+    fn inputs_inline_or_listed_get_their_own_gradients() {
+        for n in [1, 2, FEW_INPUTS, FEW_INPUTS + 1, 7] {
+            let leaves: Vec<Arc<Node>> = (0..n).map(|_| Node::leaf()).collect();
+            // Input 1 (when there is one) is untracked.
+            let inputs: Vec<Option<&Arc<Node>>> = leaves
+                .iter()
+                .enumerate()
+                .map(|(i, l)| (i != 1).then_some(l))
+                .collect();
+            let node = record("TestBackward", &inputs, |needs| {
+                let needs = needs.to_vec();
+                move |_g| {
+                    Ok(needs
+                        .iter()
+                        .enumerate()
+                        .map(|(i, &need)| need.then(|| value(10.0 + i as f32)))
+                        .collect())
+                }
+            })
+            .expect("tracked inputs record a node");
+            assert_eq!(node.inputs.len(), n);
+            backward(&node, value(1.0)).unwrap();
+            for (i, leaf) in leaves.iter().enumerate() {
+                if i == 1 {
+                    assert!(leaf.grad().is_none(), "n = {n}: input 1 is untracked");
+                } else {
+                    assert_eq!(grad_of(leaf), 10.0 + i as f32, "n = {n}, input {i}");
+                }
+            }
+            drop(node);
+            assert!(leaves.iter().all(|l| Arc::strong_count(l) == 1), "n = {n}");
+        }
     }
 }
