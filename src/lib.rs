@@ -125,8 +125,9 @@ pub mod cuda {
     };
     /// CUDA graphs: capture a step's GPU work once, replay it with one launch (PyTorch's
     /// `torch.cuda.CUDAGraph`); see [`capture`].
-    pub use crate::device::graph::{capture, CapturedGraph, Capturing, StaticTensor};
+    pub use crate::device::graph::{capture, CapturedGraph, Capturing};
     pub use crate::ops::kernel_files::{compile_kernels, KernelReport};
+    pub use crate::tensor::static_io::StaticTensor;
 
     /// Matrix-product settings, as `torch.backends.cuda.matmul`.
     pub mod matmul {

@@ -610,6 +610,11 @@ impl<S: StackShapeOk<R::Shape>, R: ShapeOf> Stacks<S> for R {}
 pub trait Indexes: ShapeOf {}
 impl<R: ShapeOf> Indexes for R where (): IndexIsVector<R::Shape> {}
 
+/// The shape `index_select` over dim `DIM` of `S` with index `R` gives: dim `DIM` becomes the
+/// index's length.
+pub type Selected<S, const DIM: usize, R> =
+    <S as HasDim<DIM>>::Replaced<<<R as ShapeOf>::Shape as IndexLen>::Len>;
+
 /// The length of an index of `index_select`: its size when it is a vector (and [`Dyn`] for
 /// another rank, which [`Indexes`] rejects), so that the result type always exists.
 pub trait IndexLen {
@@ -816,10 +821,10 @@ impl<D: Device, E: Element, S: Shape> Shaped<D, E, S> {
         &self,
         _dim: Axis<DIM>,
         index: R,
-    ) -> Result<Shaped<D, E, S::Replaced<<R::Shape as IndexLen>::Len>>>
+    ) -> Result<Shaped<D, E, Selected<S, DIM, R>>>
     where
         S: HasDim<DIM>,
-        S::Replaced<<R::Shape as IndexLen>::Len>: Shape,
+        Selected<S, DIM, R>: Shape,
         R: ArgumentOn<D> + HasDevice<Element = i64> + Indexes,
         R::Shape: IndexLen,
     {
@@ -837,10 +842,10 @@ impl<D: Device, E: Element, S: Shape> Shaped<D, E, S> {
         &self,
         dim: Axis<DIM>,
         index: R,
-    ) -> Shaped<D, E, S::Replaced<<R::Shape as IndexLen>::Len>>
+    ) -> Shaped<D, E, Selected<S, DIM, R>>
     where
         S: HasDim<DIM>,
-        S::Replaced<<R::Shape as IndexLen>::Len>: Shape,
+        Selected<S, DIM, R>: Shape,
         R: ArgumentOn<D> + HasDevice<Element = i64> + Indexes,
         R::Shape: IndexLen,
     {

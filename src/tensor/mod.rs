@@ -5,6 +5,7 @@ mod grad;
 mod literal;
 pub(crate) mod operand;
 mod pinned;
+pub(crate) mod static_io;
 
 pub use crate::core::{DType, Element, Float, Numeric, Scalar, MAX_DIMS};
 pub use literal::TensorLiteral;
