@@ -40,17 +40,27 @@
 //! `&mut Self`, as PyTorch's `Module.to` does.
 
 mod activation;
+mod activations;
+mod attention;
 mod checkpoint;
 mod dynamic;
+mod embedding;
+pub mod functional;
 pub mod init;
 mod linear;
 mod loss;
+mod norm;
 mod place;
 mod sequential;
 pub mod utils;
 
 pub use crate::ops::loss::Reduction;
 pub use activation::{Dropout, ReLU};
+pub use activations::{Flatten, LeakyReLU, SiLU, Sigmoid, Softmax, Tanh, GELU};
+pub use attention::MultiheadAttention;
+pub use embedding::Embedding;
+pub use functional::{AttnMask, Approximate};
+pub use norm::{LayerNorm, RMSNorm};
 pub(crate) use checkpoint::{
     commit_load, prepare_load, read as checkpoint_read, read_raw as checkpoint_read_raw,
     write as checkpoint_write, write_with_metadata as checkpoint_write_with_metadata, Loaded,
