@@ -9,12 +9,12 @@ mod reference;
 
 use common::Rng;
 use devtype::nn::functional::{
-    dropout, embedding, gelu, layer_norm, leaky_relu, rms_norm, scaled_dot_product_attention,
-    silu, try_layer_norm, try_scaled_dot_product_attention,
+    dropout, embedding, gelu, layer_norm, leaky_relu, rms_norm, scaled_dot_product_attention, silu,
+    try_layer_norm, try_scaled_dot_product_attention,
 };
 use devtype::nn::{
-    Approximate, Embedding, Flatten, LayerNorm, Linear, MultiheadAttention, RMSNorm, Sigmoid,
-    SiLU, Softmax, Tanh, GELU,
+    Approximate, Embedding, Flatten, LayerNorm, Linear, MultiheadAttention, RMSNorm, SiLU, Sigmoid,
+    Softmax, Tanh, GELU,
 };
 use devtype::prelude::*;
 use reference::*;
@@ -57,14 +57,25 @@ fn unary_case(name: &str, f: impl Fn(&T64) -> T64, out: &[f64], grad: &[f64], to
     let y = f(&x);
     close(&format!("{name} out"), &y.to_vec(), out, tol);
     loss(&y).backward();
-    close(&format!("{name} grad"), &x.grad().unwrap().to_vec(), grad, tol);
+    close(
+        &format!("{name} grad"),
+        &x.grad().unwrap().to_vec(),
+        grad,
+        tol,
+    );
 }
 
 #[test]
 fn activations_match_pytorch() {
     // The exact GELU goes through an approximation of erf (error < 1.5e-7, its derivative
     // within 7.2e-6): hence the looser tolerance for it alone.
-    unary_case("gelu", |x| gelu(x, Approximate::None), &GELU_OUT, &GELU_GRAD, 4e-6);
+    unary_case(
+        "gelu",
+        |x| gelu(x, Approximate::None),
+        &GELU_OUT,
+        &GELU_GRAD,
+        4e-6,
+    );
     unary_case(
         "gelu tanh",
         |x| gelu(x, Approximate::Tanh),
@@ -73,7 +84,13 @@ fn activations_match_pytorch() {
         1e-12,
     );
     unary_case("silu", silu, &SILU_OUT, &SILU_GRAD, 1e-12);
-    unary_case("leaky", |x| leaky_relu(x, 0.1), &LEAKY_OUT, &LEAKY_GRAD, 1e-12);
+    unary_case(
+        "leaky",
+        |x| leaky_relu(x, 0.1),
+        &LEAKY_OUT,
+        &LEAKY_GRAD,
+        1e-12,
+    );
     unary_case(
         "softmax module",
         |x| Softmax::new(1).forward(x),
@@ -88,7 +105,13 @@ fn activations_match_pytorch() {
         &GELU_GRAD,
         4e-6,
     );
-    unary_case("SiLU module", |x| SiLU.forward(x), &SILU_OUT, &SILU_GRAD, 1e-12);
+    unary_case(
+        "SiLU module",
+        |x| SiLU.forward(x),
+        &SILU_OUT,
+        &SILU_GRAD,
+        1e-12,
+    );
 }
 
 #[test]
@@ -103,9 +126,24 @@ fn norms_match_pytorch() {
     let y = layer_norm(&x, &[4], Some(&w), Some(&b), 1e-5);
     close("layer_norm", &y.to_vec(), &LAYER_NORM_OUT, 1e-12);
     loss(&y).backward();
-    close("layer_norm dx", &x.grad().unwrap().to_vec(), &LAYER_NORM_GRAD, 1e-10);
-    close("layer_norm dw", &w.grad().unwrap().to_vec(), &LAYER_NORM_GRAD1, 1e-10);
-    close("layer_norm db", &b.grad().unwrap().to_vec(), &LAYER_NORM_GRAD2, 1e-10);
+    close(
+        "layer_norm dx",
+        &x.grad().unwrap().to_vec(),
+        &LAYER_NORM_GRAD,
+        1e-10,
+    );
+    close(
+        "layer_norm dw",
+        &w.grad().unwrap().to_vec(),
+        &LAYER_NORM_GRAD1,
+        1e-10,
+    );
+    close(
+        "layer_norm db",
+        &b.grad().unwrap().to_vec(),
+        &LAYER_NORM_GRAD2,
+        1e-10,
+    );
 
     // Over two dims, weight only.
     let x = input(&[2, 3, 4]);
@@ -117,8 +155,18 @@ fn norms_match_pytorch() {
     let y = layer_norm(&x, &[3, 4], Some(&w2), None, 1e-5);
     close("layer_norm2", &y.to_vec(), &LAYER_NORM2_OUT, 1e-12);
     loss(&y).backward();
-    close("layer_norm2 dx", &x.grad().unwrap().to_vec(), &LAYER_NORM2_GRAD, 1e-10);
-    close("layer_norm2 dw", &w2.grad().unwrap().to_vec(), &LAYER_NORM2_GRAD1, 1e-10);
+    close(
+        "layer_norm2 dx",
+        &x.grad().unwrap().to_vec(),
+        &LAYER_NORM2_GRAD,
+        1e-10,
+    );
+    close(
+        "layer_norm2 dw",
+        &w2.grad().unwrap().to_vec(),
+        &LAYER_NORM2_GRAD1,
+        1e-10,
+    );
 
     // RMSNorm, eps None (machine epsilon of f64).
     let x = input(&[2, 3, 4]);
@@ -130,8 +178,18 @@ fn norms_match_pytorch() {
     let y = rms_norm(&x, &[4], Some(&w3), None);
     close("rms_norm", &y.to_vec(), &RMS_NORM_OUT, 1e-12);
     loss(&y).backward();
-    close("rms_norm dx", &x.grad().unwrap().to_vec(), &RMS_NORM_GRAD, 1e-10);
-    close("rms_norm dw", &w3.grad().unwrap().to_vec(), &RMS_NORM_GRAD1, 1e-10);
+    close(
+        "rms_norm dx",
+        &x.grad().unwrap().to_vec(),
+        &RMS_NORM_GRAD,
+        1e-10,
+    );
+    close(
+        "rms_norm dw",
+        &w3.grad().unwrap().to_vec(),
+        &RMS_NORM_GRAD1,
+        1e-10,
+    );
 }
 
 #[test]
@@ -170,7 +228,10 @@ fn embedding_matches_pytorch_and_padding_row_gets_no_gradient() {
     loss(&y).backward();
     let grad = table.grad().unwrap().to_vec();
     close("embedding grad", &grad, &EMBEDDING_GRAD, 1e-12);
-    assert!(grad[8..12].iter().all(|&g| g == 0.0), "padding row 2: {grad:?}");
+    assert!(
+        grad[8..12].iter().all(|&g| g == 0.0),
+        "padding row 2: {grad:?}"
+    );
 
     // The module: the padding row starts at zero; -1 counts from the end.
     let emb = Embedding::<Cpu>::try_with_options(6, 3, Some(-1), Cpu).unwrap();
@@ -199,9 +260,24 @@ fn sdpa_case(name: &str, f: impl Fn(&T64, &T64, &T64) -> T64, want: [&[f64]; 4])
     let out = f(&q, &k, &v);
     close(&format!("{name} out"), &out.to_vec(), want[0], 1e-12);
     loss(&out).backward();
-    close(&format!("{name} dq"), &q.grad().unwrap().to_vec(), want[1], 1e-10);
-    close(&format!("{name} dk"), &k.grad().unwrap().to_vec(), want[2], 1e-10);
-    close(&format!("{name} dv"), &v.grad().unwrap().to_vec(), want[3], 1e-10);
+    close(
+        &format!("{name} dq"),
+        &q.grad().unwrap().to_vec(),
+        want[1],
+        1e-10,
+    );
+    close(
+        &format!("{name} dk"),
+        &k.grad().unwrap().to_vec(),
+        want[2],
+        1e-10,
+    );
+    close(
+        &format!("{name} dv"),
+        &v.grad().unwrap().to_vec(),
+        want[3],
+        1e-10,
+    );
 }
 
 #[test]
@@ -209,7 +285,12 @@ fn attention_matches_pytorch() {
     sdpa_case(
         "causal",
         |q, k, v| scaled_dot_product_attention(q, k, v, None, true, 0.0),
-        [&SDPA_CAUSAL_OUT, &SDPA_CAUSAL_GQ, &SDPA_CAUSAL_GK, &SDPA_CAUSAL_GV],
+        [
+            &SDPA_CAUSAL_OUT,
+            &SDPA_CAUSAL_GQ,
+            &SDPA_CAUSAL_GK,
+            &SDPA_CAUSAL_GV,
+        ],
     );
     let keep = Tensor::<Cpu, bool>::from_vec(
         vec![true, false, true, true, true, false, false, true, true],
@@ -225,7 +306,12 @@ fn attention_matches_pytorch() {
     sdpa_case(
         "float mask",
         |q, k, v| scaled_dot_product_attention(q, k, v, &add, false, 0.0),
-        [&SDPA_FLOAT_OUT, &SDPA_FLOAT_GQ, &SDPA_FLOAT_GK, &SDPA_FLOAT_GV],
+        [
+            &SDPA_FLOAT_OUT,
+            &SDPA_FLOAT_GQ,
+            &SDPA_FLOAT_GK,
+            &SDPA_FLOAT_GV,
+        ],
     );
     let (q, k, v) = qkv();
     assert_eq!(
@@ -287,7 +373,12 @@ fn multihead_attention_matches_pytorch() {
     let names: Vec<String> = mha.named_parameters().into_iter().map(|(n, _)| n).collect();
     assert_eq!(
         names,
-        ["in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias"]
+        [
+            "in_proj_weight",
+            "in_proj_bias",
+            "out_proj.weight",
+            "out_proj.bias"
+        ]
     );
 }
 
@@ -336,7 +427,12 @@ fn random_inputs_against_f64_math() {
     let th = Tanh.forward(&x).to_vec();
     let sg = Sigmoid.forward(&x).to_vec();
     for (i, &v) in xs.iter().enumerate() {
-        close("gelu", &[ge[i]], &[0.5 * v * (1.0 + erf(v / 2f64.sqrt()))], 2e-7);
+        close(
+            "gelu",
+            &[ge[i]],
+            &[0.5 * v * (1.0 + erf(v / 2f64.sqrt()))],
+            2e-7,
+        );
         let k = (2.0 / std::f64::consts::PI).sqrt();
         let want = 0.5 * v * (1.0 + (k * (v + 0.044715 * v * v * v)).tanh());
         close("gelu tanh", &[gt[i]], &[want], 1e-14);
@@ -391,7 +487,12 @@ fn random_inputs_against_f64_math() {
             }
         }
     }
-    close("embedding grad", &table.grad().unwrap().to_vec(), &want, 1e-14);
+    close(
+        "embedding grad",
+        &table.grad().unwrap().to_vec(),
+        &want,
+        1e-14,
+    );
 }
 
 #[test]
@@ -404,11 +505,23 @@ fn gradcheck_composed_layers() {
         &[x.clone(), w.clone()],
     )
     .unwrap();
-    devtype::autograd::gradcheck(|v| Ok(rms_norm(&v[0], &[4], Some(&v[1]), None)), &[x.clone(), w]).unwrap();
-    devtype::autograd::gradcheck(|v| Ok(gelu(&v[0], Approximate::None)), std::slice::from_ref(&x)).unwrap();
+    devtype::autograd::gradcheck(
+        |v| Ok(rms_norm(&v[0], &[4], Some(&v[1]), None)),
+        &[x.clone(), w],
+    )
+    .unwrap();
+    devtype::autograd::gradcheck(
+        |v| Ok(gelu(&v[0], Approximate::None)),
+        std::slice::from_ref(&x),
+    )
+    .unwrap();
     let q = Tensor::<Cpu, f64>::from_vec(rng.values(24, -1.0, 1.0), [2, 3, 4], Cpu);
     devtype::autograd::gradcheck(
-        |v| Ok(scaled_dot_product_attention(&v[0], &v[1], &v[2], None, true, 0.0)),
+        |v| {
+            Ok(scaled_dot_product_attention(
+                &v[0], &v[1], &v[2], None, true, 0.0,
+            ))
+        },
         &[q.clone(), q.mul_scalar(0.5), q.neg()],
     )
     .unwrap();
@@ -440,7 +553,11 @@ fn modules_move_save_and_flatten() {
         head: Linear::new(8, 10, Cpu),
     };
     let model = build().to(Cpu);
-    let names: Vec<String> = model.named_parameters().into_iter().map(|(n, _)| n).collect();
+    let names: Vec<String> = model
+        .named_parameters()
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect();
     assert_eq!(
         names,
         [
@@ -461,7 +578,11 @@ fn modules_move_save_and_flatten() {
     model.save(&path).unwrap();
     let mut fresh = build();
     fresh.load(&path).unwrap();
-    for ((n, a), (_, b)) in model.named_parameters().iter().zip(fresh.named_parameters()) {
+    for ((n, a), (_, b)) in model
+        .named_parameters()
+        .iter()
+        .zip(fresh.named_parameters())
+    {
         assert_eq!(a.to_vec(), b.to_vec(), "{n}");
     }
     std::fs::remove_dir_all(&dir).ok();
@@ -482,7 +603,11 @@ fn dropout_function_scales_and_is_identity_in_eval() {
 fn gpu_layers_match_cpu() {
     let Some(gpu) = common::gpu() else { return };
     let mut rng = Rng::new("gpu_layers_match_cpu");
-    let x_host: Vec<f32> = rng.values(2 * 5 * 8, -2.0, 2.0).iter().map(|&v| v as f32).collect();
+    let x_host: Vec<f32> = rng
+        .values(2 * 5 * 8, -2.0, 2.0)
+        .iter()
+        .map(|&v| v as f32)
+        .collect();
     let ids_host: Vec<i64> = (0..10).map(|_| rng.below(12) as i64).collect();
 
     struct Block<D: Device> {
@@ -517,10 +642,19 @@ fn gpu_layers_match_cpu() {
     let want = run(&cpu_model, &x, &ids);
     let got = run(&gpu_model, &x.to(gpu), &ids.to(gpu));
     let as64 = |v: Vec<f32>| v.into_iter().map(f64::from).collect::<Vec<_>>();
-    close("gpu forward", &as64(got.to_vec()), &as64(want.to_vec()), 2e-5);
+    close(
+        "gpu forward",
+        &as64(got.to_vec()),
+        &as64(want.to_vec()),
+        2e-5,
+    );
     let g: Vec<f32> = (0..want.numel()).map(|i| (i as f32 * 0.37).sin()).collect();
-    want.mul(&Tensor::from_vec(g.clone(), want.shape(), Cpu)).sum_all().backward();
-    got.mul(&Tensor::from_vec(g, want.shape(), Cpu).to(gpu)).sum_all().backward();
+    want.mul(&Tensor::from_vec(g.clone(), want.shape(), Cpu))
+        .sum_all()
+        .backward();
+    got.mul(&Tensor::from_vec(g, want.shape(), Cpu).to(gpu))
+        .sum_all()
+        .backward();
     for ((n, c), (_, d)) in cpu_model
         .named_parameters()
         .iter()
@@ -537,11 +671,7 @@ fn gpu_layers_match_cpu() {
         &as64(gelu(&x, Approximate::None).to_vec()),
         1e-6,
     );
-    let keep = Tensor::<Cpu, bool>::from_vec(
-        (0..25).map(|i| i % 3 != 1).collect(),
-        [5, 5],
-        Cpu,
-    );
+    let keep = Tensor::<Cpu, bool>::from_vec((0..25).map(|i| i % 3 != 1).collect(), [5, 5], Cpu);
     close(
         "gpu sdpa",
         &as64(scaled_dot_product_attention(&xg, &xg, &xg, &keep.to(gpu), false, 0.0).to_vec()),

@@ -180,11 +180,8 @@ impl Softmax {
     }
 }
 
-pointwise!(
-    Softmax,
-    |layer, x| x.try_softmax(layer.dim),
-    |layer, x| x.softmax(layer.dim)
-);
+pointwise!(Softmax, |layer, x| x.try_softmax(layer.dim), |layer, x| x
+    .softmax(layer.dim));
 
 /// `flatten(start_dim, end_dim)` as a module (`nn.Flatten()`: dims 1 to -1 by default, so a
 /// batch `[n, c, h, w]` becomes `[n, c·h·w]`).
@@ -226,13 +223,22 @@ fn dyn_gelu(x: &DynTensor, approximate: Approximate) -> Result<DynTensor> {
             for c in [-1.453_152_027, 1.421_413_741, -0.284_496_736, 0.254_829_592] {
                 poly = poly.add_scalar(c)?.mul(&t)?;
             }
-            let magnitude = poly.mul(&a.square()?.neg()?.exp()?)?.neg()?.add_scalar(1.0)?;
-            let erf = z.lt_scalar(0.0)?.where_cond(&magnitude.neg()?, &magnitude)?;
+            let magnitude = poly
+                .mul(&a.square()?.neg()?.exp()?)?
+                .neg()?
+                .add_scalar(1.0)?;
+            let erf = z
+                .lt_scalar(0.0)?
+                .where_cond(&magnitude.neg()?, &magnitude)?;
             x.mul(&erf.add_scalar(1.0)?.mul_scalar(0.5)?)
         }
         Approximate::Tanh => {
             let k = (2.0 / std::f64::consts::PI).sqrt();
-            let inner = x.mul(&x.square()?)?.mul_scalar(0.044_715)?.add(x)?.mul_scalar(k)?;
+            let inner = x
+                .mul(&x.square()?)?
+                .mul_scalar(0.044_715)?
+                .add(x)?
+                .mul_scalar(k)?;
             x.mul(&inner.tanh()?.add_scalar(1.0)?.mul_scalar(0.5)?)
         }
     }

@@ -254,7 +254,10 @@ impl<D: Device, E: Float> Module<D, E> for MultiheadAttention<D, E> {
     }
 
     fn visit_parameters_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut Tensor<D, E>)) {
-        f(&join_name(prefix, "in_proj_weight"), &mut self.in_proj_weight);
+        f(
+            &join_name(prefix, "in_proj_weight"),
+            &mut self.in_proj_weight,
+        );
         f(&join_name(prefix, "in_proj_bias"), &mut self.in_proj_bias);
         Module::<D, E>::visit_parameters_mut(&mut self.out_proj, &join_name(prefix, "out_proj"), f);
     }

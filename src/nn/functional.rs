@@ -46,7 +46,10 @@ fn s<E: Float>(v: f64) -> E {
 /// autograd takes through the same ops, is within 7.2e-6 of `2/√π e^{-x²}`.
 fn try_erf<D: Device, E: Float>(x: &Tensor<D, E>) -> Result<Tensor<D, E>> {
     let a = x.try_abs()?;
-    let t = a.try_mul_scalar(s(0.327_591_1))?.try_add_scalar(s(1.0))?.try_reciprocal()?;
+    let t = a
+        .try_mul_scalar(s(0.327_591_1))?
+        .try_add_scalar(s(1.0))?
+        .try_reciprocal()?;
     let mut poly = t.try_mul_scalar(s(1.061_405_429))?;
     for c in [-1.453_152_027, 1.421_413_741, -0.284_496_736, 0.254_829_592] {
         poly = poly.try_add_scalar(s(c))?.try_mul(&t)?;
@@ -61,8 +64,11 @@ fn try_erf<D: Device, E: Float>(x: &Tensor<D, E>) -> Result<Tensor<D, E>> {
 /// GELU, `x Φ(x)` (PyTorch's `F.gelu`), exact or with the tanh approximation.
 ///
 /// The exact form's `Φ` is computed through an approximation of `erf` (error below 1.5e-7,
-/// see the README's list of what is approximate): devtype has no `erf` kernel yet.
-pub fn try_gelu<D: Device, E: Float>(x: &Tensor<D, E>, approximate: Approximate) -> Result<Tensor<D, E>> {
+/// its derivative within 7.2e-6): devtype has no `erf` kernel yet.
+pub fn try_gelu<D: Device, E: Float>(
+    x: &Tensor<D, E>,
+    approximate: Approximate,
+) -> Result<Tensor<D, E>> {
     match approximate {
         Approximate::None => {
             let phi = try_erf(&x.try_mul_scalar(s(std::f64::consts::FRAC_1_SQRT_2))?)?
@@ -77,7 +83,10 @@ pub fn try_gelu<D: Device, E: Float>(x: &Tensor<D, E>, approximate: Approximate)
                 .try_mul_scalar(s(0.044_715))?
                 .try_add(x)?
                 .try_mul_scalar(s(k))?;
-            let half = inner.try_tanh()?.try_add_scalar(s(1.0))?.try_mul_scalar(s(0.5))?;
+            let half = inner
+                .try_tanh()?
+                .try_add_scalar(s(1.0))?
+                .try_mul_scalar(s(0.5))?;
             x.try_mul(&half)
         }
     }
@@ -410,7 +419,9 @@ pub(crate) fn attend<D: Device, E: Float>(
     let (l, e) = (qs[qs.len() - 2], qs[qs.len() - 1]);
     let sk = ks[ks.len() - 2];
     let scale = 1.0 / (e as f64).sqrt();
-    let mut scores = q.try_matmul(&k.try_transpose(-2, -1)?)?.try_mul_scalar(s(scale))?;
+    let mut scores = q
+        .try_matmul(&k.try_transpose(-2, -1)?)?
+        .try_mul_scalar(s(scale))?;
     if is_causal {
         let hidden = try_causal_hidden(l, sk, q.device())?;
         scores = scores.try_masked_fill(&hidden, s(f64::NEG_INFINITY))?;

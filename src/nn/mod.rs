@@ -58,17 +58,17 @@ pub use crate::ops::loss::Reduction;
 pub use activation::{Dropout, ReLU};
 pub use activations::{Flatten, LeakyReLU, SiLU, Sigmoid, Softmax, Tanh, GELU};
 pub use attention::MultiheadAttention;
-pub use embedding::Embedding;
-pub use functional::{AttnMask, Approximate};
-pub use norm::{LayerNorm, RMSNorm};
 pub(crate) use checkpoint::{
     commit_load, prepare_load, read as checkpoint_read, read_raw as checkpoint_read_raw,
     write as checkpoint_write, write_with_metadata as checkpoint_write_with_metadata, Loaded,
 };
 pub use checkpoint::{load, load_tensors, save};
 pub use dynamic::{DynCrossEntropyLoss, DynLinear, DynModule, DynSequential};
+pub use embedding::Embedding;
+pub use functional::{Approximate, AttnMask};
 pub use linear::Linear;
 pub use loss::{CrossEntropyLoss, MSELoss, TargetOn};
+pub use norm::{LayerNorm, RMSNorm};
 #[doc(hidden)]
 pub use place::{Agree, Keep, LayerTupleN, Layers};
 pub use place::{Anywhere, LayerAt, Placed, Placement};

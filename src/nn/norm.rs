@@ -12,7 +12,9 @@ fn move_opt<D: Device, E: Float, D2: Device>(
     p: &Option<Tensor<D, E>>,
     dev: D2,
 ) -> Result<Option<Tensor<D2, E>>> {
-    p.as_ref().map(|p| Module::<D, E>::try_to(p, dev)).transpose()
+    p.as_ref()
+        .map(|p| Module::<D, E>::try_to(p, dev))
+        .transpose()
 }
 
 /// Layer normalisation over the last dims (`nn.LayerNorm(normalized_shape, eps,
@@ -40,7 +42,13 @@ impl<D: Device> LayerNorm<D, f32> {
     /// `nn.LayerNorm(normalized_shape)`: `eps = 1e-5`, with `weight` and `bias`, in `f32`.
     #[track_caller]
     pub fn new(normalized_shape: &[usize], dev: D) -> Self {
-        or_panic(Self::try_with_options(normalized_shape, 1e-5, true, true, dev))
+        or_panic(Self::try_with_options(
+            normalized_shape,
+            1e-5,
+            true,
+            true,
+            dev,
+        ))
     }
 }
 
