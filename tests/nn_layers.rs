@@ -37,7 +37,7 @@ fn loss(out: &T64) -> T64 {
     let g: Vec<f64> = (0..out.numel())
         .map(|i| (0.3 * i as f64 + 0.2).cos())
         .collect();
-    out.mul(&Tensor::from_vec(g, out.shape(), Cpu)).sum_all()
+    out.mul(Tensor::from_vec(g, out.shape(), Cpu)).sum_all()
 }
 
 #[track_caller]
@@ -476,7 +476,7 @@ fn random_inputs_against_f64_math() {
     ));
     let up = rng.values(7 * dim, -1.0, 1.0);
     let y = embedding(&Tensor::from_vec(ids.clone(), [7], Cpu), &table, Some(pad));
-    y.mul(&Tensor::from_vec(up.clone(), [7, dim], Cpu))
+    y.mul(Tensor::from_vec(up.clone(), [7, dim], Cpu))
         .sum_all()
         .backward();
     let mut want = vec![0.0; n * dim];
@@ -535,7 +535,7 @@ fn modules_move_save_and_flatten() {
     let no_affine = LayerNorm::<Cpu>::try_with_options(&[4], 1e-5, false, true, Cpu).unwrap();
     assert_eq!(no_affine.num_parameters(), 0);
     assert_eq!(RMSNorm::new(&[4], Cpu).num_parameters(), 4);
-    let y = Flatten::default().forward(&Tensor::<Cpu>::zeros([2, 3, 4, 5], Cpu));
+    let y = Flatten::default().forward(Tensor::<Cpu>::zeros([2, 3, 4, 5], Cpu));
     assert_eq!(y.shape(), &[2, 60]);
 
     // A model of the new layers: one `to`, one file, loaded into a fresh one.
@@ -624,7 +624,7 @@ fn gpu_layers_match_cpu() {
         let h = m.norm.forward(&h);
         let h = h.add(&m.attn.forward(&h, &h, &h, None, true));
         let h = m.rms.forward(&h);
-        let h = SiLU.forward(&m.act.forward(&h));
+        let h = SiLU.forward(m.act.forward(&h));
         let h = leaky_relu(&h, 0.1);
         m.head.forward(&h).softmax(-1)
     }
@@ -649,10 +649,10 @@ fn gpu_layers_match_cpu() {
         2e-5,
     );
     let g: Vec<f32> = (0..want.numel()).map(|i| (i as f32 * 0.37).sin()).collect();
-    want.mul(&Tensor::from_vec(g.clone(), want.shape(), Cpu))
+    want.mul(Tensor::from_vec(g.clone(), want.shape(), Cpu))
         .sum_all()
         .backward();
-    got.mul(&Tensor::from_vec(g, want.shape(), Cpu).to(gpu))
+    got.mul(Tensor::from_vec(g, want.shape(), Cpu).to(gpu))
         .sum_all()
         .backward();
     for ((n, c), (_, d)) in cpu_model

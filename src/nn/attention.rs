@@ -49,7 +49,7 @@ impl<D: Device, E: Float> MultiheadAttention<D, E> {
         dropout: f64,
         dev: D,
     ) -> Result<Self> {
-        if num_heads == 0 || embed_dim % num_heads != 0 {
+        if num_heads == 0 || !embed_dim.is_multiple_of(num_heads) {
             return Err(Error::Shape(
                 "embed_dim must be divisible by num_heads".into(),
             ));
@@ -61,7 +61,7 @@ impl<D: Device, E: Float> MultiheadAttention<D, E> {
         }
         // Xavier-uniform over [3E, E]: bound √(6 / (E + 3E)).
         let bound = (6.0 / (4 * embed_dim) as f64).sqrt();
-        let w = Tensor::<D, E>::random(&[3 * embed_dim, embed_dim], dev, false)?
+        let w = Tensor::<D, E>::random([3 * embed_dim, embed_dim], dev, false)?
             .try_mul_scalar(E::from_f64(2.0 * bound))?
             .try_add_scalar(E::from_f64(-bound))?;
         let mut out_proj = Linear::try_with_element(embed_dim, embed_dim, dev)?;
@@ -85,7 +85,7 @@ impl<D: Device, E: Float> MultiheadAttention<D, E> {
         num_heads: usize,
     ) -> Result<Self> {
         let e = in_proj_weight.shape().get(1).copied().unwrap_or(0);
-        if num_heads == 0 || e % num_heads != 0 {
+        if num_heads == 0 || !e.is_multiple_of(num_heads) {
             return Err(Error::Shape(
                 "embed_dim must be divisible by num_heads".into(),
             ));
