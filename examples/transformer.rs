@@ -130,11 +130,11 @@ impl Stream {
     }
 }
 
-/// The logits of the reversed half, `[batch · LEN, VOCAB]` (position `LEN + i - 1` predicts
-/// target `i`).
+/// The logits of the reversed half, `[batch · LEN, VOCAB]`: position `LEN + i` (the separator,
+/// then the reversed digits so far) predicts target `i`.
 fn answer_logits<D: Device>(logits: &Tensor<D>) -> Tensor<D> {
     logits
-        .narrow(1, LEN - 1, LEN)
+        .narrow(1, LEN, LEN)
         .reshape(&[-1, VOCAB as isize])
 }
 
