@@ -40,28 +40,38 @@
 //! `&mut Self`, as PyTorch's `Module.to` does.
 
 mod activation;
+mod activations;
+mod attention;
 mod checkpoint;
 mod dynamic;
+mod embedding;
+pub mod functional;
 pub mod init;
 mod linear;
 mod loss;
+mod norm;
 mod place;
 mod sequential;
 pub mod utils;
 
 pub use crate::ops::loss::Reduction;
 pub use activation::{Dropout, ReLU};
+pub use activations::{Flatten, LeakyReLU, SiLU, Sigmoid, Softmax, Tanh, GELU};
+pub use attention::MultiheadAttention;
 pub(crate) use checkpoint::{
     commit_load, prepare_load, read as checkpoint_read, read_raw as checkpoint_read_raw,
     write as checkpoint_write, write_with_metadata as checkpoint_write_with_metadata, Loaded,
 };
 pub use checkpoint::{load, load_tensors, save};
 pub use dynamic::{DynCrossEntropyLoss, DynLinear, DynModule, DynSequential};
+pub use embedding::Embedding;
+pub use functional::{Approximate, AttnMask};
 pub use linear::Linear;
 pub use loss::{
     BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Loss, MSELoss, NLLLoss, SmoothL1Loss,
     TargetOn,
 };
+pub use norm::{LayerNorm, RMSNorm};
 #[doc(hidden)]
 pub use place::{Agree, ElementAgree, Keep, KeepElement, LayerTupleN, Layers};
 pub use place::{Anywhere, LayerAt, LayerElementAt, Placed, Placement, Precision};
