@@ -153,7 +153,7 @@ impl DeviceJob for Job {
     /// Teacher-forced token accuracy; `None` for a run stopped by `--stop-after`.
     type Output = Option<f64>;
 
-    fn run<D: Device>(self, dev: D) -> Option<f64> {
+    fn run<D: Device + HostSync>(self, dev: D) -> Option<f64> {
         println!(
             "training on {dev}: reverse {LEN} digits, 2 layers, d_model {}, {} heads, {} steps of {}",
             self.d_model, self.heads, self.steps, self.batch

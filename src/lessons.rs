@@ -34,6 +34,8 @@
 //! | [`matmul_f32_with_i64`] | `float @ long`: `expected m1 and m2 to have the same dtype` | [`MatrixElementIs`](crate::MatrixElementIs) |
 //! | [`add_f32_with_i64`] | `float + long`, which PyTorch promotes silently | [`ElementIs`](crate::ElementIs) |
 //! | [`index_select_ids_on_cpu`] | an embedding lookup with the token ids left on the CPU | [`ArgumentOn`](crate::ArgumentOn) |
+//! | [`embedding_ids_on_cpu`] | token ids left on the CPU, fed to an `nn.Embedding` on the GPU | [`ModuleInput`](crate::ModuleInput) at `Embedding::forward` |
+//! | [`attention_mask_created_in_forward`] | an attention mask created in `forward` on the CPU | [`AttnMask`](crate::nn::AttnMask) at `scaled_dot_product_attention` |
 //! | [`shape_add_sizes`] | an element-wise op on sizes that do not broadcast | [`BroadcastSizes`](crate::shaped::BroadcastSizes) |
 //! | [`shape_matmul_sizes`] | `x @ w` whose inner sizes differ (`64x784 and 512x10`) | [`MmSizesRowsDyn`](crate::shaped::MmSizesRowsDyn) |
 //! | [`shape_bmm_batch`] | `torch.bmm` of batches of different sizes | [`BmmSizes`](crate::shaped::BmmSizes) |
@@ -198,6 +200,16 @@ lesson!(
     /// `table.index_select(0, &ids)` with the embedding table on the GPU and the token ids on
     /// the CPU: PyTorch names `index`, devtype points at the ids.
     index_select_ids_on_cpu
+);
+lesson!(
+    /// Token ids left on the CPU for an `Embedding` on the GPU: the module input check names
+    /// both devices at `emb.forward(&ids)`.
+    embedding_ids_on_cpu
+);
+lesson!(
+    /// An attention mask created on the CPU inside a generic `forward`: the mask argument of
+    /// `scaled_dot_product_attention` names `D` and `Cpu`.
+    attention_mask_created_in_forward
 );
 lesson!(
     /// Static shapes ([`crate::shaped`]): `a + b` of `(C<2>, C<3>)` and `(C<2>, C<4>)`: sizes that do not broadcast.
@@ -438,6 +450,11 @@ pub mod done_right {
     fixed!(
         /// Token ids moved with their batch before an embedding lookup.
         ids_moved_with_batch
+    );
+    fixed!(
+        /// Token ids moved with the batch into an `Embedding`; positions and attention masks
+        /// created on the input's device inside `forward`, or left to `is_causal`.
+        attention_on_input_device
     );
     fixed!(
         /// The training set-up in order: the model moved once, the optimizer built after the

@@ -29,7 +29,8 @@ mod sealed {
     message = "cannot synchronize while the stream is capturing: the host may not wait for `{Self}`'s values here",
     label = "this makes the host wait for the GPU",
     note = "on a `Capturing<Cuda<N>>` device the GPU work is recorded into a CUDA graph, not run: operation not permitted when stream is capturing",
-    note = "give the result to a `cuda::StaticTensor` inside the step (`out.set(&y)`) and read it after `graph.replay()?` with `out.read()`; generic code that reads values back asks for `D: Device + HostSync`"
+    note = "inside a captured step, give the result to a `cuda::StaticTensor` (`out.set(&y)`) and read it after `graph.replay()?` with `out.read()`",
+    note = "in a generic function that reads values back (not a captured step), ask for it: `fn f<D: Device + HostSync>(...)`"
 )]
 pub trait HostSync: Device {}
 impl HostSync for Cpu {}
