@@ -157,7 +157,7 @@ pub fn try_clip_grad_norm_<D: Device, E: Float, M: Module<D, E> + ?Sized>(
     let acc = crate::ops::optim::acc_dtype(E::DTYPE);
     // The 2-norm of gradients on the CPU: one fused pass reading each element once.
     let fused = if norm_type == 2.0 {
-        crate::ops::clip::sum_of_squares(&grads)
+        crate::ops::reduce::cpu_sum_of_squares::sum_of_squares(&grads)
     } else {
         None
     };

@@ -58,7 +58,6 @@ pub(crate) mod backend;
 pub(crate) mod amp;
 pub(crate) mod binary;
 pub(crate) mod cat;
-pub(crate) mod clip;
 pub(crate) mod copy;
 pub(crate) mod creation;
 pub(crate) mod half;
