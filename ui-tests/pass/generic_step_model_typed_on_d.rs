@@ -5,7 +5,7 @@ use devtype::nn::{Linear, MSELoss};
 use devtype::optim::{Optimizer, Sgd};
 use devtype::prelude::*;
 
-fn step<D: Device>(model: &mut Linear<D>, opt: &mut Sgd<D>, dev: D) -> f32 {
+fn step<D: Device + HostSync>(model: &mut Linear<D>, opt: &mut Sgd<D>, dev: D) -> f32 {
     let x = Tensor::<Cpu>::randn([8, 3], Cpu).to(dev);
     let y = Tensor::<Cpu>::zeros([8, 2], Cpu).to(dev);
     opt.zero_grad(model);
@@ -15,7 +15,7 @@ fn step<D: Device>(model: &mut Linear<D>, opt: &mut Sgd<D>, dev: D) -> f32 {
     loss.item()
 }
 
-fn run<D: Device>(dev: D) {
+fn run<D: Device + HostSync>(dev: D) {
     let mut model = Linear::new(3, 2, Cpu).to(dev); // built on the CPU, moved once
     let mut opt = Sgd::new(0.1);
     assert!(step(&mut model, &mut opt, dev).is_finite());
