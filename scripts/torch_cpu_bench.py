@@ -249,7 +249,7 @@ def lines_workload():
             ("cumsum(1)", lambda: x.cumsum(1)),
             ("cumsum(0)", lambda: x.cumsum(0)),
             ("max(1)", lambda: x.max(1)),
-            ("sort(1)", lambda: x.sort(1, stable=True)),
+            ("sort(1)", lambda: x.sort(dim=1, stable=True)),
             ("topk(16, 1)", lambda: x.topk(16, 1)),
             ("masked_fill(x > 0.5, 0)", lambda: x.masked_fill(mask, 0.0)),
             ("x[:, 1:3] contiguous", lambda: x[:, 1:3].contiguous()),

@@ -1402,3 +1402,50 @@ fn dtype_conversions_round_trip() {
 fn signed(shape: &[usize]) -> Vec<isize> {
     shape.iter().map(|&s| s as isize).collect()
 }
+
+/// Reductions large enough to run split across threads (>= 65536 elements): `max(dim)`'s
+/// values and indices and `argmax` against a plain loop (first of equal maxima; the first NaN
+/// wins), on lines full of ties and with NaNs in some, and `sum()` against f64.
+#[test]
+fn large_reductions_match_a_plain_loop() {
+    let mut rng = Rng::new("large_reductions_match_a_plain_loop");
+    let (rows, cols) = (257 + rng.below(40), 300 + rng.below(40));
+    let data: Vec<f32> = (0..rows * cols)
+        .map(|_| {
+            if rng.chance(0.0005) {
+                f32::NAN
+            } else {
+                rng.int(-20, 20) as f32 // many ties per line
+            }
+        })
+        .collect();
+    let x = Tensor::from_vec(data.clone(), [rows, cols], Cpu);
+    let best = x.max(1);
+    let (values, indices) = (best.values.to_vec(), best.indices.to_vec());
+    let arg = x.argmax(1).to_vec();
+    for r in 0..rows {
+        let line = &data[r * cols..(r + 1) * cols];
+        let mut at = 0;
+        for (j, &v) in line.iter().enumerate() {
+            if line[at].is_nan() {
+                break;
+            }
+            if v.is_nan() || v > line[at] {
+                at = j;
+            }
+        }
+        assert_eq!(indices[r], at as i64, "max(1) index of line {r}");
+        assert_eq!(arg[r], at as i64, "argmax(1) of line {r}");
+        assert!(
+            values[r] == line[at] || (values[r].is_nan() && line[at].is_nan()),
+            "max(1) value of line {r}: {} against {}",
+            values[r],
+            line[at]
+        );
+    }
+    let n = 1 << 20;
+    let big: Vec<f32> = (0..n).map(|_| rng.uniform(-1.0, 1.0) as f32).collect();
+    let want: f64 = big.iter().map(|&v| v as f64).sum();
+    let got = Tensor::from_vec(big, [n], Cpu).sum().item() as f64;
+    assert!((got - want).abs() <= 1e-6 * n as f64, "sum {got} against {want}");
+}
