@@ -133,9 +133,7 @@ impl Stream {
 /// The logits of the reversed half, `[batch · LEN, VOCAB]`: position `LEN + i` (the separator,
 /// then the reversed digits so far) predicts target `i`.
 fn answer_logits<D: Device>(logits: &Tensor<D>) -> Tensor<D> {
-    logits
-        .narrow(1, LEN, LEN)
-        .reshape(&[-1, VOCAB as isize])
+    logits.narrow(1, LEN, LEN).reshape(&[-1, VOCAB as isize])
 }
 
 struct Job {

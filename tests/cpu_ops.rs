@@ -1447,5 +1447,8 @@ fn large_reductions_match_a_plain_loop() {
     let big: Vec<f32> = (0..n).map(|_| rng.uniform(-1.0, 1.0) as f32).collect();
     let want: f64 = big.iter().map(|&v| v as f64).sum();
     let got = Tensor::from_vec(big, [n], Cpu).sum().item() as f64;
-    assert!((got - want).abs() <= 1e-6 * n as f64, "sum {got} against {want}");
+    assert!(
+        (got - want).abs() <= 1e-6 * n as f64,
+        "sum {got} against {want}"
+    );
 }

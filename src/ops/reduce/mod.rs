@@ -1,11 +1,11 @@
 //! Reductions over dimensions: sum, mean, max, min, argmax, argmin.
 
 pub(super) mod cpu;
-pub(super) mod cuda;
 /// The fused norm pass of `clip_grad_norm_` (`nn::utils`): the sum of squares of every
 /// gradient of a model in one pass that reads each element once. CPU only for now: on a GPU,
 /// `clip_grad_norm_` keeps its composed form (per-gradient norms on the device, no host sync).
 pub(crate) mod cpu_sum_of_squares;
+pub(super) mod cuda;
 
 use crate::core::error::{Error, Result};
 use crate::core::layout::{wrap_dim, Dims, Layout};
