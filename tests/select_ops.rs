@@ -455,3 +455,85 @@ fn indexing_reads_like_pytorch_and_makes_views() {
     // The gradient lands in the places read.
     gradcheck(|t| t[0].try_i((1.., -1, 1..4)), std::slice::from_ref(&x)).unwrap();
 }
+
+/// Lines long enough for the fast paths (the lane-wise max/min of a contiguous run, `topk`'s
+/// one-pass selection), with ties, NaNs at random places and strided lines, against the
+/// references above; in f64, f32, f16 and i64.
+#[test]
+fn long_lines_take_the_fast_paths_and_agree_with_the_references() {
+    let mut seed = 40;
+    for shape in [[3usize, 517], [300, 3], [2, 2048]] {
+        seed += 1;
+        let mut v = rounded(&shape, seed).to_vec();
+        // A NaN in some lines (early, late, two in one line), none in others.
+        let last = v.len() - 1;
+        for p in [5, last - 2, last - 40] {
+            v[p] = f64::NAN;
+        }
+        let x = Tensor::from_vec(v.clone(), shape, Cpu);
+        for d in 0..2 {
+            let ls = lines(&shape, d);
+            let first = |line: &[usize], better: fn(f64, f64) -> bool| {
+                let vals: Vec<f64> = line.iter().map(|&p| v[p]).collect();
+                // PyTorch's: the first NaN, else the first extreme.
+                match vals.iter().position(|x| x.is_nan()) {
+                    Some(i) => i,
+                    None => {
+                        (0..vals.len()).fold(0, |b, i| if better(vals[i], vals[b]) { i } else { b })
+                    }
+                }
+            };
+            let (mx, mn) = (x.max(d as isize), x.min(d as isize));
+            let (x32, xh) = (x.to_dtype::<f32>(), x.to_dtype::<f16>());
+            let (m32, mh) = (x32.max(d as isize), xh.min(d as isize));
+            let xi = Tensor::from_vec(
+                v.iter()
+                    .map(|&a| if a.is_nan() { 9 } else { a as i64 })
+                    .collect(),
+                shape,
+                Cpu,
+            );
+            let (mi, iv_all) = (xi.max(d as isize), xi.to_vec());
+            let (mxi, mxv, mni) = (mx.indices.to_vec(), mx.values.to_vec(), mn.indices.to_vec());
+            let (m32i, mhi) = (m32.indices.to_vec(), mh.indices.to_vec());
+            let (mii, miv) = (mi.indices.to_vec(), mi.values.to_vec());
+            for (o, line) in ls.iter().enumerate() {
+                let (imax, imin) = (first(line, |a, b| a > b), first(line, |a, b| a < b));
+                let what = format!("shape {shape:?} dim {d} line {o}");
+                assert_eq!(mxi[o], imax as i64, "max {what}");
+                assert_eq!(mni[o], imin as i64, "min {what}");
+                assert_eq!(m32i[o], imax as i64, "f32 max {what}");
+                assert_eq!(mhi[o], imin as i64, "f16 min {what}");
+                let want = v[line[imax]];
+                let got = mxv[o];
+                assert!(got == want || (got.is_nan() && want.is_nan()), "{what}");
+                let iv: Vec<i64> = line.iter().map(|&p| iv_all[p]).collect();
+                let ibest = (0..iv.len()).fold(0, |b, i| if iv[i] > iv[b] { i } else { b });
+                assert_eq!(mii[o], ibest as i64, "i64 max {what}");
+                assert_eq!(miv[o], iv[ibest], "i64 max {what}");
+            }
+            // max() over everything, through the same runs.
+            let all = x.max_all().item();
+            assert!(all.is_nan(), "a NaN wins max_all");
+            for descending in [true, false] {
+                let k = 7.min(shape[d]);
+                let t = x.topk(k, d as isize, descending, true);
+                let t32 = x32.topk(k, d as isize, descending, true);
+                let mut tshape = shape;
+                tshape[d] = k;
+                let (tv, ti, t32i) = (t.values.to_vec(), t.indices.to_vec(), t32.indices.to_vec());
+                for (line, tline) in ls.iter().zip(lines(&tshape, d)) {
+                    let vals: Vec<f64> = line.iter().map(|&p| v[p]).collect();
+                    let order = reference_order(&vals, descending);
+                    for r in 0..k.min(vals.len()) {
+                        let what = format!("topk shape {shape:?} dim {d} desc {descending} r {r}");
+                        assert_eq!(ti[tline[r]], order[r] as i64, "{what}");
+                        assert_eq!(t32i[tline[r]], order[r] as i64, "f32 {what}");
+                        let (g, w) = (tv[tline[r]], vals[order[r]]);
+                        assert!(g == w || (g.is_nan() && w.is_nan()), "{what}");
+                    }
+                }
+            }
+        }
+    }
+}

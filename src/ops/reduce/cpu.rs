@@ -170,6 +170,41 @@ impl Reducible for bool {
     }
 }
 
+/// A contiguous run at least this long takes the lane-wise max/min ([`run_extreme`]).
+const RUN: usize = 64;
+
+/// The max (`MAX`) or min of a contiguous run, NaN if it holds one (the first NaN): 16
+/// lanes, the compare and the NaN test kept apart so both vectorise (a compare that also
+/// tests for NaN, as `max_of`, runs one element at a time).
+#[inline]
+fn run_extreme<T: Reducible, const MAX: bool>(run: &[T]) -> T {
+    let mut lanes = [run[0]; 16];
+    let mut nans = [false; 16];
+    let chunks = run.chunks_exact(16);
+    let rest = chunks.remainder();
+    for c in chunks {
+        for i in 0..16 {
+            let x = c[i];
+            nans[i] |= x.is_nan();
+            let better = if MAX { x > lanes[i] } else { x < lanes[i] };
+            lanes[i] = if better { x } else { lanes[i] };
+        }
+    }
+    if nans.iter().any(|&n| n) || rest.iter().any(|x| x.is_nan()) {
+        return *run.iter().find(|x| x.is_nan()).expect("a NaN was seen");
+    }
+    let pick = |a: T, b: T| {
+        let better = if MAX { b > a } else { b < a };
+        if better {
+            b
+        } else {
+            a
+        }
+    };
+    rest.iter()
+        .fold(lanes.into_iter().fold(run[0], pick), |a, &b| pick(a, b))
+}
+
 /// Folds positions `range` of the permuted walk.
 fn fold_range<T: Reducible>(
     data: &[T],
@@ -184,6 +219,22 @@ fn fold_range<T: Reducible>(
     let mut first = true;
     walk.runs(range, |_, [o], len, [s]| match op {
         ReduceOp::Sum | ReduceOp::Mean => acc = acc.add(T::sum_run(&data[o..], s, len)),
+        ReduceOp::Max | ReduceOp::Min if s == 1 && len >= RUN => {
+            let run = &data[o..o + len];
+            let x = if op == ReduceOp::Max {
+                run_extreme::<T, true>(run)
+            } else {
+                run_extreme::<T, false>(run)
+            };
+            if first {
+                acc = x;
+                first = false;
+            } else if op == ReduceOp::Max {
+                acc = acc.max_of(x);
+            } else {
+                acc = acc.min_of(x);
+            }
+        }
         ReduceOp::Max | ReduceOp::Min => {
             for i in 0..len {
                 let x = data[o + i * s];
@@ -256,6 +307,32 @@ fn arg_typed<T: Reducible>(data: &[T], plan: &ReducePlan, max: bool) -> Result<R
     let one = |i: usize| -> i64 {
         let (mut best, mut best_at, mut pos) = (data[0], 0usize, 0usize);
         walk.runs(i * r..(i + 1) * r, |_, [off], len, [s]| {
+            if s == 1 && len >= RUN {
+                // The run's extreme lane-wise, then the first place it sits (the run is in
+                // cache by then): the first NaN when there is one, the first on ties.
+                if pos > 0 && best.is_nan() {
+                    pos += len;
+                    return;
+                }
+                let run = &data[off..off + len];
+                let x = if max {
+                    run_extreme::<T, true>(run)
+                } else {
+                    run_extreme::<T, false>(run)
+                };
+                let better = pos == 0 || x.is_nan() || if max { x > best } else { x < best };
+                if better {
+                    let at = if x.is_nan() {
+                        run.iter().position(|v| v.is_nan())
+                    } else {
+                        run.iter().position(|&v| v == x)
+                    };
+                    best = x;
+                    best_at = pos + at.expect("the extreme is in its run");
+                }
+                pos += len;
+                return;
+            }
             for j in 0..len {
                 let x = data[off + j * s];
                 let better = pos == 0

@@ -207,7 +207,6 @@ fn sort_line<T: Sortable>(
     step: usize,
 ) {
     scratch.clear();
-    scratch.extend((0..n).map(|i| (x[i * inner], i as i64)));
     let cmp = |a: &(T, i64), b: &(T, i64)| {
         let by_value = if descending {
             value_order(b.0, a.0)
@@ -219,7 +218,36 @@ fn sort_line<T: Sortable>(
     if k == 0 {
         return;
     }
-    if k < n {
+    let scan = k <= 64 && k * 16 <= n;
+    if scan {
+        // A few of a long line (`topk`): one pass keeping the best `k` so far in order. An
+        // element enters only when it beats the `k`-th, which after the first few hundred
+        // is rare, so the pass is mostly one compare per element.
+        for i in 0..n {
+            let v = x[i * inner];
+            if scratch.len() == k {
+                let last = scratch[k - 1].0;
+                let beats = if descending {
+                    value_order(v, last) == Ordering::Greater
+                } else {
+                    value_order(v, last) == Ordering::Less
+                };
+                if !beats {
+                    continue;
+                }
+                scratch.pop();
+            }
+            // Later indices lose ties, so the new one goes after every equal value.
+            let e = (v, i as i64);
+            let at = scratch.partition_point(|b| cmp(b, &e) == Ordering::Less);
+            scratch.insert(at, e);
+        }
+    } else {
+        scratch.extend((0..n).map(|i| (x[i * inner], i as i64)));
+    }
+    if scan {
+        // Filled by the pass above, already in order.
+    } else if k < n {
         scratch.select_nth_unstable_by(k - 1, cmp);
         scratch[..k].sort_unstable_by(cmp);
     } else {
