@@ -419,9 +419,9 @@ impl<D: Device, E: Float> Tensor<D, E> {
     pub(crate) fn random(shape: impl IntoShape, dev: D, normal: bool) -> Result<Self> {
         let numel = layout::checked_numel(shape.as_dims())?;
         let fill = if normal {
-            Fill::normal(numel)
+            Fill::normal(numel, dev.dyn_device())
         } else {
-            Fill::uniform(numel)
+            Fill::uniform(numel, dev.dyn_device())
         };
         Self::create(shape, dev, fill)
     }
