@@ -51,11 +51,17 @@ impl<D: Device> Mlp<D> {
     fn loss(&self, x: &Tensor<D>, y: &Tensor<D>) -> Tensor<D> {
         MSELoss::new().forward(&self.l2.forward(&self.l1.forward(x).relu()), y)
     }
-    fn values(&self) -> Vec<Vec<f32>> {
+    /// The parameters' values, through GPU 0 (a capturing device's tensors move to a GPU, not
+    /// to the host).
+    fn values(&self) -> Vec<Vec<f32>>
+    where
+        D: devtype::CopyTo<Cuda<0>>,
+    {
+        let gpu = Cuda::<0>::open().unwrap();
         [&self.l1, &self.l2]
             .iter()
             .flat_map(|l| l.parameters())
-            .map(|p| p.to(Cpu).to_vec())
+            .map(|p| p.to(gpu).to_vec())
             .collect()
     }
 }
@@ -219,6 +225,25 @@ fn a_sync_or_a_compile_inside_a_capture_is_an_error_and_the_device_stays_usable(
     .expect("synchronize inside a capture must fail");
     assert!(err.to_string().contains("STREAM_CAPTURE"), "{err}");
     assert_eq!((&x * 2.0).to_vec(), vec![-2.0, 4.0, -6.0, 8.0]);
+
+    // A module on the capturing device moved to the CPU (its tensors' `to(Cpu)` does not
+    // compile; the module's `try_to` is generic over both devices) fails at run time.
+    let cap = devtype::cuda::Capturing::new(gpu);
+    let layer = Linear::from_parameters(x.reshape(&[1, 4]).to(cap), None);
+    let err = devtype::cuda::capture(gpu, |cap| {
+        if !cap.is_warm_up() {
+            layer.try_to(Cpu)?;
+        }
+        Ok(())
+    })
+    .err()
+    .expect("a copy to the host inside a capture must fail");
+    assert!(err.to_string().contains("STREAM_CAPTURE"), "{err}");
+    assert_eq!(
+        layer.try_to(Cpu).unwrap().weight().to_vec(),
+        vec![-1.0, 2.0, -3.0, 4.0],
+        "after the capture, the module moves to the CPU"
+    );
 }
 
 #[test]
