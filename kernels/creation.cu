@@ -2,8 +2,15 @@
 //
 // fill_<dtype>(out, n, value)              every element `value`
 // range_<dtype>(out, n, start, step)       from_f64(start + i * step)
-// uniform_<dtype>(out, n, seed, offset)    from_f64(uniform(seed, offset + i))
-// normal_<dtype>(out, n, seed, offset)     from_f64(normal(seed, offset + i))
+// uniform_<dtype>(out, n, seed, offset, state)   from_f64(uniform(seed, offset + i))
+// normal_<dtype>(out, n, seed, offset, state)    from_f64(normal(seed, ceil(offset / 2) + i))
+// set_rng_state(state, n, seed, offset)          state[0] = seed, state[1] = offset
+//
+// `state` is null for an eager draw. A draw recorded into a CUDA graph passes the address of
+// the graph's `[seed, offset]` instead, which `set_rng_state` writes before each replay (as
+// PyTorch's philox seed/offset for graphs): the kernel reads the seed there and adds the
+// offset there to its own (its position among the graph's draws), so each replay draws fresh
+// numbers, the very positions an eager run of the step would take.
 //
 // The random numbers are src/random.rs, operation for operation: SplitMix64 of (seed, position)
 // gives the same 64 bits on every device, so `uniform` is bit-identical to the CPU. `normal`
@@ -74,13 +81,24 @@ __device__ __forceinline__ void fill_impl(T* __restrict__ out, u64 n, T value) {
         for (u64 i = global_thread(); i < n; i += global_threads())                                  \
             out[i] = from_double<T>(start + (double)i * step);                                        \
     }                                                                                                \
-    extern "C" __global__ void uniform_##SUFFIX(T* out, u64 n, u64 seed, u64 offset) {               \
+    extern "C" __global__ void uniform_##SUFFIX(T* out, u64 n, u64 seed, u64 offset,                 \
+                                                const u64* __restrict__ state) {                     \
+        if (state != nullptr) {                                                                      \
+            seed = state[0];                                                                         \
+            offset += state[1];                                                                      \
+        }                                                                                            \
         for (u64 i = global_thread(); i < n; i += global_threads())                                  \
             out[i] = from_double<T>(below_one<T>(uniform01(seed, offset + i)));                         \
     }                                                                                                \
-    extern "C" __global__ void normal_##SUFFIX(T* out, u64 n, u64 seed, u64 offset) {                \
+    extern "C" __global__ void normal_##SUFFIX(T* out, u64 n, u64 seed, u64 offset,                  \
+                                               const u64* __restrict__ state) {                      \
+        if (state != nullptr) {                                                                      \
+            seed = state[0];                                                                         \
+            offset += state[1];                                                                      \
+        }                                                                                            \
+        const u64 first = offset / 2 + (offset & 1); /* ceil(offset / 2) */                         \
         for (u64 i = global_thread(); i < n; i += global_threads())                                  \
-            out[i] = from_double<T>(standard_normal(seed, offset + i));                               \
+            out[i] = from_double<T>(standard_normal(seed, first + i));                                \
     }
 
 CREATION(float, f32)
@@ -89,3 +107,10 @@ CREATION(i64, i64)
 CREATION(bool, bool)
 CREATION(f16_t, f16)
 CREATION(bf16_t, bf16)
+
+extern "C" __global__ void set_rng_state(u64* state, u64 n, u64 seed, u64 offset) {
+    if (n > 0 && global_thread() == 0) {
+        state[0] = seed;
+        state[1] = offset;
+    }
+}

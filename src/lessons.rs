@@ -58,6 +58,8 @@
 //! | [`graph_item_in_capture`] | `loss.item()` inside a captured step | [`HostSync`](crate::HostSync) |
 //! | [`graph_print_in_capture`] | `print(y)` inside a capture | [`HostSync`](crate::HostSync) via `Display` |
 //! | [`graph_synchronize_in_capture`] | `torch.cuda.synchronize()` inside a capture | [`HostSync`](crate::HostSync) on `Device::synchronize` |
+//! | [`graph_to_cpu_in_capture`] | `y.cpu()` inside a capture | [`CopyTo`](crate::CopyTo) on `Tensor::to` |
+//! | [`graph_debug_in_capture`] | `print(repr(y))` inside a capture | [`HostSync`](crate::HostSync) via `Debug` |
 //! | [`optimizer_f32_model_bf16`] | a `bf16` model, an optimizer in `f32`: `expected scalar type BFloat16 but found Float` | [`ModelOn`](crate::optim::ModelOn) |
 //! | [`scaler_f16_model`] | `model.half()` with a `GradScaler`: `Attempting to unscale FP16 gradients.` | [`ScaledModelOn`](crate::optim::ScaledModelOn) |
 //! | [`scaler_unscale_bf16_model`] | `scaler.unscale_` on a `bf16` model | [`ScaledModelOn`](crate::optim::ScaledModelOn) |
@@ -358,6 +360,15 @@ lesson!(
 lesson!(
     /// `dev.synchronize()` on the capturing device inside the step.
     graph_synchronize_in_capture
+);
+lesson!(
+    /// `y.to(Cpu)` of a tensor inside a CUDA graph capture: a capturing device's tensors move
+    /// to a GPU, not to the host.
+    graph_to_cpu_in_capture
+);
+lesson!(
+    /// `println!("{y:?}")` of a tensor inside a CUDA graph capture (`Debug` prints the values).
+    graph_debug_in_capture
 );
 lesson!(
     /// `opt.step(model)` in `fn step<D: Device>` with the model typed on `Cpu` and the optimizer

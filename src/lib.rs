@@ -163,7 +163,7 @@ pub use api::JoinList;
 pub use api::{IndexItem, IndexItems, IndexSpec, ValuesIndices};
 pub use api::{MaskFor, TensorList};
 pub use autograd::{no_grad, DynVar, Var};
-pub use device::{Cpu, Cuda, Device, DynDevice, HostSync};
+pub use device::{CopyTo, Cpu, Cuda, Device, DynDevice, HostSync};
 pub use dyn_tensor::DynTensor;
 pub use random::{get_rng_state, manual_seed, set_rng_state, RngState};
 #[doc(hidden)]

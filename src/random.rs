@@ -4,7 +4,9 @@
 //! very numbers the CPU produces for the same seed, and a tensor created directly on the device
 //! needs nothing from the host. `manual_seed` resets the stream, as `torch.manual_seed` does.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use crate::core::DynDevice;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
 
 static SEED: AtomicU64 = AtomicU64::new(0x5EED_DE71_7E00_0001);
 static OFFSET: AtomicU64 = AtomicU64::new(0);
@@ -29,6 +31,86 @@ pub(crate) fn reserve(count: u64) -> (u64, u64) {
         SEED.load(Ordering::SeqCst),
         OFFSET.fetch_add(count, Ordering::SeqCst),
     )
+}
+
+/// Where the numbers of one draw come from: the seed and first position, as values, or, for a
+/// draw recorded into a CUDA graph, read by the kernel from device memory when it runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Draw {
+    /// The seed (unused when `state` is set: the kernel reads it).
+    pub(crate) seed: u64,
+    /// The first position; with `state` set, relative to the position the kernel reads.
+    pub(crate) offset: u64,
+    /// 0 for a draw whose seed and offset are the values above; otherwise the device address
+    /// of the graph's `[seed, offset]` (two `u64`), which the kernel reads and adds `offset`
+    /// to, as PyTorch's `PhiloxCudaState` in a captured graph (`seed_extragraph`,
+    /// `offset_extragraph`, `offset_intragraph`).
+    pub(crate) state: u64,
+}
+
+/// A capture of GPU `ordinal`'s stream in progress: its draws are relative to `state`.
+struct GraphDraws {
+    ordinal: usize,
+    state: u64,
+    used: u64,
+}
+
+/// The captures in progress (at most one per GPU); `CAPTURING` says whether there is any, so an
+/// eager draw takes no lock.
+static GRAPHS: Mutex<Vec<GraphDraws>> = Mutex::new(Vec::new());
+static CAPTURING: AtomicBool = AtomicBool::new(false);
+
+/// Reserves `count` positions for a draw made on `device`. Outside a capture of that device's
+/// stream this is [`reserve`]; inside one, the host's stream does not move: the draw takes the
+/// next `count` positions after the graph's earlier draws, relative to the `[seed, offset]`
+/// that each replay writes to the graph's device state (see [`begin_graph`]).
+pub(crate) fn reserve_on(device: DynDevice, count: u64) -> Draw {
+    if CAPTURING.load(Ordering::SeqCst) {
+        if let Some(ordinal) = device.cuda_index() {
+            let mut graphs = GRAPHS.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(g) = graphs.iter_mut().find(|g| g.ordinal == ordinal) {
+                let offset = g.used;
+                g.used += count;
+                return Draw {
+                    seed: 0,
+                    offset,
+                    state: g.state,
+                };
+            }
+        }
+    }
+    let (seed, offset) = reserve(count);
+    Draw {
+        seed,
+        offset,
+        state: 0,
+    }
+}
+
+/// Starts recording GPU `ordinal`'s draws relative to the device memory at `state` (two
+/// `u64`: the seed, then the position the graph's draws start from at a replay).
+pub(crate) fn begin_graph(ordinal: usize, state: u64) {
+    let mut graphs = GRAPHS.lock().unwrap_or_else(|p| p.into_inner());
+    graphs.retain(|g| g.ordinal != ordinal);
+    graphs.push(GraphDraws {
+        ordinal,
+        state,
+        used: 0,
+    });
+    CAPTURING.store(true, Ordering::SeqCst);
+}
+
+/// Ends the recording started by [`begin_graph`]: the number of positions one replay of the
+/// graph draws (PyTorch's `wholegraph_increment`).
+pub(crate) fn end_graph(ordinal: usize) -> u64 {
+    let mut graphs = GRAPHS.lock().unwrap_or_else(|p| p.into_inner());
+    let used = graphs
+        .iter()
+        .find(|g| g.ordinal == ordinal)
+        .map_or(0, |g| g.used);
+    graphs.retain(|g| g.ordinal != ordinal);
+    CAPTURING.store(!graphs.is_empty(), Ordering::SeqCst);
+    used
 }
 
 /// SplitMix64's finaliser: a bijective 64-bit mix.

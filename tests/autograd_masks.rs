@@ -26,11 +26,11 @@ fn param<D: Device>(values: &[f64], dev: D) -> Tensor<D, f64> {
     Tensor::parameter(Tensor::<Cpu, f64>::from_vec(values.to_vec(), [values.len()], Cpu).to(dev))
 }
 
-fn grad<D: Device>(p: &Tensor<D, f64>) -> Vec<f64> {
+fn grad<D: Device + HostSync>(p: &Tensor<D, f64>) -> Vec<f64> {
     p.grad().expect("a gradient").to(Cpu).to_vec()
 }
 
-fn pow_tensor_exponent<D: Device>(dev: D) {
+fn pow_tensor_exponent<D: Device + HostSync>(dev: D) {
     let x = param(&[0.0, 0.0, 0.0, 2.0, 0.0], dev);
     let y = param(&[0.0, 2.0, 0.5, 0.0, -1.0], dev);
     x.pow(&y).sum_all().backward();
@@ -54,7 +54,7 @@ fn pow_of_tensors_masks_a_zero_base_as_pytorch() {
     }
 }
 
-fn pow_broadcast<D: Device>(dev: D) {
+fn pow_broadcast<D: Device + HostSync>(dev: D) {
     // The masks broadcast with the operands: the exponent's gradient is summed back to [2].
     let x = param(&[0.0, 3.0, 0.0, 1.0, 0.0, 2.0], dev).reshape(&[3, 2]);
     let y = param(&[0.0, 2.0], dev);
@@ -77,7 +77,7 @@ fn pow_masks_broadcast_with_the_operands() {
     }
 }
 
-fn pow_scalar_exponent_zero<D: Device>(dev: D) {
+fn pow_scalar_exponent_zero<D: Device + HostSync>(dev: D) {
     let x = param(&[0.0, 1.5, -2.0], dev);
     x.pow_scalar(0.0).sum_all().backward();
     // pow_backward: exponent == 0 gives zeros_like(self) (not 0 * 0^-1 = NaN at 0).
@@ -100,7 +100,7 @@ fn pow_of_a_scalar_exponent_zero_has_zero_gradient() {
     }
 }
 
-fn polynomial_features<D: Device>(dev: D) {
+fn polynomial_features<D: Device + HostSync>(dev: D) {
     // Polynomial features [x^0, x^1, x^2] of an input holding a zero, then a linear layer:
     // the weight's gradient must stay finite (it was NaN everywhere through x^0).
     let x = Tensor::<Cpu, f64>::from_vec(vec![0.0, 1.0, 2.0], [3, 1], Cpu).to(dev);
@@ -152,7 +152,7 @@ fn requires_grad_on_an_untracked_tensor_makes_a_parameter() {
     assert_eq!(t.grad().map(|g| g.to_vec()), Some(vec![5.0, 5.0]));
 }
 
-fn relu_at_zero_and_nan<D: Device>(dev: D) {
+fn relu_at_zero_and_nan<D: Device + HostSync>(dev: D) {
     let nan = f64::NAN;
     let x = param(&[-1.0, 0.0, -0.0, 2.0, nan], dev);
     x.relu().sum_all().backward();
@@ -175,7 +175,7 @@ fn relu_masks_zero_and_passes_nan_as_threshold_backward() {
     }
 }
 
-fn poles_and_kinks<D: Device>(dev: D) {
+fn poles_and_kinks<D: Device + HostSync>(dev: D) {
     let nan = f64::NAN;
     // abs: grad * self.sgn(): 0 at 0 (and -0), 0 at NaN (sign's vectorized (0 < x) - (x < 0)).
     let x = param(&[-2.0, 0.0, -0.0, 3.0, nan], dev);
@@ -210,7 +210,7 @@ fn poles_and_kinks_follow_pytorchs_formulas() {
     }
 }
 
-fn clamps_and_extremes<D: Device>(dev: D) {
+fn clamps_and_extremes<D: Device + HostSync>(dev: D) {
     let nan = f64::NAN;
     // clamp_backward: grad * (self >= min & self <= max): passes at both bounds, 0 at NaN.
     let x = param(&[-2.0, -1.0, 0.0, 1.0, 2.0, nan], dev);

@@ -50,7 +50,7 @@ fn reference_norm(grads: &[Vec<f64>], p: f64) -> f64 {
     norm(&norms)
 }
 
-fn grads_of<D: Device>(params: &[Tensor<D>]) -> Vec<Vec<f64>> {
+fn grads_of<D: Device + HostSync>(params: &[Tensor<D>]) -> Vec<Vec<f64>> {
     params
         .iter()
         .map(|p| {

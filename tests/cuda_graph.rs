@@ -51,11 +51,17 @@ impl<D: Device> Mlp<D> {
     fn loss(&self, x: &Tensor<D>, y: &Tensor<D>) -> Tensor<D> {
         MSELoss::new().forward(&self.l2.forward(&self.l1.forward(x).relu()), y)
     }
-    fn values(&self) -> Vec<Vec<f32>> {
+    /// The parameters' values, through GPU 0 (a capturing device's tensors move to a GPU, not
+    /// to the host).
+    fn values(&self) -> Vec<Vec<f32>>
+    where
+        D: devtype::CopyTo<Cuda<0>>,
+    {
+        let gpu = Cuda::<0>::open().unwrap();
         [&self.l1, &self.l2]
             .iter()
             .flat_map(|l| l.parameters())
-            .map(|p| p.to(Cpu).to_vec())
+            .map(|p| p.to(gpu).to_vec())
             .collect()
     }
 }
@@ -219,6 +225,25 @@ fn a_sync_or_a_compile_inside_a_capture_is_an_error_and_the_device_stays_usable(
     .expect("synchronize inside a capture must fail");
     assert!(err.to_string().contains("STREAM_CAPTURE"), "{err}");
     assert_eq!((&x * 2.0).to_vec(), vec![-2.0, 4.0, -6.0, 8.0]);
+
+    // A module on the capturing device moved to the CPU (its tensors' `to(Cpu)` does not
+    // compile; the module's `try_to` is generic over both devices) fails at run time.
+    let cap = devtype::cuda::Capturing::new(gpu);
+    let layer = Linear::from_parameters(x.reshape(&[1, 4]).to(cap), None);
+    let err = devtype::cuda::capture(gpu, |cap| {
+        if !cap.is_warm_up() {
+            layer.try_to(Cpu)?;
+        }
+        Ok(())
+    })
+    .err()
+    .expect("a copy to the host inside a capture must fail");
+    assert!(err.to_string().contains("STREAM_CAPTURE"), "{err}");
+    assert_eq!(
+        layer.try_to(Cpu).unwrap().weight().to_vec(),
+        vec![-1.0, 2.0, -3.0, 4.0],
+        "after the capture, the module moves to the CPU"
+    );
 }
 
 #[test]
@@ -296,4 +321,173 @@ fn static_inputs_take_new_batches_and_the_static_output_is_read_after_each_repla
     x.copy_from(&row);
     let want: Vec<f32> = row.to_vec().repeat(8);
     assert_eq!(x.read().to_vec(), want);
+}
+
+/// Checks that `mask` (dropout of ones with probability `p`) is a dropout mask: every value
+/// is 0 or `1 / (1 - p)` (in `f32`, as the kernel scales), and the zeros are a fraction near
+/// `p` (within five standard deviations of a binomial).
+fn assert_dropout_mask(mask: &[f32], p: f64, what: &str) {
+    let scale = (1.0 / (1.0 - p)) as f32;
+    assert!(
+        mask.iter().all(|&v| v == 0.0 || v == scale),
+        "{what}: a value that is neither 0 nor {scale}"
+    );
+    let n = mask.len() as f64;
+    let zeros = mask.iter().filter(|&&v| v == 0.0).count() as f64 / n;
+    let sd = (p * (1.0 - p) / n).sqrt();
+    assert!(
+        (zeros - p).abs() <= 5.0 * sd,
+        "{what}: {zeros} of the values are zero, p = {p}"
+    );
+}
+
+#[test]
+fn dropout_in_a_graph_draws_fresh_numbers_at_each_replay() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(gpu) = common::gpu() else { return };
+    use devtype::cuda::StaticTensor;
+    use devtype::nn::functional::dropout;
+    let (p, n) = (0.25, 4096);
+    let x = StaticTensor::new(&Tensor::<Cuda<0>>::ones([n], gpu));
+    let mut out = StaticTensor::new(&Tensor::<Cuda<0>>::zeros([n], gpu));
+    devtype::manual_seed(11);
+    let graph = devtype::cuda::capture(gpu, |dev| {
+        out.set(&dropout(&x.get(dev), p, true));
+        Ok(())
+    })
+    .unwrap();
+    let mut masks = Vec::new();
+    for _ in 0..3 {
+        graph.replay().unwrap();
+        masks.push(out.read().to_vec());
+    }
+    for (i, m) in masks.iter().enumerate() {
+        assert_dropout_mask(m, p, &format!("replay {i}"));
+    }
+    assert_ne!(masks[0], masks[1], "two replays drew the same mask");
+    assert_ne!(masks[1], masks[2], "two replays drew the same mask");
+
+    // The k-th replay draws what the (k + 1)-th eager dropout draws from the same seed (the
+    // warm-up being the first), on the CPU too: the counter-based stream is the same on every
+    // device.
+    devtype::manual_seed(11);
+    let ones = Tensor::<Cpu>::ones([n], Cpu);
+    let _warm_up = dropout(&ones, p, true);
+    for (i, m) in masks.iter().enumerate() {
+        assert_eq!(
+            &dropout(&ones, p, true).to_vec(),
+            m,
+            "replay {i} against the CPU"
+        );
+    }
+
+    // `{:?}` still prints a GPU tensor's values (a capturing device's tensors have no `Debug`).
+    let t = out.read();
+    assert_eq!(format!("{t:?}"), format!("{t}"));
+    assert!(format!("{t:?}").contains("device='cuda:0'"), "{t:?}");
+
+    // `manual_seed` between replays applies to the next one, as for an eager draw.
+    devtype::manual_seed(11);
+    graph.replay().unwrap();
+    let again = out.read().to_vec();
+    devtype::manual_seed(11);
+    assert_eq!(again, dropout(&ones, p, true).to_vec(), "after manual_seed");
+}
+
+#[test]
+fn randn_in_a_graph_draws_the_eager_stream() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(gpu) = common::gpu() else { return };
+    use devtype::cuda::StaticTensor;
+    let mut out = StaticTensor::new(&Tensor::<Cuda<0>>::zeros([3, 5], gpu));
+    devtype::manual_seed(5);
+    // An odd count first, so that the normal draw starts at an odd position of the stream.
+    let graph = devtype::cuda::capture(gpu, |dev| {
+        let u = Tensor::rand([3], dev);
+        out.set(&(Tensor::randn([3, 5], dev) + u.sum()));
+        Ok(())
+    })
+    .unwrap();
+    let mut got: Vec<Vec<f32>> = Vec::new();
+    for _ in 0..3 {
+        graph.replay().unwrap();
+        got.push(out.read().to_vec());
+    }
+    // The same draws eagerly on the CPU, from the same seed, after the warm-up's.
+    devtype::manual_seed(5);
+    let _warm_up = (Tensor::rand([3], Cpu), Tensor::randn([3, 5], Cpu));
+    for (i, got) in got.iter().enumerate() {
+        let u = Tensor::rand([3], Cpu);
+        let want = (Tensor::randn([3, 5], Cpu) + u.sum()).to_vec();
+        for (g, w) in got.iter().zip(&want) {
+            assert!(
+                (g - w).abs() <= 1e-5,
+                "replay {i}: {got:?} against {want:?}"
+            );
+        }
+    }
+    assert_ne!(got[0], got[1], "two replays drew the same numbers");
+}
+
+/// One SGD step of `model` with dropout (`p = 0.3`) between the layers.
+fn step_with_dropout<D: Device>(
+    model: &mut Mlp<D>,
+    opts: &mut [Sgd<D>; 2],
+    x: &Tensor<D>,
+    y: &Tensor<D>,
+) -> devtype::Result<()> {
+    use devtype::nn::functional::try_dropout;
+    model.l1.zero_grad();
+    model.l2.zero_grad();
+    let h = try_dropout(&model.l1.forward(x).relu(), 0.3, true)?;
+    MSELoss::new()
+        .forward(&model.l2.forward(&h), y)
+        .try_backward()?;
+    opts[0].try_step(&mut model.l1)?;
+    opts[1].try_step(&mut model.l2)
+}
+
+#[test]
+fn a_replayed_step_with_dropout_equals_eager_steps_exactly() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(gpu) = common::gpu() else { return };
+    let mut rng = Rng::new("cuda graph dropout step");
+    let initial = Mlp::new(&mut rng, gpu);
+    let x = random(&mut rng, &[32, 12], gpu);
+    let y = random(&mut rng, &[32, 4], gpu);
+    let replays = 5;
+
+    // Captured: the warm-up is the first step, each replay one more, each with fresh masks.
+    let mut graphed = initial.copy();
+    let mut graphed_opt = sgd();
+    devtype::manual_seed(21);
+    let graph = devtype::cuda::capture(gpu, |_| {
+        step_with_dropout(&mut graphed, &mut graphed_opt, &x, &y)
+    })
+    .unwrap();
+    for _ in 0..replays {
+        graph.replay().unwrap();
+    }
+    let after_graph = devtype::get_rng_state();
+
+    // Eager from the same seed: the same masks, so the same parameters bit for bit, and the
+    // generator at the same place.
+    let mut eager = initial.copy();
+    let mut eager_opt = sgd();
+    devtype::manual_seed(21);
+    for _ in 0..=replays {
+        step_with_dropout(&mut eager, &mut eager_opt, &x, &y).unwrap();
+    }
+    assert_eq!(graphed.values(), eager.values(), "after {replays} replays");
+    assert_eq!(devtype::get_rng_state(), after_graph);
+
+    // The masks matter: the same steps with the first mask at every step (what a graph with
+    // its random numbers frozen at capture would do) end elsewhere.
+    let mut frozen = initial.copy();
+    let mut frozen_opt = sgd();
+    for _ in 0..=replays {
+        devtype::manual_seed(21);
+        step_with_dropout(&mut frozen, &mut frozen_opt, &x, &y).unwrap();
+    }
+    assert_ne!(frozen.values(), eager.values());
 }

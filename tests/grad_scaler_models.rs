@@ -28,7 +28,7 @@ fn copy_of<D: Device>(m: &Linear<D>) -> Linear<D> {
     Linear::from_parameters(m.weight().detach(), m.bias().map(|b| b.detach()))
 }
 
-fn values<D: Device, M: Module<D>>(m: &M) -> Vec<Vec<f32>> {
+fn values<D: Device + HostSync, M: Module<D>>(m: &M) -> Vec<Vec<f32>> {
     m.parameters().iter().map(|p| p.to(Cpu).to_vec()).collect()
 }
 
@@ -111,7 +111,7 @@ fn one_scaler_two_models_steps_each_with_unscaled_gradients() {
     }
 }
 
-fn two_models_with_adam<D: Device>(dev: D) {
+fn two_models_with_adam<D: Device + HostSync>(dev: D) {
     // unscale_ of the first model by hand (as before clipping), step of both: the first is not
     // unscaled twice, the second is unscaled by its step.
     let mut scaled = Two::new("two_models_adam", dev);
@@ -288,7 +288,7 @@ impl<D: Device> Tied<D> {
     }
 }
 
-fn tied_weights<D: Device>(dev: D) {
+fn tied_weights<D: Device + HostSync>(dev: D) {
     let (mut scaled, x, y) = Tied::new("tied", dev);
     let mut plain = scaled.copy();
     let (mut opt, mut reference) = (Sgd::new(0.05).momentum(0.9), Sgd::new(0.05).momentum(0.9));
@@ -398,7 +398,7 @@ fn a_weight_shared_by_two_models_is_unscaled_once_and_checked_for_both() {
     assert_eq!(s2.get_scale(), 32768.0);
 }
 
-fn tied_after_a_move<D: Device>(dev: D) {
+fn tied_after_a_move<D: Device + HostSync>(dev: D) {
     let (model, x, y) = Tied::new("tied_move", Cpu);
     let moved = model.to(dev);
     // One parameter on the new device, listed once, with one gradient for both uses.

@@ -86,7 +86,7 @@ fn cases() -> Vec<Case> {
     ]
 }
 
-fn check_against_torch<D: Device>(dev: D) {
+fn check_against_torch<D: Device + HostSync>(dev: D) {
     for (name, settings, want) in cases() {
         let (lr, alpha, eps, wd, momentum, centered) = settings();
         let mut opt = RMSprop::<D>::new(lr)

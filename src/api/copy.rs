@@ -5,7 +5,7 @@ use super::kit;
 use crate::core::error::Result;
 use crate::core::raw::RawTensor;
 use crate::core::{DType, Element};
-use crate::device::{Device, DynDevice};
+use crate::device::{CopyTo, Device, DynDevice};
 use crate::dyn_tensor::check::same_device_elementwise;
 use crate::graph::{record, In, Out};
 use crate::ops;
@@ -65,7 +65,17 @@ pub(crate) fn cast(a: In<'_>, dtype: DType) -> Result<Out> {
 impl<D: Device, E: Element> Tensor<D, E> {
     /// This tensor on `dev`, typed on it (see [`to`](Self::to)); a tracked tensor's gradient
     /// flows back to this device.
-    pub fn try_to<D2: Device>(&self, dev: D2) -> Result<Tensor<D2, E>> {
+    pub fn try_to<D2: Device>(&self, dev: D2) -> Result<Tensor<D2, E>>
+    where
+        D: CopyTo<D2>,
+    {
+        self.move_to(dev)
+    }
+
+    /// [`try_to`](Self::try_to) for the crate's code generic over both devices (moving a
+    /// module's parameters): a copy off a capturing device that the host would wait for fails
+    /// at run time there, with the driver's error.
+    pub(crate) fn move_to<D2: Device>(&self, dev: D2) -> Result<Tensor<D2, E>> {
         Ok(Tensor::from_out(
             to_device(self.input(), dev.dyn_device())?,
             dev,
@@ -76,10 +86,16 @@ impl<D: Device, E: Element> Tensor<D, E> {
     /// new handle to the same storage when it is already there. The original stays where it
     /// was, so rebind: `let x = x.to(dev);`.
     ///
+    /// Not from a capturing device to the CPU (a copy the host would wait for, inside a CUDA
+    /// graph's capture): that does not compile (see [`CopyTo`]).
+    ///
     /// Panics with the error's text where [`try_to`](Self::try_to) returns it (out of memory).
     #[must_use = "`.to(device)` returns a new tensor and leaves this one where it was: rebind it with `let x = x.to(dev);`"]
     #[track_caller]
-    pub fn to<D2: Device>(&self, dev: D2) -> Tensor<D2, E> {
+    pub fn to<D2: Device>(&self, dev: D2) -> Tensor<D2, E>
+    where
+        D: CopyTo<D2>,
+    {
         match self.try_to(dev) {
             Ok(t) => t,
             Err(e) => panic!("{e}"),

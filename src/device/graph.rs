@@ -11,7 +11,14 @@
 //! copies results out after it.
 //!
 //! The step runs on [`Capturing<Cuda<N>>`](Capturing), a device type without
-//! [`HostSync`]: `to_vec`, `item`, printing with `{}` and `synchronize` do not compile there.
+//! [`HostSync`]: `to_vec`, `item`, printing with `{}` or `{:?}`, `to(Cpu)` (see
+//! [`CopyTo`](crate::CopyTo)) and `synchronize` do not compile there.
+//!
+//! Random numbers: a draw recorded into the graph (dropout's mask, `rand`, `randn`) reads the
+//! generator's seed and position from the graph's device memory when it runs, and
+//! [`CapturedGraph::replay`] writes them there first, then moves the host's generator past what
+//! one replay draws (PyTorch's philox seed and offset for graphs): each replay draws fresh
+//! numbers, the very ones an eager run of the step would draw from the same generator state.
 //!
 //! Memory: buffers allocated during the capture are the graph's (the driver's graph memory, at
 //! addresses fixed for the graph's life, freed and taken again at each launch). A buffer whose
@@ -26,9 +33,11 @@
 
 use super::{Cuda, Device, DynDevice, HostSync};
 use crate::backend::cuda::context::{driver_error, GpuContext};
+use crate::backend::cuda::memory;
+use crate::core::cuda_storage::slice_ptr;
 use crate::core::error::Result;
 use crate::core::storage::capture_keep;
-use cudarc::driver::sys;
+use cudarc::driver::{sys, CudaSlice};
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::atomic::Ordering;
@@ -37,9 +46,11 @@ use std::sync::atomic::Ordering;
 /// captured step works on (`Tensor<Capturing<Cuda<0>>>`).
 ///
 /// Every op runs on it as on `Cuda<N>` (it is the same GPU), but what would make the host wait
-/// for the GPU is not there: `to_vec`, `item`, printing, `to(...)` and `synchronize` ask for
-/// [`HostSync`](crate::device::HostSync), which this device does not have, so a step that
-/// reads a value back does not compile. Its inputs come in as [`StaticTensor`](crate::cuda::StaticTensor)s, its results
+/// for the GPU is not there: `to_vec`, `item`, printing (`{}` and `{:?}`) and `synchronize` ask
+/// for [`HostSync`](crate::device::HostSync), which this device does not have, and `to(Cpu)`
+/// for [`CopyTo<Cpu>`](crate::CopyTo), so a step that reads a value back does not compile.
+/// Its tensors move to a GPU (`x.to(gpu)`): read a model trained on it that way, after the
+/// replays. Its inputs come in as [`StaticTensor`](crate::cuda::StaticTensor)s, its results
 /// go out through them and are read after [`CapturedGraph::replay`] with
 /// [`StaticTensor::read`](crate::cuda::StaticTensor::read).
 ///
@@ -108,12 +119,52 @@ pub struct CapturedGraph<const N: usize> {
     // (in stream order, after its last replay).
     graph: cudarc::driver::CudaGraph,
     _kept: capture_keep::Kept,
+    rng: GraphRng,
+}
+
+/// The random state a graph's draws read (`[seed, offset]` on the device), and how many
+/// positions of the stream one replay draws.
+struct GraphRng {
+    gpu: &'static GpuContext,
+    state: CudaSlice<i64>,
+    per_replay: u64,
+}
+
+impl GraphRng {
+    /// Two `u64` on `gpu` holding the generator's state now (which also loads the kernel that
+    /// writes them, before any capture).
+    fn new(gpu: &'static GpuContext) -> Result<Self> {
+        let state = memory::alloc::<i64>(gpu, 2)?;
+        let rng = GraphRng {
+            gpu,
+            state,
+            per_replay: 0,
+        };
+        let now = crate::random::get_rng_state();
+        crate::ops::creation::set_rng_state(gpu, rng.address(), now.seed, now.offset)?;
+        Ok(rng)
+    }
+
+    fn address(&self) -> u64 {
+        slice_ptr(&self.state)
+    }
 }
 
 impl<const N: usize> CapturedGraph<N> {
     /// Queues one run of the recorded work on the device's stream and returns (the host does
     /// not wait).
+    ///
+    /// A graph that draws random numbers (dropout, `rand`, `randn`) draws fresh ones at each
+    /// replay: the generator's seed and position are written to the graph's device state
+    /// first, and the position moves past what one replay draws, as an eager run of the step
+    /// moves it (PyTorch's philox seed and offset for graphs). So the numbers of the `k`-th
+    /// replay are those the `k`-th eager step would draw from the same generator state, and
+    /// `manual_seed` between replays applies to the next one.
     pub fn replay(&self) -> Result<()> {
+        if self.rng.per_replay > 0 {
+            let (seed, offset) = crate::random::reserve(self.rng.per_replay);
+            crate::ops::creation::set_rng_state(self.rng.gpu, self.rng.address(), seed, offset)?;
+        }
         self.graph
             .launch()
             .map_err(|e| driver_error("cuGraphLaunch", e))
@@ -169,17 +220,26 @@ pub fn capture<const N: usize>(
 ) -> Result<CapturedGraph<N>> {
     let gpu = crate::backend::cuda::context::get(N)?;
     step(Capturing::new(_device))?;
+    let mut rng = GraphRng::new(gpu)?;
     gpu.synchronize()?;
     crate::backend::cuda::sync::record_sync();
     gpu.bind()?;
     capture_keep::begin(N);
+    // The draws recorded from here on read the seed and position from `rng.state` when they
+    // run; the host's generator does not move until a replay.
+    crate::random::begin_graph(N, rng.address());
     gpu.capturing.store(true, Ordering::SeqCst);
     let result = record(gpu, &mut step);
     gpu.capturing.store(false, Ordering::SeqCst);
+    rng.per_replay = crate::random::end_graph(N);
     // On failure the kept buffers are freed now: no graph was made that could read them.
     let kept = capture_keep::end(N);
     let graph = result?;
-    Ok(CapturedGraph { graph, _kept: kept })
+    Ok(CapturedGraph {
+        graph,
+        _kept: kept,
+        rng,
+    })
 }
 
 /// The capture proper: begin, run `step`, always end.

@@ -36,6 +36,28 @@ pub trait HostSync: Device {}
 impl HostSync for Cpu {}
 impl<const N: usize> HostSync for Cuda<N> {}
 
+/// A device whose tensors may be copied to `D2` with `to(dev)`: every device to a GPU, and a
+/// device the host may wait for ([`HostSync`]) to any device; not a capturing device
+/// ([`Capturing`](crate::cuda::Capturing)) to the CPU, a copy the host would wait for.
+///
+/// `tensor.to(dev)` asks for it. Generic code rarely names it: `D: Device + HostSync` moves to
+/// any device (`x.to(Cpu)` in a `fn f<D: Device + HostSync>`), and any `D: Device` moves to a
+/// GPU; a function generic over both devices asks for `D: CopyTo<D2>`.
+#[diagnostic::on_unimplemented(
+    message = "cannot synchronize while the stream is capturing: the host may not wait for `{Self}`'s values to move them to `{D2}`",
+    label = "this makes the host wait for the GPU",
+    note = "on a `Capturing<Cuda<N>>` device the GPU work is recorded into a CUDA graph, not run: operation not permitted when stream is capturing",
+    note = "inside a captured step, give the result to a `cuda::StaticTensor` (`out.set(&y)`) and move it after `graph.replay()?`: `out.read().to(Cpu)`",
+    note = "in a generic function that moves tensors between two devices, ask for it: `fn f<D: CopyTo<D2>, D2: Device>(...)`, or `D: Device + HostSync`"
+)]
+pub trait CopyTo<D2: Device>: Device {}
+impl<D: HostSync, D2: Device> CopyTo<D2> for D {}
+impl<const N: usize, const M: usize> CopyTo<Cuda<M>> for graph::Capturing<Cuda<N>> {}
+impl<const N: usize, const M: usize> CopyTo<graph::Capturing<Cuda<M>>>
+    for graph::Capturing<Cuda<N>>
+{
+}
+
 /// A device a tensor can live on: [`Cpu`] or [`Cuda<N>`]. Sealed: devtype knows how to run
 /// every op on each of them.
 #[diagnostic::on_unimplemented(

@@ -156,13 +156,13 @@ impl DynTensor {
     /// `f32` uniform random values in `[0, 1)` on `dev`.
     pub fn rand(shape: impl IntoShape, dev: DynDevice) -> Result<Self> {
         let n = checked_numel(shape.as_dims())?;
-        Self::create(shape, DType::F32, dev, Fill::uniform(n))
+        Self::create(shape, DType::F32, dev, Fill::uniform(n, dev))
     }
 
     /// `f32` standard normal random values on `dev`.
     pub fn randn(shape: impl IntoShape, dev: DynDevice) -> Result<Self> {
         let n = checked_numel(shape.as_dims())?;
-        Self::create(shape, DType::F32, dev, Fill::normal(n))
+        Self::create(shape, DType::F32, dev, Fill::normal(n, dev))
     }
 
     /// A tensor from host values in row-major order; the length must match the shape.

@@ -22,7 +22,7 @@ use crate::tensor::{Float, HasDevice, ModuleInput, Tensor};
 /// let y = attn.forward(&x, &x, &x, None, true);    // causal self-attention
 /// assert_eq!(y.shape(), &[2, 5, 16]);
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct MultiheadAttention<D: Device, E: Float = f32> {
     in_proj_weight: Tensor<D, E>,
     in_proj_bias: Tensor<D, E>,
@@ -31,6 +31,8 @@ pub struct MultiheadAttention<D: Device, E: Float = f32> {
     dropout: f64,
     training: bool,
 }
+
+crate::tensor::debug_on_host!(MultiheadAttention<D, E: crate::tensor::Float> { in_proj_weight, in_proj_bias, out_proj, num_heads, dropout, training });
 
 impl<D: Device> MultiheadAttention<D, f32> {
     /// `nn.MultiheadAttention(embed_dim, num_heads, batch_first=True)` in `f32` on `dev`.

@@ -23,11 +23,13 @@ use crate::tensor::{Float, HasDevice, ModuleInput, Tensor};
 /// let ids = Tensor::<Cpu, i64>::from_vec(vec![3, 14, 15, 92], [2, 2], Cpu).to(dev);
 /// assert_eq!(emb.forward(&ids).shape(), &[2, 2, 16]);
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Embedding<D: Device, E: Float = f32> {
     weight: Tensor<D, E>,
     padding_idx: Option<i64>,
 }
+
+crate::tensor::debug_on_host!(Embedding<D, E: crate::tensor::Float> { weight, padding_idx });
 
 impl<D: Device> Embedding<D, f32> {
     /// `nn.Embedding(num_embeddings, embedding_dim)` in `f32`, created on `dev`.

@@ -20,7 +20,7 @@ use crate::tensor::{Float, InputElementIs, ModuleInput, Tensor};
 /// let out = model.forward(&x);
 /// assert_eq!(out.shape(), &[4, 2]);
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 ///
 /// The parameters are private: [`weight`](Linear::weight) and [`bias`](Linear::bias) read
 /// them, and [`set_weight`](Linear::set_weight) replaces one (PyTorch's
@@ -32,6 +32,8 @@ pub struct Linear<D: Device, E: Float = f32> {
     /// `[out_features]`, a parameter, if any.
     bias: Option<Tensor<D, E>>,
 }
+
+crate::tensor::debug_on_host!(Linear<D, E: crate::tensor::Float> { weight, bias });
 
 impl<D: Device> Linear<D, f32> {
     /// A layer of `f32` (PyTorch's default dtype) with PyTorch's default initialisation:

@@ -51,7 +51,7 @@ impl<D: Device, E: Element> TargetOn<D> for &Tensor<D, E> {}
 /// let loss = loss_fn.forward(&logits, &targets);
 /// assert!((loss.item() - 2f32.ln()).abs() < 1e-6);
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct CrossEntropyLoss<D: Device, E: Float = f32> {
     /// Per-class weights, `[classes]` (a buffer: it moves with the module, gets no gradient).
     /// Private, so that it is set only through [`with_weight`](Self::with_weight), typed on `D`.
@@ -61,6 +61,8 @@ pub struct CrossEntropyLoss<D: Device, E: Float = f32> {
     /// Targets equal to this are skipped (PyTorch's default is -100).
     pub ignore_index: i64,
 }
+
+crate::tensor::debug_on_host!(CrossEntropyLoss<D, E: crate::tensor::Float> { weight, reduction, ignore_index });
 
 impl<D: Device, E: Float> Default for CrossEntropyLoss<D, E> {
     fn default() -> Self {
@@ -104,7 +106,7 @@ impl<D: Device, E: Float> CrossEntropyLoss<D, E> {
     /// The loss with its weight buffer on `dev`, typed on it.
     pub fn try_to<D2: Device>(&self, dev: D2) -> Result<CrossEntropyLoss<D2, E>> {
         Ok(CrossEntropyLoss {
-            weight: self.weight.as_ref().map(|w| w.try_to(dev)).transpose()?,
+            weight: self.weight.as_ref().map(|w| w.move_to(dev)).transpose()?,
             reduction: self.reduction,
             ignore_index: self.ignore_index,
         })
@@ -441,13 +443,15 @@ elementwise_loss! {
 /// let loss = loss_fn.forward(&logits, &targets);
 /// assert!((loss.item() - 3.0 * 2f32.ln()).abs() < 1e-6);
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct BCEWithLogitsLoss<D: Device, E: Float = f32> {
     weight: Option<Tensor<D, E>>,
     pos_weight: Option<Tensor<D, E>>,
     /// How per-element losses are combined.
     pub reduction: Reduction,
 }
+
+crate::tensor::debug_on_host!(BCEWithLogitsLoss<D, E: crate::tensor::Float> { weight, pos_weight, reduction });
 
 impl<D: Device, E: Float> Default for BCEWithLogitsLoss<D, E> {
     fn default() -> Self {
@@ -496,11 +500,11 @@ impl<D: Device, E: Float> BCEWithLogitsLoss<D, E> {
     /// The loss with its buffers on `dev`, typed on it.
     pub fn try_to<D2: Device>(&self, dev: D2) -> Result<BCEWithLogitsLoss<D2, E>> {
         Ok(BCEWithLogitsLoss {
-            weight: self.weight.as_ref().map(|w| w.try_to(dev)).transpose()?,
+            weight: self.weight.as_ref().map(|w| w.move_to(dev)).transpose()?,
             pos_weight: self
                 .pos_weight
                 .as_ref()
-                .map(|w| w.try_to(dev))
+                .map(|w| w.move_to(dev))
                 .transpose()?,
             reduction: self.reduction,
         })
@@ -581,7 +585,7 @@ impl<D: Device, E: Float> Module<D, E> for BCEWithLogitsLoss<D, E> {
 /// let loss = NLLLoss::<Cpu>::new().forward(&logp, &targets);
 /// assert_eq!(loss.item(), 1.5);
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct NLLLoss<D: Device, E: Float = f32> {
     weight: Option<Tensor<D, E>>,
     /// How per-sample losses are combined.
@@ -589,6 +593,8 @@ pub struct NLLLoss<D: Device, E: Float = f32> {
     /// Targets equal to this are skipped (PyTorch's default is -100).
     pub ignore_index: i64,
 }
+
+crate::tensor::debug_on_host!(NLLLoss<D, E: crate::tensor::Float> { weight, reduction, ignore_index });
 
 impl<D: Device, E: Float> Default for NLLLoss<D, E> {
     fn default() -> Self {
@@ -632,7 +638,7 @@ impl<D: Device, E: Float> NLLLoss<D, E> {
     /// The loss with its weight buffer on `dev`, typed on it.
     pub fn try_to<D2: Device>(&self, dev: D2) -> Result<NLLLoss<D2, E>> {
         Ok(NLLLoss {
-            weight: self.weight.as_ref().map(|w| w.try_to(dev)).transpose()?,
+            weight: self.weight.as_ref().map(|w| w.move_to(dev)).transpose()?,
             reduction: self.reduction,
             ignore_index: self.ignore_index,
         })

@@ -348,7 +348,7 @@ impl<D: Device, E: Float> Module<D, E> for Tensor<D, E> {
     /// the one moved the first time: the tie holds on the new device, as in PyTorch.
     fn try_to<D2: Device>(&self, dev: D2) -> Result<Tensor<D2, E>> {
         let Some(node) = self.node() else {
-            return self.detach().try_to(dev);
+            return self.detach().move_to(dev);
         };
         let id = std::sync::Arc::as_ptr(node) as usize;
         if let Some((raw, node)) = MOVED.with(|m| m.borrow().as_ref()?.get(&id).cloned()) {
@@ -358,10 +358,10 @@ impl<D: Device, E: Float> Module<D, E> for Tensor<D, E> {
                 return Ok(same);
             }
         }
-        let moved = Tensor::parameter(self.detach().try_to(dev)?);
+        let moved = Tensor::parameter(self.detach().move_to(dev)?);
         if let Some(g) = node.grad() {
             moved.try_set_grad(Some(
-                crate::Tensor::<D, E>::from_raw(g, self.device()).try_to(dev)?,
+                crate::Tensor::<D, E>::from_raw(g, self.device()).move_to(dev)?,
             ))?;
         }
         MOVED.with(|m| {

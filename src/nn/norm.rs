@@ -30,13 +30,15 @@ fn move_opt<D: Device, E: Float, D2: Device>(
 /// assert_eq!(y.shape(), &[4, 8]);
 /// assert_eq!(norm.named_parameters()[1].0, "bias");
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct LayerNorm<D: Device, E: Float = f32> {
     weight: Option<Tensor<D, E>>,
     bias: Option<Tensor<D, E>>,
     normalized_shape: Vec<usize>,
     eps: f64,
 }
+
+crate::tensor::debug_on_host!(LayerNorm<D, E: crate::tensor::Float> { weight, bias, normalized_shape, eps });
 
 impl<D: Device> LayerNorm<D, f32> {
     /// `nn.LayerNorm(normalized_shape)`: `eps = 1e-5`, with `weight` and `bias`, in `f32`.
@@ -159,12 +161,14 @@ impl<D: Device, E: Float> Module<D, E> for LayerNorm<D, E> {
 /// let y = norm.forward(&Tensor::randn([4, 8], Cpu));
 /// assert_eq!(y.shape(), &[4, 8]);
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct RMSNorm<D: Device, E: Float = f32> {
     weight: Option<Tensor<D, E>>,
     normalized_shape: Vec<usize>,
     eps: Option<f64>,
 }
+
+crate::tensor::debug_on_host!(RMSNorm<D, E: crate::tensor::Float> { weight, normalized_shape, eps });
 
 impl<D: Device> RMSNorm<D, f32> {
     /// `nn.RMSNorm(normalized_shape)`: `eps = None`, with `weight`, in `f32`.

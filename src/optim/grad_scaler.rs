@@ -21,7 +21,6 @@ enum Stage {
 }
 
 /// The state of one model since the last `update` (PyTorch's `_per_optimizer_states[id(opt)]`).
-#[derive(Debug)]
 struct PerModel<D: Device> {
     /// The model's parameters, by identity, sorted: which model this is. An optimizer here
     /// holds no parameters (it updates the model it is given), so the model's parameter set
@@ -34,6 +33,8 @@ struct PerModel<D: Device> {
     /// models): their flags count for this model's step too.
     shared_with: Vec<usize>,
 }
+
+crate::tensor::debug_on_host!(PerModel<D> { key, stage, found_inf, shared_with });
 
 /// A loss that [`GradScaler::scale`] can scale: a tensor on the scaler's device `D`.
 ///
@@ -189,7 +190,6 @@ where
 /// }
 /// assert_eq!(scaler.get_scale(), 65536.0);
 /// ```
-#[derive(Debug)]
 pub struct GradScaler<D: Device> {
     scale: Tensor<D, f32>,
     /// Good steps since the scale last changed.
@@ -202,6 +202,8 @@ pub struct GradScaler<D: Device> {
     unscaled: HashMap<usize, (Weak<Node>, usize)>,
     schedule: ScaleSchedule,
 }
+
+crate::tensor::debug_on_host!(GradScaler<D> { scale, growth_tracker, per_model, unscaled, schedule });
 
 /// PyTorch's text for a second `unscale_` on one optimizer before `update`.
 const UNSCALED_TWICE: &str =

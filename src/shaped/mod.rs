@@ -330,7 +330,10 @@ impl<D: Device, E: Element, S: Shape> Shaped<D, E, S> {
     }
 
     /// A copy on `dev`, same shape.
-    pub fn try_to<D2: Device>(&self, dev: D2) -> Result<Shaped<D2, E, S>> {
+    pub fn try_to<D2: Device>(&self, dev: D2) -> Result<Shaped<D2, E, S>>
+    where
+        D: crate::device::CopyTo<D2>,
+    {
         self.tensor.try_to(dev).map(Shaped::wrap)
     }
 
@@ -339,7 +342,10 @@ impl<D: Device, E: Element, S: Shape> Shaped<D, E, S> {
     /// Panics with the error's text where [`try_to`](Self::try_to) returns it.
     #[track_caller]
     #[must_use = "`.to(device)` returns a new tensor and leaves the original where it was: `let x = x.to(dev);`"]
-    pub fn to<D2: Device>(&self, dev: D2) -> Shaped<D2, E, S> {
+    pub fn to<D2: Device>(&self, dev: D2) -> Shaped<D2, E, S>
+    where
+        D: crate::device::CopyTo<D2>,
+    {
         Shaped::wrap(self.tensor.to(dev))
     }
 }

@@ -31,9 +31,20 @@ use std::marker::PhantomData;
 ///
 /// Not named `Linear`: with two public `Linear`s, rustc would write the other one
 /// `devtype::nn::Linear` in every diagnostic that names it, lessons included.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct StaticLinear<D: Device, const IN: usize, const OUT: usize, E: Float = f32> {
     inner: crate::nn::Linear<D, E>,
+}
+
+/// Prints the parameters, as `Linear`'s `Debug` (not on a capturing device).
+impl<D: crate::device::HostSync, const IN: usize, const OUT: usize, E: Float> std::fmt::Debug
+    for StaticLinear<D, IN, OUT, E>
+{
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StaticLinear")
+            .field("inner", &self.inner)
+            .finish()
+    }
 }
 
 impl<D: Device, const IN: usize, const OUT: usize> StaticLinear<D, IN, OUT, f32> {

@@ -419,9 +419,9 @@ impl<D: Device, E: Float> Tensor<D, E> {
     pub(crate) fn random(shape: impl IntoShape, dev: D, normal: bool) -> Result<Self> {
         let numel = layout::checked_numel(shape.as_dims())?;
         let fill = if normal {
-            Fill::normal(numel)
+            Fill::normal(numel, dev.dyn_device())
         } else {
-            Fill::uniform(numel)
+            Fill::uniform(numel, dev.dyn_device())
         };
         Self::create(shape, dev, fill)
     }
@@ -447,7 +447,25 @@ impl<D: Device, E: Float> Tensor<D, E> {
     );
 }
 
-impl<D: Device, E: Element> std::fmt::Debug for Tensor<D, E> {
+/// `Debug` for a struct of the crate holding tensors on `D`, as `#[derive(Debug)]` writes it,
+/// for the devices whose values the host may read (a tensor's `Debug` prints its values, so a
+/// capturing device's tensors have none; see [`HostSync`]).
+macro_rules! debug_on_host {
+    ($ty:ident<D $(, $e:ident: $bound:path)?> { $($field:ident),* $(,)? }) => {
+        impl<D: $crate::device::HostSync $(, $e: $bound)?> std::fmt::Debug for $ty<D $(, $e)?> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_struct(stringify!($ty))
+                    $(.field(stringify!($field), &self.$field))*
+                    .finish()
+            }
+        }
+    };
+}
+pub(crate) use debug_on_host;
+
+/// Prints the values, as `Display` does without the autograd marks. On a GPU this waits for
+/// it, so a capturing device's tensors do not print (see [`HostSync`]).
+impl<D: HostSync, E: Element> std::fmt::Debug for Tensor<D, E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         display::format(&self.raw, f)
     }

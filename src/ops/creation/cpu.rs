@@ -26,7 +26,7 @@ pub(crate) fn create(shape: Dims, dtype: DType, fill: Fill) -> Result<RawTensor>
                     *o = T::from_f64(start + (s + i) as f64 * step);
                 }
             }),
-            Fill::Uniform { seed, offset } => {
+            Fill::Uniform(random::Draw { seed, offset, .. }) => {
                 // The largest value below one of the element type, so that rounding never
                 // reaches 1.0: [0, 1) as PyTorch's `rand`.
                 let top = match T::DTYPE {
@@ -41,7 +41,8 @@ pub(crate) fn create(shape: Dims, dtype: DType, fill: Fill) -> Result<RawTensor>
                     }
                 })
             }
-            Fill::Normal { seed, offset } => for_each_chunk(&mut out, |s, c| {
+            Fill::Normal(random::Draw { seed, offset, .. }) => for_each_chunk(&mut out, |s, c| {
+                let offset = offset.div_ceil(2);
                 for (i, o) in c.iter_mut().enumerate() {
                     *o = T::from_f64(random::normal(seed, offset + (s + i) as u64));
                 }

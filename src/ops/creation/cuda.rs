@@ -15,7 +15,8 @@ use crate::core::DType;
 use crate::ops::kernels::{typed, ALL_TYPES};
 use cudarc::driver::CudaSlice;
 
-/// `kernels/creation.cu`: `fill_<T>`, `range_<T>`, `uniform_<T>`, `normal_<T>`.
+/// `kernels/creation.cu`: `fill_<T>`, `range_<T>`, `uniform_<T>`, `normal_<T>`, and
+/// `set_rng_state` (a CUDA graph's random state, written before each replay).
 pub(crate) static KERNELS: KernelFile = KernelFile {
     file: "creation.cu",
     source: include_str!("../../../kernels/creation.cu"),
@@ -24,6 +25,7 @@ pub(crate) static KERNELS: KernelFile = KernelFile {
         for base in ["fill", "range", "uniform", "normal"] {
             typed(&mut n, base, &ALL_TYPES);
         }
+        n.push("set_rng_state".into());
         n
     },
 };
@@ -67,16 +69,24 @@ fn create_typed<T: CudaElement>(
             let kernel = Kernel::new(&KERNELS, &name, context);
             launch::flat(gpu, kernel, [ptr], n, (start, step), 1)?;
         }
-        Fill::Uniform { seed, offset } | Fill::Normal { seed, offset } => {
-            let base = if matches!(fill, Fill::Uniform { .. }) {
+        Fill::Uniform(draw) | Fill::Normal(draw) => {
+            let base = if matches!(fill, Fill::Uniform(_)) {
                 "uniform"
             } else {
                 "normal"
             };
             let name = format!("{base}_{}", T::SUFFIX);
-            // uniform_<T> / normal_<T>(T* out, u64 n, u64 seed, u64 offset)
+            // uniform_<T> / normal_<T>(T* out, u64 n, u64 seed, u64 offset, const u64* state):
+            // `state` 0, or the address of a graph's `[seed, offset]`, read when the kernel runs.
             let kernel = Kernel::new(&KERNELS, &name, context);
-            launch::flat(gpu, kernel, [ptr], n, (seed, offset), 1)?;
+            launch::flat(
+                gpu,
+                kernel,
+                [ptr],
+                n,
+                (draw.seed, draw.offset, draw.state),
+                1,
+            )?;
         }
     }
     Ok(memory::tensor(out, shape, gpu.ordinal))
@@ -87,4 +97,21 @@ impl super::CreationKernel for crate::ops::backend::CudaBackend {
     fn create(self, shape: Dims, dtype: DType, fill: Fill) -> Result<RawTensor> {
         create(self.0, shape, dtype, fill)
     }
+}
+
+/// Queues the write of `[seed, offset]` into the two `u64` at `state` on `gpu`'s stream: the
+/// random state a captured graph's draws read (see [`Draw`](crate::random::Draw)), written
+/// before each replay as PyTorch's graph replay fills its `seed_extragraph` and
+/// `offset_extragraph`.
+///
+/// `state` is the address of a live buffer of two `u64` on `gpu`.
+pub(crate) fn set_rng_state(
+    gpu: &'static GpuContext,
+    state: u64,
+    seed: u64,
+    offset: u64,
+) -> Result<()> {
+    let kernel = Kernel::new(&KERNELS, "set_rng_state", "cuLaunchKernel(set_rng_state)");
+    // set_rng_state(u64* state, u64 n, u64 seed, u64 offset), n = 1.
+    launch::flat(gpu, kernel, [state], 1, (seed, offset), 1)
 }

@@ -9,6 +9,7 @@ use crate::core::layout::Dims;
 use crate::core::raw::RawTensor;
 use crate::core::DynDevice;
 use crate::core::{DType, Scalar};
+use crate::random::Draw;
 
 /// How values are produced.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -17,26 +18,22 @@ pub(crate) enum Fill {
     Constant(Scalar),
     /// `start + i * step`.
     Range { start: f64, step: f64 },
-    /// Uniform in `[0, 1)` from the random stream.
-    Uniform { seed: u64, offset: u64 },
-    /// Standard normal from the random stream.
-    Normal { seed: u64, offset: u64 },
+    /// Uniform in `[0, 1)` from the random stream: position `offset + i` for element `i`.
+    Uniform(Draw),
+    /// Standard normal from the random stream: element `i` from positions `2j` and `2j + 1`,
+    /// `j = ceil(offset / 2) + i` (`offset` being the draw's first reserved position).
+    Normal(Draw),
 }
 
 impl Fill {
-    /// Uniform values, reserving `numel` positions of the global stream.
-    pub(crate) fn uniform(numel: usize) -> Fill {
-        let (seed, offset) = crate::random::reserve(numel as u64);
-        Fill::Uniform { seed, offset }
+    /// Uniform values made on `device`, reserving `numel` positions of the stream.
+    pub(crate) fn uniform(numel: usize, device: DynDevice) -> Fill {
+        Fill::Uniform(crate::random::reserve_on(device, numel as u64))
     }
 
-    /// Normal values, reserving `2 * numel + 1` positions of the global stream.
-    pub(crate) fn normal(numel: usize) -> Fill {
-        let (seed, offset) = crate::random::reserve(2 * numel as u64 + 1);
-        Fill::Normal {
-            seed,
-            offset: offset.div_ceil(2),
-        }
+    /// Normal values made on `device`, reserving `2 * numel + 1` positions of the stream.
+    pub(crate) fn normal(numel: usize, device: DynDevice) -> Fill {
+        Fill::Normal(crate::random::reserve_on(device, 2 * numel as u64 + 1))
     }
 }
 
@@ -48,6 +45,18 @@ pub(crate) fn create(
     fill: Fill,
 ) -> Result<RawTensor> {
     dispatch!(device = device, |be| be.create(shape, dtype, fill))
+}
+
+/// Queues the write of `[seed, offset]` to the random state of a CUDA graph on `gpu` (two
+/// `u64` at device address `state`), which the graph's draws read when they run (see
+/// [`Draw`]).
+pub(crate) fn set_rng_state(
+    gpu: &'static crate::backend::cuda::context::GpuContext,
+    state: u64,
+    seed: u64,
+    offset: u64,
+) -> Result<()> {
+    cuda::set_rng_state(gpu, state, seed, offset)
 }
 
 /// PyTorch's `torch.arange(start, end, step)` for `dtype`: the number of values and the `Fill`
