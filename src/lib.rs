@@ -157,7 +157,7 @@ mod tensor;
 pub use crate::core::pool::empty_host_cache;
 pub use crate::core::{format_size, Error, Result, ResultType};
 #[doc(hidden)]
-pub use api::declared_ops;
+pub use api::{declared_ops, op_table, Dtypes, OpInfo};
 #[doc(hidden)]
 pub use api::JoinList;
 pub use api::{IndexItem, IndexItems, IndexSpec, ValuesIndices};

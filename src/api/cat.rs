@@ -6,6 +6,7 @@ use crate::core::layout::wrap_dim;
 use crate::core::raw::RawTensor;
 use crate::core::Element;
 use crate::device::Device;
+use super::declare::{Dtypes, OpInfo};
 use crate::dyn_tensor::check::same_device_arguments;
 use crate::graph::{record, In, Out};
 use crate::ops;
@@ -66,6 +67,13 @@ fn empty() -> Error {
 fn empty_stack() -> Error {
     Error::Shape("stack expects a non-empty TensorList".into())
 }
+
+/// `cat` and `stack`, written by hand on both fronts (a list of tensors does not fit a
+/// declaration).
+pub(crate) const OPS: &[OpInfo] = &[
+    OpInfo::by_hand("cat", Dtypes::Element, &["TensorList", "isize"]),
+    OpInfo::by_hand("stack", Dtypes::Element, &["TensorList", "isize"]),
+];
 
 /// Tensors to join with [`Tensor::cat`] or [`Tensor::stack`]: a slice or `Vec` of tensors or
 /// references, or a tuple `(&a, &b, ...)` whose later members must be on the first one's
