@@ -14,6 +14,9 @@
 
 mod common;
 
+#[path = "common/ops.rs"]
+mod ops;
+
 use devtype::nn::Reduction;
 use devtype::prelude::*;
 use devtype::Result;
@@ -1386,6 +1389,37 @@ fn copies_between_two_gpus() {
         assert_eq!(
             view.to(CPU).unwrap().to_vec::<f64>().ok(),
             x.transpose(0, 1).unwrap().to_vec::<f64>().ok()
+        );
+    }
+}
+
+/// The spacing of `dtype`'s values at 1.
+fn table_eps(dtype: DType) -> f64 {
+    match dtype {
+        DType::F64 => f64::EPSILON,
+        DType::F32 => f32::EPSILON as f64,
+        DType::F16 => 9.765625e-4,
+        _ => 7.8125e-3,
+    }
+}
+
+/// Every op of the op table (`tests/common/ops.rs`) on the GPU against the CPU, in f32 and f64:
+/// a newly declared op runs here from the day it lands (the per-family tests above add shapes
+/// and views).
+#[test]
+fn every_op_of_the_table_matches_the_cpu() {
+    ops::assert_covers("cuda_ops", ops::cases().iter().map(|(name, _)| *name), |_| None);
+    if common::gpu().is_none() {
+        return;
+    }
+    let draw = ops::Draw::new(11);
+    for dtype in FLOATS {
+        ops::run_cases(
+            "cuda_ops",
+            &draw.inputs(dtype, GPU),
+            &draw.inputs(dtype, CPU),
+            |_| None,
+            |_, want| 16.0 * table_eps(dtype) * want.abs().max(1.0),
         );
     }
 }
