@@ -277,7 +277,11 @@ fn ops_added_with_one_declaration() {
 mod ops;
 
 /// One gradient check: the op on tracked inputs, and the inputs.
-type GradCase = (&'static str, Box<dyn Fn(&[V]) -> devtype::Result<V>>, Vec<T>);
+type GradCase = (
+    &'static str,
+    Box<dyn Fn(&[V]) -> devtype::Result<V>>,
+    Vec<T>,
+);
 
 /// One gradient check per op of the op table that has a gradient (the others are marked
 /// `no_grad` in their declarations, and skipped with that reason).
@@ -327,25 +331,53 @@ fn grad_cases() -> Vec<GradCase> {
     case!("clamp_max", |v: &[V]| v[0].try_clamp_max(0.3), [a]);
     case!("clamp", |v: &[V]| v[0].try_clamp(-0.2, 0.3), [a]);
     // Reductions.
-    case!("sum_dims", |v: &[V]| v[0].try_sum_dims(&[0, 2], true), [bat1]);
+    case!(
+        "sum_dims",
+        |v: &[V]| v[0].try_sum_dims(&[0, 2], true),
+        [bat1]
+    );
     case!("sum_dim", |v: &[V]| v[0].try_sum_dim(1), [a]);
     case!("sum", |v: &[V]| v[0].try_sum(), [a]);
     case!("sum_all", |v: &[V]| v[0].try_sum_all(), [a]);
-    case!("mean_dims", |v: &[V]| v[0].try_mean_dims(&[1], true), [bat1]);
+    case!(
+        "mean_dims",
+        |v: &[V]| v[0].try_mean_dims(&[1], true),
+        [bat1]
+    );
     case!("mean_dim", |v: &[V]| v[0].try_mean_dim(0), [a]);
     case!("mean", |v: &[V]| v[0].try_mean(), [a]);
     case!("mean_all", |v: &[V]| v[0].try_mean_all(), [a]);
     case!("max", |v: &[V]| v[0].try_max(1).map(|r| r.values), [a]);
-    case!("max_keepdim", |v: &[V]| v[0].try_max_keepdim(0).map(|r| r.values), [a]);
+    case!(
+        "max_keepdim",
+        |v: &[V]| v[0].try_max_keepdim(0).map(|r| r.values),
+        [a]
+    );
     case!("max_all", |v: &[V]| v[0].try_max_all(), [a]);
     case!("min", |v: &[V]| v[0].try_min(1).map(|r| r.values), [a]);
-    case!("min_keepdim", |v: &[V]| v[0].try_min_keepdim(1).map(|r| r.values), [a]);
+    case!(
+        "min_keepdim",
+        |v: &[V]| v[0].try_min_keepdim(1).map(|r| r.values),
+        [a]
+    );
     case!("min_all", |v: &[V]| v[0].try_min_all(), [a]);
     // Along a dim.
     case!("cumsum", |v: &[V]| v[0].try_cumsum(1), [a]);
-    case!("sort", |v: &[V]| v[0].try_sort(1, false).map(|r| r.values), [a]);
-    case!("topk", |v: &[V]| v[0].try_topk(2, 1, true, true).map(|r| r.values), [a]);
-    case!("masked_fill", move |v: &[V]| v[0].try_masked_fill(&mask, 0.25), [a]);
+    case!(
+        "sort",
+        |v: &[V]| v[0].try_sort(1, false).map(|r| r.values),
+        [a]
+    );
+    case!(
+        "topk",
+        |v: &[V]| v[0].try_topk(2, 1, true, true).map(|r| r.values),
+        [a]
+    );
+    case!(
+        "masked_fill",
+        move |v: &[V]| v[0].try_masked_fill(&mask, 0.25),
+        [a]
+    );
     case!(
         "index",
         |v: &[V]| v[0].try_index(&[IndexItem::Select(-1), IndexItem::Slice(Some(1), None)]),
@@ -358,11 +390,19 @@ fn grad_cases() -> Vec<GradCase> {
     case!("t", |v: &[V]| v[0].try_t(), [a]);
     case!("permute", |v: &[V]| v[0].try_permute(&[2, 0, 1]), [bat1]);
     case!("unsqueeze", |v: &[V]| v[0].try_unsqueeze(1), [a]);
-    case!("squeeze", |v: &[V]| v[0].try_unsqueeze(0)?.try_squeeze(0), [a]);
+    case!(
+        "squeeze",
+        |v: &[V]| v[0].try_unsqueeze(0)?.try_squeeze(0),
+        [a]
+    );
     case!("flatten", |v: &[V]| v[0].try_flatten(0, 1), [bat1]);
     case!("narrow", |v: &[V]| v[0].try_narrow(1, 1, 2), [a]);
     // Expanded: multiplied so that the summed gradient is not uniform.
-    case!("expand", |v: &[V]| Ok(&v[0].try_expand(&[3, 4])? * &v[1]), [row, b]);
+    case!(
+        "expand",
+        |v: &[V]| Ok(&v[0].try_expand(&[3, 4])? * &v[1]),
+        [row, b]
+    );
     case!("contiguous", |v: &[V]| v[0].t().try_contiguous(), [a]);
     case!(
         "slice_scatter",
@@ -375,21 +415,45 @@ fn grad_cases() -> Vec<GradCase> {
         [a, row]
     );
     // Products, softmax, indexing, losses.
-    case!("matmul", |v: &[V]| v[0].try_matmul(&v[1]), [a, randn(&[4, 5], 77)]);
-    case!("bmm", |v: &[V]| v[0].try_bmm(&v[1]), [bat1, randn(&[2, 4, 5], 78)]);
+    case!(
+        "matmul",
+        |v: &[V]| v[0].try_matmul(&v[1]),
+        [a, randn(&[4, 5], 77)]
+    );
+    case!(
+        "bmm",
+        |v: &[V]| v[0].try_bmm(&v[1]),
+        [bat1, randn(&[2, 4, 5], 78)]
+    );
     case!(
         "linear",
         |v: &[V]| v[0].try_linear(&v[1], Some(&v[2])),
         [a, randn(&[5, 4], 79), randn(&[5], 80)]
     );
     let w = randn(&[3, 4], 81);
-    case!("softmax", move |v: &[V]| Ok(&v[0].try_softmax(1)? * &w), [a]);
+    case!(
+        "softmax",
+        move |v: &[V]| Ok(&v[0].try_softmax(1)? * &w),
+        [a]
+    );
     let w = randn(&[3, 4], 82);
-    case!("log_softmax", move |v: &[V]| Ok(&v[0].try_log_softmax(0)? * &w), [a]);
+    case!(
+        "log_softmax",
+        move |v: &[V]| Ok(&v[0].try_log_softmax(0)? * &w),
+        [a]
+    );
     case!("gather", move |v: &[V]| v[0].try_gather(0, &gidx), [a]);
-    case!("index_select", move |v: &[V]| v[0].try_index_select(1, &idx), [a]);
+    case!(
+        "index_select",
+        move |v: &[V]| v[0].try_index_select(1, &idx),
+        [a]
+    );
     let t = targets.clone();
-    case!("cross_entropy", move |v: &[V]| v[0].try_cross_entropy(&t), [a]);
+    case!(
+        "cross_entropy",
+        move |v: &[V]| v[0].try_cross_entropy(&t),
+        [a]
+    );
     // The targets and class weights are constants: only the input gets a gradient.
     let (t, weight) = (targets.clone(), cw.clone());
     case!(
@@ -398,7 +462,11 @@ fn grad_cases() -> Vec<GradCase> {
         [a]
     );
     let target = b.clone();
-    case!("l1_loss", move |v: &[V]| v[0].try_l1_loss(&target, Reduction::Mean), [a]);
+    case!(
+        "l1_loss",
+        move |v: &[V]| v[0].try_l1_loss(&target, Reduction::Mean),
+        [a]
+    );
     let target = b.clone();
     case!(
         "smooth_l1_loss",
@@ -411,7 +479,8 @@ fn grad_cases() -> Vec<GradCase> {
         move |v: &[V]| v[0].try_huber_loss(&target, Reduction::Sum, 0.7),
         [a]
     );
-    let (target, weight, pos_weight) = (p.mul_scalar(0.4), positive(&[3, 4], 83), positive(&[4], 84));
+    let (target, weight, pos_weight) =
+        (p.mul_scalar(0.4), positive(&[3, 4], 83), positive(&[4], 84));
     case!(
         "binary_cross_entropy_with_logits",
         move |v: &[V]| v[0].try_binary_cross_entropy_with_logits(
@@ -425,16 +494,26 @@ fn grad_cases() -> Vec<GradCase> {
     let (t, weight) = (targets.clone(), cw.clone());
     case!(
         "nll_loss",
-        move |v: &[V]| v[0].try_log_softmax(1)?.try_nll_loss(&t, Some(&weight), Reduction::Mean, 0),
+        move |v: &[V]| v[0]
+            .try_log_softmax(1)?
+            .try_nll_loss(&t, Some(&weight), Reduction::Mean, 0),
         [a]
     );
     // Written by hand.
-    case!("cat", |v: &[V]| V::try_cat([&v[0], &v[1]], 0), [a, randn(&[2, 4], 85)]);
+    case!(
+        "cat",
+        |v: &[V]| V::try_cat([&v[0], &v[1]], 0),
+        [a, randn(&[2, 4], 85)]
+    );
     case!("stack", |v: &[V]| V::try_stack([&v[0], &v[1]], 1), [a, b]);
     case!("to", |v: &[V]| v[0].t().try_to(Cpu), [a]);
     case!("to_dtype", |v: &[V]| v[0].try_to_dtype::<f64>(), [a]);
     let cond = a.gt(&b);
-    case!("where_cond", move |v: &[V]| cond.try_where_cond(&v[0], &v[1]), [a, row]);
+    case!(
+        "where_cond",
+        move |v: &[V]| cond.try_where_cond(&v[0], &v[1]),
+        [a, row]
+    );
     cases
 }
 

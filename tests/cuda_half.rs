@@ -22,6 +22,8 @@ mod common;
 #[path = "common/ops.rs"]
 mod ops;
 
+use ops::{BINARY, COMPARE};
+
 use devtype::nn::Reduction;
 use devtype::optim::{Adam, Optimizer, Sgd};
 use devtype::prelude::*;
@@ -320,26 +322,6 @@ fn creation_on_the_device_matches_the_cpu() {
 }
 
 type UnaryFn = fn(&DynTensor) -> Result<DynTensor>;
-type BinaryFn = fn(&DynTensor, &DynTensor) -> Result<DynTensor>;
-
-const BINARY: [(&str, BinaryFn); 7] = [
-    ("add", DynTensor::add),
-    ("sub", DynTensor::sub),
-    ("mul", DynTensor::mul),
-    ("div", DynTensor::div),
-    ("maximum", DynTensor::maximum),
-    ("minimum", DynTensor::minimum),
-    ("add_relu", DynTensor::add_relu),
-];
-
-const COMPARE: [(&str, BinaryFn); 6] = [
-    ("eq", DynTensor::eq),
-    ("ne", DynTensor::ne),
-    ("lt", DynTensor::lt),
-    ("le", DynTensor::le),
-    ("gt", DynTensor::gt),
-    ("ge", DynTensor::ge),
-];
 
 #[test]
 fn unary_math() {
@@ -854,7 +836,12 @@ fn table_eps(dtype: DType) -> f64 {
 /// bf16: both compute in f32 and round once, so within a few ulps of the 16-bit type.
 #[test]
 fn every_op_of_the_table_matches_the_cpu() {
-    ops::assert_covers("cuda_half", ops::cases().iter().map(|(name, _)| *name), |_| None);
+    ops::assert_families();
+    ops::assert_covers(
+        "cuda_half",
+        ops::cases().iter().map(|(name, _)| *name),
+        |_| None,
+    );
     if common::gpu().is_none() {
         return;
     }

@@ -17,6 +17,8 @@ mod common;
 #[path = "common/ops.rs"]
 mod ops;
 
+use ops::{BINARY, COMPARE};
+
 use devtype::nn::Reduction;
 use devtype::prelude::*;
 use devtype::Result;
@@ -394,18 +396,6 @@ fn casts_between_every_pair_of_dtypes() {
     }
 }
 
-type BinaryFn = fn(&DynTensor, &DynTensor) -> Result<DynTensor>;
-
-const BINARY: [(&str, BinaryFn); 7] = [
-    ("add", DynTensor::add),
-    ("sub", DynTensor::sub),
-    ("mul", DynTensor::mul),
-    ("div", DynTensor::div),
-    ("maximum", DynTensor::maximum),
-    ("minimum", DynTensor::minimum),
-    ("add_relu", DynTensor::add_relu),
-];
-
 /// Pairs of shapes that broadcast, including empty and large ones.
 const PAIRS: &[(&[usize], &[usize])] = &[
     (&[], &[]),
@@ -543,17 +533,6 @@ fn scalar_operands_on_either_side() {
         }
     }
 }
-
-type CompareFn = fn(&DynTensor, &DynTensor) -> Result<DynTensor>;
-
-const COMPARE: [(&str, CompareFn); 6] = [
-    ("eq", DynTensor::eq),
-    ("ne", DynTensor::ne),
-    ("lt", DynTensor::lt),
-    ("le", DynTensor::le),
-    ("gt", DynTensor::gt),
-    ("ge", DynTensor::ge),
-];
 
 #[test]
 fn comparisons_with_tensors_and_scalars() {
@@ -1408,7 +1387,12 @@ fn table_eps(dtype: DType) -> f64 {
 /// and views).
 #[test]
 fn every_op_of_the_table_matches_the_cpu() {
-    ops::assert_covers("cuda_ops", ops::cases().iter().map(|(name, _)| *name), |_| None);
+    ops::assert_families();
+    ops::assert_covers(
+        "cuda_ops",
+        ops::cases().iter().map(|(name, _)| *name),
+        |_| None,
+    );
     if common::gpu().is_none() {
         return;
     }

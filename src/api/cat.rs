@@ -1,12 +1,12 @@
 //! Joining: `cat` along an existing dimension and `stack` along a new one, on both fronts.
 //! Each input's gradient is its slice of the incoming gradient (a view).
 
+use super::declare::{Dtypes, OpInfo};
 use crate::core::error::{Error, Result};
 use crate::core::layout::wrap_dim;
 use crate::core::raw::RawTensor;
 use crate::core::Element;
 use crate::device::Device;
-use super::declare::{Dtypes, OpInfo};
 use crate::dyn_tensor::check::same_device_arguments;
 use crate::graph::{record, In, Out};
 use crate::ops;

@@ -8,7 +8,11 @@
 //! inputs record nothing.
 //!
 //! To add an op: its kernels in `ops/<family>/` (`cpu.rs`, `cuda.rs`, `kernels/<family>.cu`),
-//! then one declaration (and, if it is differentiable, its rule) here.
+//! then one declaration (and, if it is differentiable, its rule; if not, `no_grad("why")`)
+//! here. The declaration adds the op's row to the op table ([`op_table`]); the test suites
+//! that read the table then fail, naming the op, until it has a case in each (`tests/parity.rs`,
+//! `tests/autograd_ops.rs`, `tests/common/ops.rs`) or its declaration says why a suite cannot
+//! run it (`untested(suite: "why")`).
 
 pub(crate) mod declare;
 

@@ -168,7 +168,11 @@ impl Draw {
                 .unwrap()
         };
         let mask = DynTensor::from_vec(
-            self.floats[1].0.iter().map(|&v| v > 0.0).collect::<Vec<bool>>(),
+            self.floats[1]
+                .0
+                .iter()
+                .map(|&v| v > 0.0)
+                .collect::<Vec<bool>>(),
             vec![3, 4],
             DynDevice::cpu(),
         )
@@ -275,7 +279,9 @@ pub fn cases() -> Vec<(&'static str, Case)> {
         ("topk", |i| pair(i.a.topk(2, 1, true, true))),
         ("masked_fill", |i| one(i.a.masked_fill(&i.mask, 0.25))),
         ("index", |i| {
-            one(i.bat1.index(&[IndexItem::Select(-1), IndexItem::Slice(Some(1), None)]))
+            one(i
+                .bat1
+                .index(&[IndexItem::Select(-1), IndexItem::Slice(Some(1), None)]))
         }),
         // Shapes.
         ("reshape", |i| one(i.a.t()?.reshape(&[2, -1]))),
@@ -307,13 +313,17 @@ pub fn cases() -> Vec<(&'static str, Case)> {
         ("cross_entropy", |i| one(i.a.cross_entropy(&i.targets))),
         ("cross_entropy_with", |i| {
             let weight = i.pos.narrow(0, 0, 1)?.reshape(&[4])?;
-            one(i.a.cross_entropy_with(&i.targets, Some(&weight), Reduction::Sum, 0))
+            one(i
+                .a
+                .cross_entropy_with(&i.targets, Some(&weight), Reduction::Sum, 0))
         }),
         ("l1_loss", |i| one(i.a.l1_loss(&i.b, Reduction::Mean))),
         ("smooth_l1_loss", |i| {
             one(i.a.smooth_l1_loss(&i.b, Reduction::None, 0.5))
         }),
-        ("huber_loss", |i| one(i.a.huber_loss(&i.b, Reduction::Sum, 0.7))),
+        ("huber_loss", |i| {
+            one(i.a.huber_loss(&i.b, Reduction::Sum, 0.7))
+        }),
         ("binary_cross_entropy_with_logits", |i| {
             let target = i.pos.mul_scalar(0.5)?;
             one(i.a.binary_cross_entropy_with_logits(
@@ -325,15 +335,72 @@ pub fn cases() -> Vec<(&'static str, Case)> {
         }),
         ("nll_loss", |i| {
             let weight = i.pos.narrow(0, 0, 1)?.reshape(&[4])?;
-            one(i.a.log_softmax(1)?.nll_loss(&i.targets, Some(&weight), Reduction::Mean, 0))
+            one(i
+                .a
+                .log_softmax(1)?
+                .nll_loss(&i.targets, Some(&weight), Reduction::Mean, 0))
         }),
         // Written by hand.
-        ("cat", |i| one(DynTensor::cat(&[&i.a, &i.b.narrow(0, 0, 2)?], 0))),
+        ("cat", |i| {
+            one(DynTensor::cat(&[&i.a, &i.b.narrow(0, 0, 2)?], 0))
+        }),
         ("stack", |i| one(DynTensor::stack(&[&i.a, &i.b], 1))),
         ("to", |i| one(i.a.t()?.to(i.device))),
         ("to_dtype", |i| one(i.a.to_dtype(DType::F64))),
         ("where_cond", |i| one(i.mask.where_cond(&i.a, &i.b))),
     ]
+}
+
+/// A binary op of the dynamic front.
+pub type BinaryFn = fn(&DynTensor, &DynTensor) -> Result<DynTensor>;
+
+/// The element-wise binary ops of the table (one `operand`, a result of the input's type) but
+/// `pow`, which the GPU suites test on their own with an ulp tolerance (a transcendental
+/// function); these round exactly as the CPU does. Checked against the table by
+/// [`assert_families`].
+pub const BINARY: [(&str, BinaryFn); 7] = [
+    ("add", DynTensor::add),
+    ("sub", DynTensor::sub),
+    ("mul", DynTensor::mul),
+    ("div", DynTensor::div),
+    ("maximum", DynTensor::maximum),
+    ("minimum", DynTensor::minimum),
+    ("add_relu", DynTensor::add_relu),
+];
+
+/// The element-wise comparisons of the table (one `operand`, a `bool` result).
+pub const COMPARE: [(&str, BinaryFn); 6] = [
+    ("eq", DynTensor::eq),
+    ("ne", DynTensor::ne),
+    ("lt", DynTensor::lt),
+    ("le", DynTensor::le),
+    ("gt", DynTensor::gt),
+    ("ge", DynTensor::ge),
+];
+
+/// Checks that [`BINARY`] and [`COMPARE`] are the table's families, so a new element-wise op
+/// joins the family tests (broadcasting, views, scalars on either side) or fails by name.
+#[track_caller]
+pub fn assert_families() {
+    let family = |result: &str, but: &[&str]| -> BTreeSet<&'static str> {
+        devtype::op_table()
+            .filter(|op| op.args == ["operand"] && op.result == result)
+            .map(|op| op.name)
+            .filter(|name| !but.contains(name))
+            .collect()
+    };
+    let binary: BTreeSet<&str> = BINARY.iter().map(|(name, _)| *name).collect();
+    assert_eq!(
+        binary,
+        family("Same", &["pow"]),
+        "the element-wise binary ops of the table (left: the GPU suites' BINARY list)"
+    );
+    let compare: BTreeSet<&str> = COMPARE.iter().map(|(name, _)| *name).collect();
+    assert_eq!(
+        compare,
+        family("Bool", &[]),
+        "the element-wise comparisons of the table (left: the GPU suites' COMPARE list)"
+    );
 }
 
 /// `t`'s values as `f64`, read back to the host.
@@ -357,15 +424,16 @@ pub fn run_cases(
 ) {
     let table: Vec<&OpInfo> = devtype::op_table().collect();
     let cases = cases();
-    assert_covers(suite, cases.iter().map(|(name, _)| *name), |op| {
-        skip(op)
-    });
+    assert_covers(suite, cases.iter().map(|(name, _)| *name), |op| skip(op));
     for (name, case) in cases {
         let op = table.iter().find(|op| op.name == name).unwrap();
         if op.untested_in(suite).or_else(|| skip(op)).is_some() {
             continue;
         }
-        let what = format!("{name} ({:?} on {} vs {:?} on {})", got.dtype, got.device, want.dtype, want.device);
+        let what = format!(
+            "{name} ({:?} on {} vs {:?} on {})",
+            got.dtype, got.device, want.dtype, want.device
+        );
         let g = case(got).unwrap_or_else(|e| panic!("{what}: {e}"));
         let w = case(want).unwrap_or_else(|e| panic!("{what}, the reference: {e}"));
         assert_eq!(g.len(), w.len(), "{what}");

@@ -426,3 +426,36 @@ pub(crate) use {
     body_out, declare_ops, derived_check, device_check, dyn_arg, dyn_body, dyn_out, dyn_param,
     dyn_wrap, kind_name, optional, typed_arg, typed_out, typed_param, typed_wrap,
 };
+
+#[cfg(test)]
+mod tests {
+    use crate::api::binary::binary;
+    use crate::ops::BinaryOp;
+    use crate::tensor::{ElementIs, OperandOn};
+    use crate::{Cpu, DynTensor, Tensor};
+
+    declare_ops! {
+        /// `self + other`, declared here to check a declaration's optional parts.
+        Numeric fn declared_for_test(x, other: (impl OperandOn<D> + ElementIs<E>)) -> Same
+            untested(cuda_ops: "a test of the macro", cuda_half: "a test of the macro")
+            = binary(x, other, BinaryOp::Add);
+    }
+
+    #[test]
+    fn a_declaration_makes_its_row_and_both_fronts() {
+        let [op] = OPS else { panic!("one row") };
+        assert_eq!(op.name, "declared_for_test");
+        assert_eq!(op.args, ["operand"]);
+        assert_eq!(op.result, "Same");
+        assert!(op.has_grad() && !op.by_hand);
+        assert_eq!(op.untested_in("cuda_half"), Some("a test of the macro"));
+        assert_eq!(op.untested_in("parity"), None);
+        let (a, b) = (
+            Tensor::<Cpu>::from_vec(vec![1.0, 2.0], [2], Cpu),
+            Tensor::<Cpu>::from_vec(vec![3.0, 4.0], [2], Cpu),
+        );
+        assert_eq!(a.declared_for_test(&b).to_vec(), vec![4.0, 6.0]);
+        let sum: DynTensor = a.to_dyn().declared_for_test(&b.to_dyn()).unwrap();
+        assert_eq!(sum.to_vec::<f32>().unwrap(), vec![4.0, 6.0]);
+    }
+}
