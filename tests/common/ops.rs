@@ -424,7 +424,14 @@ pub fn run_cases(
 ) {
     let table: Vec<&OpInfo> = devtype::op_table().collect();
     let cases = cases();
-    assert_covers(suite, cases.iter().map(|(name, _)| *name), |op| skip(op));
+    // The suite's own reasons, and the element types the op's declaration takes.
+    let skip = |op: &OpInfo| {
+        skip(op).or_else(|| {
+            (!op.dtypes.takes(got.dtype) || !op.dtypes.takes(want.dtype))
+                .then_some("its declaration does not take this element type")
+        })
+    };
+    assert_covers(suite, cases.iter().map(|(name, _)| *name), skip);
     for (name, case) in cases {
         let op = table.iter().find(|op| op.name == name).unwrap();
         if op.untested_in(suite).or_else(|| skip(op)).is_some() {
