@@ -788,6 +788,8 @@ fn elementwise_ops() -> Vec<(&'static str, Elementwise)> {
         }),
         ("pow_scalar", |x, _| x.abs()?.pow_scalar(1.5)),
         ("clamp", |x, _| x.clamp(-0.2, 0.3)),
+        ("clamp_min", |x, _| x.clamp_min(-0.2)),
+        ("clamp_max", |x, _| x.clamp_max(0.3)),
         ("neg", |x, _| x.neg()),
         ("relu", |x, _| x.relu()),
         ("abs", |x, _| x.abs()),
@@ -800,6 +802,25 @@ fn elementwise_ops() -> Vec<(&'static str, Elementwise)> {
         ("reciprocal", |x, _| x.reciprocal()),
         ("exp in place", |x, _| x.mul_scalar(1.0)?.exp()),
     ]
+}
+
+/// The element-wise list is the op table's element-wise ops (those of the `binary` and `unary`
+/// families with a result of the input's type; a case counts for the op its name starts
+/// with), so a new element-wise op joins the block tests or fails here by name.
+#[test]
+fn elementwise_ops_are_the_tables_elementwise_family() {
+    let listed: std::collections::BTreeSet<&str> = elementwise_ops()
+        .iter()
+        .map(|(name, _)| name.split(' ').next().unwrap())
+        .collect();
+    let family: std::collections::BTreeSet<&str> = devtype::op_table()
+        .filter(|op| matches!(op.family(), "binary" | "unary") && op.result == "Same")
+        .map(|op| op.name)
+        .collect();
+    assert_eq!(
+        listed, family,
+        "elementwise_ops (left) against the table's element-wise ops (right)"
+    );
 }
 
 /// Runs every element-wise op on `x`, `y` (half) and on their f32 twins seen through the same

@@ -71,8 +71,18 @@ fn empty_stack() -> Error {
 /// `cat` and `stack`, written by hand on both fronts (a list of tensors does not fit a
 /// declaration).
 pub(crate) const OPS: &[OpInfo] = &[
-    OpInfo::by_hand("cat", Dtypes::Element, &["TensorList", "isize"]),
-    OpInfo::by_hand("stack", Dtypes::Element, &["TensorList", "isize"]),
+    OpInfo::by_hand(
+        "cat",
+        module_path!(),
+        Dtypes::Element,
+        &["TensorList", "isize"],
+    ),
+    OpInfo::by_hand(
+        "stack",
+        module_path!(),
+        Dtypes::Element,
+        &["TensorList", "isize"],
+    ),
 ];
 
 /// Tensors to join with [`Tensor::cat`] or [`Tensor::stack`]: a slice or `Vec` of tensors or

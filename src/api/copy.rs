@@ -17,9 +17,14 @@ use crate::DynTensor;
 /// `to`, `to_dtype` and `where_cond`, written by hand on both fronts (their result's device or
 /// element type is a type parameter, and `where_cond`'s receiver is the mask).
 pub(crate) const OPS: &[OpInfo] = &[
-    OpInfo::by_hand("to", Dtypes::Element, &["device"]),
-    OpInfo::by_hand("to_dtype", Dtypes::Element, &["dtype"]),
-    OpInfo::by_hand("where_cond", Dtypes::Element, &["operand", "operand"]),
+    OpInfo::by_hand("to", module_path!(), Dtypes::Element, &["device"]),
+    OpInfo::by_hand("to_dtype", module_path!(), Dtypes::Element, &["dtype"]),
+    OpInfo::by_hand(
+        "where_cond",
+        module_path!(),
+        Dtypes::Element,
+        &["operand", "operand"],
+    ),
 ];
 
 /// `a` on `device`, recorded.

@@ -118,6 +118,8 @@ pub struct OpInfo {
     /// The method's name on both fronts (`Tensor::<name>`, `Tensor::try_<name>`,
     /// `DynTensor::<name>`).
     pub name: &'static str,
+    /// The module that declares it (`devtype::api::binary`); see [`family`](Self::family).
+    pub module: &'static str,
     /// The element types it takes.
     pub dtypes: Dtypes,
     /// The argument kinds after `self`, in order: `"operand"` (an element-wise tensor),
@@ -141,11 +143,13 @@ impl OpInfo {
     /// A row for an op written by hand on both fronts.
     pub(crate) const fn by_hand(
         name: &'static str,
+        module: &'static str,
         dtypes: Dtypes,
         args: &'static [&'static str],
     ) -> OpInfo {
         OpInfo {
             name,
+            module,
             dtypes,
             args,
             result: "Same",
@@ -153,6 +157,12 @@ impl OpInfo {
             untested: &[],
             by_hand: true,
         }
+    }
+
+    /// The op's family: the file of `src/api/` that declares it (`"binary"`, `"unary"`,
+    /// `"reduce"`, ...).
+    pub fn family(&self) -> &'static str {
+        self.module.rsplit("::").next().unwrap_or(self.module)
     }
 
     /// Whether the op records a backward rule.
@@ -359,6 +369,7 @@ macro_rules! declare_ops {
         pub(crate) const OPS: &[$crate::api::declare::OpInfo] = &[$(
             $crate::api::declare::OpInfo {
                 name: stringify!($name),
+                module: module_path!(),
                 dtypes: $crate::api::declare::Dtypes::$bound,
                 args: &[$($crate::api::declare::kind_name!($kind)),*],
                 result: stringify!($out),
@@ -445,6 +456,7 @@ mod tests {
     fn a_declaration_makes_its_row_and_both_fronts() {
         let [op] = OPS else { panic!("one row") };
         assert_eq!(op.name, "declared_for_test");
+        assert_eq!(op.family(), "tests");
         assert_eq!(op.args, ["operand"]);
         assert_eq!(op.result, "Same");
         assert!(op.has_grad() && !op.by_hand);
