@@ -641,35 +641,41 @@ declare_ops! {
         dynamic clamp_checked(x, &[min, max], "clamp_scalar", |x| clamp(x, min, max));
 
     /// Element-wise `==` (a `bool` tensor).
-    Element fn eq(x, other: (impl OperandOn<D> + ElementIs<E>)) -> Bool no_grad("a bool result")
-        = compare(x, other, CompareOp::Eq);
+    Element fn eq(x, other: (impl OperandOn<D> + ElementIs<E>)) -> Bool
+        no_grad("a bool result") = compare(x, other, CompareOp::Eq);
     /// Element-wise `!=` (a `bool` tensor).
-    Element fn ne(x, other: (impl OperandOn<D> + ElementIs<E>)) -> Bool no_grad("a bool result")
-        = compare(x, other, CompareOp::Ne);
+    Element fn ne(x, other: (impl OperandOn<D> + ElementIs<E>)) -> Bool
+        no_grad("a bool result") = compare(x, other, CompareOp::Ne);
     /// Element-wise `<` (a `bool` tensor).
-    Element fn lt(x, other: (impl OperandOn<D> + ElementIs<E>)) -> Bool no_grad("a bool result")
-        = compare(x, other, CompareOp::Lt);
+    Element fn lt(x, other: (impl OperandOn<D> + ElementIs<E>)) -> Bool
+        no_grad("a bool result") = compare(x, other, CompareOp::Lt);
     /// Element-wise `<=` (a `bool` tensor).
-    Element fn le(x, other: (impl OperandOn<D> + ElementIs<E>)) -> Bool no_grad("a bool result")
-        = compare(x, other, CompareOp::Le);
+    Element fn le(x, other: (impl OperandOn<D> + ElementIs<E>)) -> Bool
+        no_grad("a bool result") = compare(x, other, CompareOp::Le);
     /// Element-wise `>` (a `bool` tensor).
-    Element fn gt(x, other: (impl OperandOn<D> + ElementIs<E>)) -> Bool no_grad("a bool result")
-        = compare(x, other, CompareOp::Gt);
+    Element fn gt(x, other: (impl OperandOn<D> + ElementIs<E>)) -> Bool
+        no_grad("a bool result") = compare(x, other, CompareOp::Gt);
     /// Element-wise `>=` (a `bool` tensor).
-    Element fn ge(x, other: (impl OperandOn<D> + ElementIs<E>)) -> Bool no_grad("a bool result")
-        = compare(x, other, CompareOp::Ge);
+    Element fn ge(x, other: (impl OperandOn<D> + ElementIs<E>)) -> Bool
+        no_grad("a bool result") = compare(x, other, CompareOp::Ge);
     /// Element-wise `== s` (a `bool` tensor; integers compare exactly).
-    Element fn eq_scalar(x, s: Scalar) -> Bool no_grad("a bool result") = compare_scalar(x, s, CompareOp::Eq);
+    Element fn eq_scalar(x, s: Scalar) -> Bool
+        no_grad("a bool result") = compare_scalar(x, s, CompareOp::Eq);
     /// Element-wise `!= s`.
-    Element fn ne_scalar(x, s: Scalar) -> Bool no_grad("a bool result") = compare_scalar(x, s, CompareOp::Ne);
+    Element fn ne_scalar(x, s: Scalar) -> Bool
+        no_grad("a bool result") = compare_scalar(x, s, CompareOp::Ne);
     /// Element-wise `< s`.
-    Element fn lt_scalar(x, s: Scalar) -> Bool no_grad("a bool result") = compare_scalar(x, s, CompareOp::Lt);
+    Element fn lt_scalar(x, s: Scalar) -> Bool
+        no_grad("a bool result") = compare_scalar(x, s, CompareOp::Lt);
     /// Element-wise `<= s`.
-    Element fn le_scalar(x, s: Scalar) -> Bool no_grad("a bool result") = compare_scalar(x, s, CompareOp::Le);
+    Element fn le_scalar(x, s: Scalar) -> Bool
+        no_grad("a bool result") = compare_scalar(x, s, CompareOp::Le);
     /// Element-wise `> s`.
-    Element fn gt_scalar(x, s: Scalar) -> Bool no_grad("a bool result") = compare_scalar(x, s, CompareOp::Gt);
+    Element fn gt_scalar(x, s: Scalar) -> Bool
+        no_grad("a bool result") = compare_scalar(x, s, CompareOp::Gt);
     /// Element-wise `>= s`.
-    Element fn ge_scalar(x, s: Scalar) -> Bool no_grad("a bool result") = compare_scalar(x, s, CompareOp::Ge);
+    Element fn ge_scalar(x, s: Scalar) -> Bool
+        no_grad("a bool result") = compare_scalar(x, s, CompareOp::Ge);
 }
 
 impl crate::DynTensor {

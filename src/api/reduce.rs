@@ -173,11 +173,15 @@ declare_ops! {
     Numeric fn min_all(x) -> Same = extreme_all(x, false),
         dynamic logical(x, |x| extreme_all(x, false));
     /// The index of the max along `dim` (the first on ties), as `i64`.
-    Numeric fn argmax(x, dim: isize) -> Long no_grad("an index result") = arg_dim(x, dim, false, true);
+    Numeric fn argmax(x, dim: isize) -> Long
+        no_grad("an index result") = arg_dim(x, dim, false, true);
     /// The index of the min along `dim` (the first on ties), as `i64`.
-    Numeric fn argmin(x, dim: isize) -> Long no_grad("an index result") = arg_dim(x, dim, false, false);
+    Numeric fn argmin(x, dim: isize) -> Long
+        no_grad("an index result") = arg_dim(x, dim, false, false);
     /// The index of the max of all elements in the flattened tensor (PyTorch's `argmax()`).
-    Numeric fn argmax_all(x) -> Long no_grad("an index result") = arg_all(x, true);
+    Numeric fn argmax_all(x) -> Long
+        no_grad("an index result") = arg_all(x, true);
     /// The index of the min of all elements in the flattened tensor (PyTorch's `argmin()`).
-    Numeric fn argmin_all(x) -> Long no_grad("an index result") = arg_all(x, false);
+    Numeric fn argmin_all(x) -> Long
+        no_grad("an index result") = arg_all(x, false);
 }

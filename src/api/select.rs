@@ -217,8 +217,8 @@ declare_ops! {
     Numeric fn sort(x, dim: isize, descending: bool) -> Pair = sort(x, dim, descending);
     /// The indices that sort each line along `dim` (PyTorch's `x.argsort(dim, descending,
     /// stable=True)`).
-    Numeric fn argsort(x, dim: isize, descending: bool) -> Long no_grad("an index result")
-        = sort(x, dim, descending).map(|(_, i)| i);
+    Numeric fn argsort(x, dim: isize, descending: bool) -> Long
+        no_grad("an index result") = sort(x, dim, descending).map(|(_, i)| i);
     /// The `k` largest (or smallest) of each line along `dim`, in order, with their indices
     /// (PyTorch's `x.topk(k, dim, largest, sorted)`; the result is sorted either way, equal
     /// values by index). `k` larger than the line is `selected index k out of range`.
