@@ -157,9 +157,9 @@ mod tensor;
 pub use crate::core::pool::empty_host_cache;
 pub use crate::core::{format_size, Error, Result, ResultType};
 #[doc(hidden)]
-pub use api::declared_ops;
-#[doc(hidden)]
 pub use api::JoinList;
+#[doc(hidden)]
+pub use api::{declared_ops, op_table, Dtypes, OpInfo};
 pub use api::{IndexItem, IndexItems, IndexSpec, ValuesIndices};
 pub use api::{MaskFor, TensorList};
 pub use autograd::{no_grad, DynVar, Var};

@@ -4,6 +4,7 @@
 use devtype::autograd::{gradcheck, gradcheck_with, GradcheckOptions};
 use devtype::nn::Reduction;
 use devtype::prelude::*;
+use devtype::IndexItem;
 
 type V = Tensor<Cpu, f64>;
 type T = Tensor<Cpu, f64>;
@@ -270,4 +271,263 @@ fn ops_added_with_one_declaration() {
         |v| v[0].try_bmm(&v[1]),
         &[&randn(&[2, 3, 4], 44), &randn(&[2, 4, 5], 45)],
     );
+}
+
+#[path = "common/ops.rs"]
+mod ops;
+
+/// One gradient check: the op on tracked inputs, and the inputs.
+type GradCase = (
+    &'static str,
+    Box<dyn Fn(&[V]) -> devtype::Result<V>>,
+    Vec<T>,
+);
+
+/// One gradient check per op of the op table that has a gradient (the others are marked
+/// `no_grad` in their declarations, and skipped with that reason).
+fn grad_cases() -> Vec<GradCase> {
+    let (a, b) = (randn(&[3, 4], 70), randn(&[3, 4], 71));
+    let p = positive(&[3, 4], 72);
+    let bat1 = randn(&[2, 3, 4], 73);
+    let idx = Tensor::<Cpu, i64>::from_vec(vec![2, 0, 1, 2], [4], Cpu);
+    let gidx = Tensor::<Cpu, i64>::from_vec(vec![0, 2, 1, 1, 0, 2, 2, 1, 0, 0, 1, 2], [3, 4], Cpu);
+    let targets = Tensor::<Cpu, i64>::from_vec(vec![1, 0, 3], [3], Cpu);
+    let mask = b.gt_scalar(0.0);
+    let cw = positive(&[4], 74);
+    let mut cases: Vec<GradCase> = Vec::new();
+    macro_rules! case {
+        ($name:literal, $f:expr, [$($input:expr),*]) => {
+            cases.push(($name, Box::new($f), vec![$($input.clone()),*]));
+        };
+    }
+    // Unary.
+    case!("neg", |v: &[V]| v[0].try_neg(), [a]);
+    case!("relu", |v: &[V]| v[0].try_relu(), [a]);
+    case!("abs", |v: &[V]| v[0].try_abs(), [a]);
+    case!("square", |v: &[V]| v[0].try_square(), [a]);
+    case!("exp", |v: &[V]| v[0].try_exp(), [a]);
+    case!("log", |v: &[V]| v[0].try_log(), [p]);
+    case!("sqrt", |v: &[V]| v[0].try_sqrt(), [p]);
+    case!("tanh", |v: &[V]| v[0].try_tanh(), [a]);
+    case!("sigmoid", |v: &[V]| v[0].try_sigmoid(), [a]);
+    case!("reciprocal", |v: &[V]| v[0].try_reciprocal(), [p]);
+    // Binary, with a broadcast row.
+    let row = randn(&[4], 75);
+    case!("add", |v: &[V]| v[0].try_add(&v[1]), [a, row]);
+    case!("sub", |v: &[V]| v[0].try_sub(&v[1]), [a, row]);
+    case!("mul", |v: &[V]| v[0].try_mul(&v[1]), [a, b]);
+    case!("div", |v: &[V]| v[0].try_div(&v[1]), [a, p]);
+    case!("maximum", |v: &[V]| v[0].try_maximum(&v[1]), [a, b]);
+    case!("minimum", |v: &[V]| v[0].try_minimum(&v[1]), [a, b]);
+    case!("pow", |v: &[V]| v[0].try_pow(&v[1]), [p, b]);
+    case!("add_relu", |v: &[V]| v[0].try_add_relu(&v[1]), [a, row]);
+    // With scalars.
+    case!("add_scalar", |v: &[V]| v[0].try_add_scalar(1.5), [a]);
+    case!("sub_scalar", |v: &[V]| v[0].try_sub_scalar(1.5), [a]);
+    case!("mul_scalar", |v: &[V]| v[0].try_mul_scalar(-2.0), [a]);
+    case!("div_scalar", |v: &[V]| v[0].try_div_scalar(4.0), [a]);
+    case!("pow_scalar", |v: &[V]| v[0].try_pow_scalar(2.5), [p]);
+    case!("clamp_min", |v: &[V]| v[0].try_clamp_min(-0.2), [a]);
+    case!("clamp_max", |v: &[V]| v[0].try_clamp_max(0.3), [a]);
+    case!("clamp", |v: &[V]| v[0].try_clamp(-0.2, 0.3), [a]);
+    // Reductions.
+    case!(
+        "sum_dims",
+        |v: &[V]| v[0].try_sum_dims(&[0, 2], true),
+        [bat1]
+    );
+    case!("sum_dim", |v: &[V]| v[0].try_sum_dim(1), [a]);
+    case!("sum", |v: &[V]| v[0].try_sum(), [a]);
+    case!("sum_all", |v: &[V]| v[0].try_sum_all(), [a]);
+    case!(
+        "mean_dims",
+        |v: &[V]| v[0].try_mean_dims(&[1], true),
+        [bat1]
+    );
+    case!("mean_dim", |v: &[V]| v[0].try_mean_dim(0), [a]);
+    case!("mean", |v: &[V]| v[0].try_mean(), [a]);
+    case!("mean_all", |v: &[V]| v[0].try_mean_all(), [a]);
+    case!("max", |v: &[V]| v[0].try_max(1).map(|r| r.values), [a]);
+    case!(
+        "max_keepdim",
+        |v: &[V]| v[0].try_max_keepdim(0).map(|r| r.values),
+        [a]
+    );
+    case!("max_all", |v: &[V]| v[0].try_max_all(), [a]);
+    case!("min", |v: &[V]| v[0].try_min(1).map(|r| r.values), [a]);
+    case!(
+        "min_keepdim",
+        |v: &[V]| v[0].try_min_keepdim(1).map(|r| r.values),
+        [a]
+    );
+    case!("min_all", |v: &[V]| v[0].try_min_all(), [a]);
+    // Along a dim.
+    case!("cumsum", |v: &[V]| v[0].try_cumsum(1), [a]);
+    case!(
+        "sort",
+        |v: &[V]| v[0].try_sort(1, false).map(|r| r.values),
+        [a]
+    );
+    case!(
+        "topk",
+        |v: &[V]| v[0].try_topk(2, 1, true, true).map(|r| r.values),
+        [a]
+    );
+    case!(
+        "masked_fill",
+        move |v: &[V]| v[0].try_masked_fill(&mask, 0.25),
+        [a]
+    );
+    case!(
+        "index",
+        |v: &[V]| v[0].try_index(&[IndexItem::Select(-1), IndexItem::Slice(Some(1), None)]),
+        [bat1]
+    );
+    // Shapes.
+    case!("reshape", |v: &[V]| v[0].t().try_reshape(&[2, -1]), [a]);
+    case!("view", |v: &[V]| v[0].try_view(&[4, 3]), [a]);
+    case!("transpose", |v: &[V]| v[0].try_transpose(0, 2), [bat1]);
+    case!("t", |v: &[V]| v[0].try_t(), [a]);
+    case!("permute", |v: &[V]| v[0].try_permute(&[2, 0, 1]), [bat1]);
+    case!("unsqueeze", |v: &[V]| v[0].try_unsqueeze(1), [a]);
+    case!(
+        "squeeze",
+        |v: &[V]| v[0].try_unsqueeze(0)?.try_squeeze(0),
+        [a]
+    );
+    case!("flatten", |v: &[V]| v[0].try_flatten(0, 1), [bat1]);
+    case!("narrow", |v: &[V]| v[0].try_narrow(1, 1, 2), [a]);
+    // Expanded: multiplied so that the summed gradient is not uniform.
+    case!(
+        "expand",
+        |v: &[V]| Ok(&v[0].try_expand(&[3, 4])? * &v[1]),
+        [row, b]
+    );
+    case!("contiguous", |v: &[V]| v[0].t().try_contiguous(), [a]);
+    case!(
+        "slice_scatter",
+        |v: &[V]| v[0].try_slice_scatter(&v[1], 1, 1, 3),
+        [a, randn(&[3, 2], 76)]
+    );
+    case!(
+        "select_scatter",
+        |v: &[V]| v[0].try_select_scatter(&v[1], 0, -1),
+        [a, row]
+    );
+    // Products, softmax, indexing, losses.
+    case!(
+        "matmul",
+        |v: &[V]| v[0].try_matmul(&v[1]),
+        [a, randn(&[4, 5], 77)]
+    );
+    case!(
+        "bmm",
+        |v: &[V]| v[0].try_bmm(&v[1]),
+        [bat1, randn(&[2, 4, 5], 78)]
+    );
+    case!(
+        "linear",
+        |v: &[V]| v[0].try_linear(&v[1], Some(&v[2])),
+        [a, randn(&[5, 4], 79), randn(&[5], 80)]
+    );
+    let w = randn(&[3, 4], 81);
+    case!(
+        "softmax",
+        move |v: &[V]| Ok(&v[0].try_softmax(1)? * &w),
+        [a]
+    );
+    let w = randn(&[3, 4], 82);
+    case!(
+        "log_softmax",
+        move |v: &[V]| Ok(&v[0].try_log_softmax(0)? * &w),
+        [a]
+    );
+    case!("gather", move |v: &[V]| v[0].try_gather(0, &gidx), [a]);
+    case!(
+        "index_select",
+        move |v: &[V]| v[0].try_index_select(1, &idx),
+        [a]
+    );
+    let t = targets.clone();
+    case!(
+        "cross_entropy",
+        move |v: &[V]| v[0].try_cross_entropy(&t),
+        [a]
+    );
+    // The targets and class weights are constants: only the input gets a gradient.
+    let (t, weight) = (targets.clone(), cw.clone());
+    case!(
+        "cross_entropy_with",
+        move |v: &[V]| v[0].try_cross_entropy_with(&t, Some(&weight), Reduction::Sum, 0),
+        [a]
+    );
+    let target = b.clone();
+    case!(
+        "l1_loss",
+        move |v: &[V]| v[0].try_l1_loss(&target, Reduction::Mean),
+        [a]
+    );
+    let target = b.clone();
+    case!(
+        "smooth_l1_loss",
+        move |v: &[V]| v[0].try_smooth_l1_loss(&target, Reduction::None, 0.5),
+        [a]
+    );
+    let target = b.clone();
+    case!(
+        "huber_loss",
+        move |v: &[V]| v[0].try_huber_loss(&target, Reduction::Sum, 0.7),
+        [a]
+    );
+    let (target, weight, pos_weight) =
+        (p.mul_scalar(0.4), positive(&[3, 4], 83), positive(&[4], 84));
+    case!(
+        "binary_cross_entropy_with_logits",
+        move |v: &[V]| v[0].try_binary_cross_entropy_with_logits(
+            &target,
+            Some(&weight),
+            Some(&pos_weight),
+            Reduction::Mean
+        ),
+        [a]
+    );
+    let (t, weight) = (targets.clone(), cw.clone());
+    case!(
+        "nll_loss",
+        move |v: &[V]| v[0]
+            .try_log_softmax(1)?
+            .try_nll_loss(&t, Some(&weight), Reduction::Mean, 0),
+        [a]
+    );
+    // Written by hand.
+    case!(
+        "cat",
+        |v: &[V]| V::try_cat([&v[0], &v[1]], 0),
+        [a, randn(&[2, 4], 85)]
+    );
+    case!("stack", |v: &[V]| V::try_stack([&v[0], &v[1]], 1), [a, b]);
+    case!("to", |v: &[V]| v[0].t().try_to(Cpu), [a]);
+    case!("to_dtype", |v: &[V]| v[0].try_to_dtype::<f64>(), [a]);
+    let cond = a.gt(&b);
+    case!(
+        "where_cond",
+        move |v: &[V]| cond.try_where_cond(&v[0], &v[1]),
+        [a, row]
+    );
+    cases
+}
+
+/// Every op of the op table with a gradient, against finite differences; the ops marked
+/// `no_grad` are skipped with the reason their declaration gives.
+#[test]
+fn every_op_of_the_table_with_a_gradient() {
+    let cases = grad_cases();
+    ops::assert_covers("gradcheck", cases.iter().map(|(name, _, _)| *name), |op| {
+        op.no_grad
+    });
+    for (name, f, inputs) in &cases {
+        if let Err(e) = gradcheck(f, inputs) {
+            panic!("{name}: {e}");
+        }
+    }
 }

@@ -7,6 +7,9 @@
 #[path = "cpu_reference.rs"]
 mod reference;
 
+#[path = "common/ops.rs"]
+mod ops;
+
 use devtype::prelude::*;
 use devtype::{Element, Float};
 use reference::*;
@@ -1450,5 +1453,31 @@ fn large_reductions_match_a_plain_loop() {
     assert!(
         (got - want).abs() <= 1e-6 * n as f64,
         "sum {got} against {want}"
+    );
+}
+
+/// The spacing of `dtype`'s values at 1.
+fn table_eps(dtype: DType) -> f64 {
+    match dtype {
+        DType::F64 => f64::EPSILON,
+        DType::F32 => f32::EPSILON as f64,
+        DType::F16 => 9.765625e-4,
+        _ => 7.8125e-3,
+    }
+}
+
+/// Every op of the op table (`tests/common/ops.rs`) in f32 against the same op in f64 on the
+/// same values (the f64 reference; the per-family tests above check the f64 kernels against
+/// the independent loops of `cpu_reference.rs`).
+#[test]
+fn every_op_of_the_table_in_f32_matches_f64() {
+    let draw = ops::Draw::new(14);
+    let cpu = DynDevice::cpu();
+    ops::run_cases(
+        "reference",
+        &draw.inputs(DType::F32, cpu),
+        &draw.rounded_inputs(DType::F32, DType::F64, cpu),
+        |_| None,
+        |_, want| 64.0 * table_eps(DType::F32) * want.abs().max(1.0),
     );
 }

@@ -19,6 +19,11 @@
 
 mod common;
 
+#[path = "common/ops.rs"]
+mod ops;
+
+use ops::{BINARY, COMPARE};
+
 use devtype::nn::Reduction;
 use devtype::optim::{Adam, Optimizer, Sgd};
 use devtype::prelude::*;
@@ -317,26 +322,6 @@ fn creation_on_the_device_matches_the_cpu() {
 }
 
 type UnaryFn = fn(&DynTensor) -> Result<DynTensor>;
-type BinaryFn = fn(&DynTensor, &DynTensor) -> Result<DynTensor>;
-
-const BINARY: [(&str, BinaryFn); 7] = [
-    ("add", DynTensor::add),
-    ("sub", DynTensor::sub),
-    ("mul", DynTensor::mul),
-    ("div", DynTensor::div),
-    ("maximum", DynTensor::maximum),
-    ("minimum", DynTensor::minimum),
-    ("add_relu", DynTensor::add_relu),
-];
-
-const COMPARE: [(&str, BinaryFn); 6] = [
-    ("eq", DynTensor::eq),
-    ("ne", DynTensor::ne),
-    ("lt", DynTensor::lt),
-    ("le", DynTensor::le),
-    ("gt", DynTensor::gt),
-    ("ge", DynTensor::ge),
-];
 
 #[test]
 fn unary_math() {
@@ -834,5 +819,40 @@ fn optimizers_on_half_parameters_match_the_cpu() {
             let (got, want) = (got.unwrap(), want.unwrap());
             assert_matches(&got, &want, tol, &format!("{which} {dtype:?}"));
         }
+    }
+}
+
+/// The spacing of `dtype`'s values at 1.
+fn table_eps(dtype: DType) -> f64 {
+    match dtype {
+        DType::F64 => f64::EPSILON,
+        DType::F32 => f32::EPSILON as f64,
+        DType::F16 => 9.765625e-4,
+        _ => 7.8125e-3,
+    }
+}
+
+/// Every op of the op table (`tests/common/ops.rs`) on the GPU against the CPU, in f16 and
+/// bf16: both compute in f32 and round once, so within a few ulps of the 16-bit type.
+#[test]
+fn every_op_of_the_table_matches_the_cpu() {
+    ops::assert_families();
+    ops::assert_covers(
+        "cuda_half",
+        ops::cases().iter().map(|(name, _)| *name),
+        |_| None,
+    );
+    if common::gpu().is_none() {
+        return;
+    }
+    let draw = ops::Draw::new(12);
+    for dtype in HALVES {
+        ops::run_cases(
+            "cuda_half",
+            &draw.inputs(dtype, GPU),
+            &draw.inputs(dtype, CPU),
+            |_| None,
+            |_, want| 4.0 * table_eps(dtype) * want.abs().max(1.0),
+        );
     }
 }

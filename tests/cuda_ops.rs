@@ -14,6 +14,11 @@
 
 mod common;
 
+#[path = "common/ops.rs"]
+mod ops;
+
+use ops::{BINARY, COMPARE};
+
 use devtype::nn::Reduction;
 use devtype::prelude::*;
 use devtype::Result;
@@ -391,18 +396,6 @@ fn casts_between_every_pair_of_dtypes() {
     }
 }
 
-type BinaryFn = fn(&DynTensor, &DynTensor) -> Result<DynTensor>;
-
-const BINARY: [(&str, BinaryFn); 7] = [
-    ("add", DynTensor::add),
-    ("sub", DynTensor::sub),
-    ("mul", DynTensor::mul),
-    ("div", DynTensor::div),
-    ("maximum", DynTensor::maximum),
-    ("minimum", DynTensor::minimum),
-    ("add_relu", DynTensor::add_relu),
-];
-
 /// Pairs of shapes that broadcast, including empty and large ones.
 const PAIRS: &[(&[usize], &[usize])] = &[
     (&[], &[]),
@@ -540,17 +533,6 @@ fn scalar_operands_on_either_side() {
         }
     }
 }
-
-type CompareFn = fn(&DynTensor, &DynTensor) -> Result<DynTensor>;
-
-const COMPARE: [(&str, CompareFn); 6] = [
-    ("eq", DynTensor::eq),
-    ("ne", DynTensor::ne),
-    ("lt", DynTensor::lt),
-    ("le", DynTensor::le),
-    ("gt", DynTensor::gt),
-    ("ge", DynTensor::ge),
-];
 
 #[test]
 fn comparisons_with_tensors_and_scalars() {
@@ -1386,6 +1368,42 @@ fn copies_between_two_gpus() {
         assert_eq!(
             view.to(CPU).unwrap().to_vec::<f64>().ok(),
             x.transpose(0, 1).unwrap().to_vec::<f64>().ok()
+        );
+    }
+}
+
+/// The spacing of `dtype`'s values at 1.
+fn table_eps(dtype: DType) -> f64 {
+    match dtype {
+        DType::F64 => f64::EPSILON,
+        DType::F32 => f32::EPSILON as f64,
+        DType::F16 => 9.765625e-4,
+        _ => 7.8125e-3,
+    }
+}
+
+/// Every op of the op table (`tests/common/ops.rs`) on the GPU against the CPU, in f32 and f64:
+/// a newly declared op runs here from the day it lands (the per-family tests above add shapes
+/// and views).
+#[test]
+fn every_op_of_the_table_matches_the_cpu() {
+    ops::assert_families();
+    ops::assert_covers(
+        "cuda_ops",
+        ops::cases().iter().map(|(name, _)| *name),
+        |_| None,
+    );
+    if common::gpu().is_none() {
+        return;
+    }
+    let draw = ops::Draw::new(11);
+    for dtype in FLOATS {
+        ops::run_cases(
+            "cuda_ops",
+            &draw.inputs(dtype, GPU),
+            &draw.inputs(dtype, CPU),
+            |_| None,
+            |_, want| 16.0 * table_eps(dtype) * want.abs().max(1.0),
         );
     }
 }

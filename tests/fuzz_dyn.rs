@@ -17,6 +17,41 @@ mod common;
 
 use common::{values_f64, Rng};
 
+/// The table's ops of one tensor operand (checked against it below), fuzzed as `a.op(&b)`.
+const BINARY_OPS: [(
+    &str,
+    fn(&DynTensor, &DynTensor) -> devtype::Result<DynTensor>,
+); 14] = [
+    ("add", DynTensor::add),
+    ("sub", DynTensor::sub),
+    ("mul", DynTensor::mul),
+    ("div", DynTensor::div),
+    ("maximum", DynTensor::maximum),
+    ("minimum", DynTensor::minimum),
+    ("pow", DynTensor::pow),
+    ("add_relu", DynTensor::add_relu),
+    ("eq", DynTensor::eq),
+    ("ne", DynTensor::ne),
+    ("lt", DynTensor::lt),
+    ("le", DynTensor::le),
+    ("gt", DynTensor::gt),
+    ("ge", DynTensor::ge),
+];
+
+#[test]
+fn the_binary_ops_fuzzed_are_the_tables() {
+    let listed: std::collections::BTreeSet<&str> =
+        BINARY_OPS.iter().map(|(name, _)| *name).collect();
+    let table: std::collections::BTreeSet<&str> = devtype::op_table()
+        .filter(|op| op.args == ["operand"])
+        .map(|op| op.name)
+        .collect();
+    assert_eq!(
+        listed, table,
+        "the fuzzed ops (left) against the table's (right)"
+    );
+}
+
 /// A live tensor and how it was made.
 #[derive(Clone)]
 struct Entry {
@@ -312,25 +347,7 @@ fn step(rng: &mut Rng, pool: &[Entry]) -> Vec<Entry> {
                     return out;
                 }
             }
-            let ops: [(
-                &str,
-                fn(&DynTensor, &DynTensor) -> devtype::Result<DynTensor>,
-            ); 14] = [
-                ("add", DynTensor::add),
-                ("sub", DynTensor::sub),
-                ("mul", DynTensor::mul),
-                ("div", DynTensor::div),
-                ("maximum", DynTensor::maximum),
-                ("minimum", DynTensor::minimum),
-                ("pow", DynTensor::pow),
-                ("add_relu", DynTensor::add_relu),
-                ("eq", DynTensor::eq),
-                ("ne", DynTensor::ne),
-                ("lt", DynTensor::lt),
-                ("le", DynTensor::le),
-                ("gt", DynTensor::gt),
-                ("ge", DynTensor::ge),
-            ];
+            let ops = BINARY_OPS;
             let (name, f) = rng.pick(&ops);
             note(&format!(
                 "({}).{name}({})",

@@ -16,6 +16,9 @@
 //!
 //! Separate tests compare with exact `f64` arithmetic, independently of devtype's `f32` path.
 
+#[path = "common/ops.rs"]
+mod ops;
+
 use devtype::nn::Reduction;
 use devtype::prelude::*;
 
@@ -785,6 +788,8 @@ fn elementwise_ops() -> Vec<(&'static str, Elementwise)> {
         }),
         ("pow_scalar", |x, _| x.abs()?.pow_scalar(1.5)),
         ("clamp", |x, _| x.clamp(-0.2, 0.3)),
+        ("clamp_min", |x, _| x.clamp_min(-0.2)),
+        ("clamp_max", |x, _| x.clamp_max(0.3)),
         ("neg", |x, _| x.neg()),
         ("relu", |x, _| x.relu()),
         ("abs", |x, _| x.abs()),
@@ -797,6 +802,25 @@ fn elementwise_ops() -> Vec<(&'static str, Elementwise)> {
         ("reciprocal", |x, _| x.reciprocal()),
         ("exp in place", |x, _| x.mul_scalar(1.0)?.exp()),
     ]
+}
+
+/// The element-wise list is the op table's element-wise ops (those of the `binary` and `unary`
+/// families with a result of the input's type; a case counts for the op its name starts
+/// with), so a new element-wise op joins the block tests or fails here by name.
+#[test]
+fn elementwise_ops_are_the_tables_elementwise_family() {
+    let listed: std::collections::BTreeSet<&str> = elementwise_ops()
+        .iter()
+        .map(|(name, _)| name.split(' ').next().unwrap())
+        .collect();
+    let family: std::collections::BTreeSet<&str> = devtype::op_table()
+        .filter(|op| matches!(op.family(), "binary" | "unary") && op.result == "Same")
+        .map(|op| op.name)
+        .collect();
+    assert_eq!(
+        listed, family,
+        "elementwise_ops (left) against the table's element-wise ops (right)"
+    );
 }
 
 /// Runs every element-wise op on `x`, `y` (half) and on their f32 twins seen through the same
@@ -1003,6 +1027,33 @@ fn casts_in_blocks_match_half_per_element_on_every_class() {
             bh[k],
             f16::from_f32(y.to_f32()).to_bits(),
             "bf16 {bits:#06x} -> f16"
+        );
+    }
+}
+
+/// The spacing of `dtype`'s values at 1.
+fn table_eps(dtype: DType) -> f64 {
+    match dtype {
+        DType::F64 => f64::EPSILON,
+        DType::F32 => f32::EPSILON as f64,
+        DType::F16 => 9.765625e-4,
+        _ => 7.8125e-3,
+    }
+}
+
+/// Every op of the op table (`tests/common/ops.rs`) in f16 and bf16 against the same op on the
+/// same values in f32: the f32 result rounded once is within an ulp of the 16-bit type, a few
+/// where an op rounds an intermediate result (a reduction of rounded terms).
+#[test]
+fn every_op_of_the_table_matches_f32() {
+    let draw = ops::Draw::new(13);
+    for dtype in [DType::F16, DType::BF16] {
+        ops::run_cases(
+            "half_ops",
+            &draw.inputs(dtype, cpu()),
+            &draw.rounded_inputs(dtype, DType::F32, cpu()),
+            |_| None,
+            |_, want| 4.0 * table_eps(dtype) * want.abs().max(1.0),
         );
     }
 }

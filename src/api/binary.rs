@@ -7,7 +7,6 @@ use crate::core::error::{Error, Result};
 use crate::core::raw::Operand;
 use crate::core::raw::RawTensor;
 use crate::core::{DType, Element, ResultType, Scalar};
-use crate::dyn_tensor::check::same_device_elementwise;
 use crate::graph::{record, In, Out};
 use crate::ops::{self, BinaryOp, CompareOp, UnaryOp};
 use crate::tensor::{ElementIs, OperandOn};
@@ -589,102 +588,94 @@ fn clamp(a: In<'_>, min: Scalar, max: Scalar) -> Result<Out> {
 declare_ops! {
     /// `self + other` with broadcasting: the fallible form of `+`.
     Numeric fn add(x, other: (impl OperandOn<D> + ElementIs<E>)) -> Same
-        check { same_device_elementwise(&[x.value, other.value], true)?; }
         = elementwise(x, other, BinaryOp::Add), dynamic dyn_elementwise(x, other, BinaryOp::Add);
     /// `self - other` with broadcasting: the fallible form of `-`.
     Numeric fn sub(x, other: (impl OperandOn<D> + ElementIs<E>)) -> Same
-        check { same_device_elementwise(&[x.value, other.value], true)?; }
         = elementwise(x, other, BinaryOp::Sub), dynamic dyn_elementwise(x, other, BinaryOp::Sub);
     /// `self * other` with broadcasting: the fallible form of `*`.
     Numeric fn mul(x, other: (impl OperandOn<D> + ElementIs<E>)) -> Same
-        check { same_device_elementwise(&[x.value, other.value], true)?; }
         = elementwise(x, other, BinaryOp::Mul), dynamic dyn_elementwise(x, other, BinaryOp::Mul);
     /// `self / other` with broadcasting: the fallible form of `/`.
     Numeric fn div(x, other: (impl OperandOn<D> + ElementIs<E>)) -> Same
-        check { same_device_elementwise(&[x.value, other.value], true)?; }
         = elementwise(x, other, BinaryOp::Div), dynamic dyn_elementwise(x, other, BinaryOp::Div);
     /// The larger of each pair (`torch.maximum`); ties split the gradient evenly.
     Numeric fn maximum(x, other: (impl OperandOn<D> + ElementIs<E>)) -> Same
-        check { same_device_elementwise(&[x.value, other.value], true)?; }
         = elementwise(x, other, BinaryOp::Maximum), dynamic dyn_elementwise(x, other, BinaryOp::Maximum);
     /// The smaller of each pair (`torch.minimum`); ties split the gradient evenly.
     Numeric fn minimum(x, other: (impl OperandOn<D> + ElementIs<E>)) -> Same
-        check { same_device_elementwise(&[x.value, other.value], true)?; }
         = elementwise(x, other, BinaryOp::Minimum), dynamic dyn_elementwise(x, other, BinaryOp::Minimum);
     /// `self` to the power `other`, element-wise (`torch.pow`).
     Numeric fn pow(x, other: (impl OperandOn<D> + ElementIs<E>)) -> Same
-        check { same_device_elementwise(&[x.value, other.value], true)?; }
         = elementwise(x, other, BinaryOp::Pow), dynamic dyn_elementwise(x, other, BinaryOp::Pow);
     /// `relu(self + other)` in one pass, with broadcasting (PyTorch's fused `_add_relu`): the
     /// sum is never written out, so it moves 3 tensors' worth of memory instead of 5.
     Numeric fn add_relu(x, other: (impl OperandOn<D> + ElementIs<E>)) -> Same
-        check { same_device_elementwise(&[x.value, other.value], true)?; }
         = elementwise(x, other, BinaryOp::AddRelu);
 
     /// `self + s` (on the dynamic front an `f64`, `i64` or `bool`: integers stay exact).
-    Numeric fn add_scalar(x, s: Scalar) -> Same check {}
+    Numeric fn add_scalar(x, s: Scalar) -> Same
         = binary_scalar(x, s, BinaryOp::Add, false), dynamic dyn_scalar(x, s, BinaryOp::Add);
     /// `self - s`.
-    Numeric fn sub_scalar(x, s: Scalar) -> Same check {}
+    Numeric fn sub_scalar(x, s: Scalar) -> Same
         = binary_scalar(x, s, BinaryOp::Sub, false), dynamic dyn_scalar(x, s, BinaryOp::Sub);
     /// `self * s`.
-    Numeric fn mul_scalar(x, s: Scalar) -> Same check {}
+    Numeric fn mul_scalar(x, s: Scalar) -> Same
         = binary_scalar(x, s, BinaryOp::Mul, false), dynamic dyn_scalar(x, s, BinaryOp::Mul);
     /// `self / s`.
-    Numeric fn div_scalar(x, s: Scalar) -> Same check {}
+    Numeric fn div_scalar(x, s: Scalar) -> Same
         = binary_scalar(x, s, BinaryOp::Div, false), dynamic dyn_scalar(x, s, BinaryOp::Div);
     /// `self` to the power `s`.
-    Numeric fn pow_scalar(x, s: Scalar) -> Same check {}
+    Numeric fn pow_scalar(x, s: Scalar) -> Same
         = binary_scalar(x, s, BinaryOp::Pow, false), dynamic dyn_scalar(x, s, BinaryOp::Pow);
     /// `max(self, s)` element-wise (PyTorch's `clamp_min`).
-    Numeric fn clamp_min(x, s: Scalar) -> Same check {}
+    Numeric fn clamp_min(x, s: Scalar) -> Same
         = binary_scalar(x, s, BinaryOp::Maximum, false),
         dynamic clamp_checked(x, &[s], "clamp_min_scalar", |x| binary_scalar(x, s, BinaryOp::Maximum, false));
     /// `min(self, s)` element-wise (PyTorch's `clamp_max`).
-    Numeric fn clamp_max(x, s: Scalar) -> Same check {}
+    Numeric fn clamp_max(x, s: Scalar) -> Same
         = binary_scalar(x, s, BinaryOp::Minimum, false),
         dynamic clamp_checked(x, &[s], "clamp_max_scalar", |x| binary_scalar(x, s, BinaryOp::Minimum, false));
     /// `min(max(self, min), max)` element-wise (PyTorch's `clamp(min, max)`).
-    Numeric fn clamp(x, min: Scalar, max: Scalar) -> Same check {}
+    Numeric fn clamp(x, min: Scalar, max: Scalar) -> Same
         = clamp(x, min, max),
         dynamic clamp_checked(x, &[min, max], "clamp_scalar", |x| clamp(x, min, max));
 
     /// Element-wise `==` (a `bool` tensor).
     Element fn eq(x, other: (impl OperandOn<D> + ElementIs<E>)) -> Bool
-        check { same_device_elementwise(&[x.value, other.value], true)?; }
-        = compare(x, other, CompareOp::Eq);
+        no_grad("a bool result") = compare(x, other, CompareOp::Eq);
     /// Element-wise `!=` (a `bool` tensor).
     Element fn ne(x, other: (impl OperandOn<D> + ElementIs<E>)) -> Bool
-        check { same_device_elementwise(&[x.value, other.value], true)?; }
-        = compare(x, other, CompareOp::Ne);
+        no_grad("a bool result") = compare(x, other, CompareOp::Ne);
     /// Element-wise `<` (a `bool` tensor).
     Element fn lt(x, other: (impl OperandOn<D> + ElementIs<E>)) -> Bool
-        check { same_device_elementwise(&[x.value, other.value], true)?; }
-        = compare(x, other, CompareOp::Lt);
+        no_grad("a bool result") = compare(x, other, CompareOp::Lt);
     /// Element-wise `<=` (a `bool` tensor).
     Element fn le(x, other: (impl OperandOn<D> + ElementIs<E>)) -> Bool
-        check { same_device_elementwise(&[x.value, other.value], true)?; }
-        = compare(x, other, CompareOp::Le);
+        no_grad("a bool result") = compare(x, other, CompareOp::Le);
     /// Element-wise `>` (a `bool` tensor).
     Element fn gt(x, other: (impl OperandOn<D> + ElementIs<E>)) -> Bool
-        check { same_device_elementwise(&[x.value, other.value], true)?; }
-        = compare(x, other, CompareOp::Gt);
+        no_grad("a bool result") = compare(x, other, CompareOp::Gt);
     /// Element-wise `>=` (a `bool` tensor).
     Element fn ge(x, other: (impl OperandOn<D> + ElementIs<E>)) -> Bool
-        check { same_device_elementwise(&[x.value, other.value], true)?; }
-        = compare(x, other, CompareOp::Ge);
+        no_grad("a bool result") = compare(x, other, CompareOp::Ge);
     /// Element-wise `== s` (a `bool` tensor; integers compare exactly).
-    Element fn eq_scalar(x, s: Scalar) -> Bool check {} = compare_scalar(x, s, CompareOp::Eq);
+    Element fn eq_scalar(x, s: Scalar) -> Bool
+        no_grad("a bool result") = compare_scalar(x, s, CompareOp::Eq);
     /// Element-wise `!= s`.
-    Element fn ne_scalar(x, s: Scalar) -> Bool check {} = compare_scalar(x, s, CompareOp::Ne);
+    Element fn ne_scalar(x, s: Scalar) -> Bool
+        no_grad("a bool result") = compare_scalar(x, s, CompareOp::Ne);
     /// Element-wise `< s`.
-    Element fn lt_scalar(x, s: Scalar) -> Bool check {} = compare_scalar(x, s, CompareOp::Lt);
+    Element fn lt_scalar(x, s: Scalar) -> Bool
+        no_grad("a bool result") = compare_scalar(x, s, CompareOp::Lt);
     /// Element-wise `<= s`.
-    Element fn le_scalar(x, s: Scalar) -> Bool check {} = compare_scalar(x, s, CompareOp::Le);
+    Element fn le_scalar(x, s: Scalar) -> Bool
+        no_grad("a bool result") = compare_scalar(x, s, CompareOp::Le);
     /// Element-wise `> s`.
-    Element fn gt_scalar(x, s: Scalar) -> Bool check {} = compare_scalar(x, s, CompareOp::Gt);
+    Element fn gt_scalar(x, s: Scalar) -> Bool
+        no_grad("a bool result") = compare_scalar(x, s, CompareOp::Gt);
     /// Element-wise `>= s`.
-    Element fn ge_scalar(x, s: Scalar) -> Bool check {} = compare_scalar(x, s, CompareOp::Ge);
+    Element fn ge_scalar(x, s: Scalar) -> Bool
+        no_grad("a bool result") = compare_scalar(x, s, CompareOp::Ge);
 }
 
 impl crate::DynTensor {

@@ -1,6 +1,7 @@
 //! Joining: `cat` along an existing dimension and `stack` along a new one, on both fronts.
 //! Each input's gradient is its slice of the incoming gradient (a view).
 
+use super::declare::{Dtypes, OpInfo};
 use crate::core::error::{Error, Result};
 use crate::core::layout::wrap_dim;
 use crate::core::raw::RawTensor;
@@ -66,6 +67,23 @@ fn empty() -> Error {
 fn empty_stack() -> Error {
     Error::Shape("stack expects a non-empty TensorList".into())
 }
+
+/// `cat` and `stack`, written by hand on both fronts (a list of tensors does not fit a
+/// declaration).
+pub(crate) const OPS: &[OpInfo] = &[
+    OpInfo::by_hand(
+        "cat",
+        module_path!(),
+        Dtypes::Element,
+        &["TensorList", "isize"],
+    ),
+    OpInfo::by_hand(
+        "stack",
+        module_path!(),
+        Dtypes::Element,
+        &["TensorList", "isize"],
+    ),
+];
 
 /// Tensors to join with [`Tensor::cat`] or [`Tensor::stack`]: a slice or `Vec` of tensors or
 /// references, or a tuple `(&a, &b, ...)` whose later members must be on the first one's

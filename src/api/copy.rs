@@ -1,6 +1,7 @@
 //! Moves between devices and dtypes, and `where`: `to(dev)` (the gradient moves back to the source
 //! device) and `where_cond` (each branch gets the gradient where it was picked).
 
+use super::declare::{Dtypes, OpInfo};
 use super::kit;
 use crate::core::error::Result;
 use crate::core::raw::RawTensor;
@@ -12,6 +13,19 @@ use crate::ops;
 use crate::tensor::operand::sealed::AsRaw;
 use crate::tensor::{HasDevice, OperandOn, Tensor};
 use crate::DynTensor;
+
+/// `to`, `to_dtype` and `where_cond`, written by hand on both fronts (their result's device or
+/// element type is a type parameter, and `where_cond`'s receiver is the mask).
+pub(crate) const OPS: &[OpInfo] = &[
+    OpInfo::by_hand("to", module_path!(), Dtypes::Element, &["device"]),
+    OpInfo::by_hand("to_dtype", module_path!(), Dtypes::Element, &["dtype"]),
+    OpInfo::by_hand(
+        "where_cond",
+        module_path!(),
+        Dtypes::Element,
+        &["operand", "operand"],
+    ),
+];
 
 /// `a` on `device`, recorded.
 pub(crate) fn to_device(a: In<'_>, device: DynDevice) -> Result<Out> {

@@ -137,11 +137,11 @@ fn logical(a: In<'_>, f: impl FnOnce(In<'_>) -> Result<Out>) -> Result<Out> {
 
 declare_ops! {
     /// Sum over dimensions `dims` (all when empty), dropping them unless `keepdim`.
-    Numeric fn sum_dims(x, dims: Dims, keepdim: bool) -> Same check {}
+    Numeric fn sum_dims(x, dims: Dims, keepdim: bool) -> Same
         = sum_mean(x, dims, keepdim, false),
         dynamic counted(x, |x| sum_mean(x, dims, keepdim, false));
     /// Sum over `dim`, dropping it (PyTorch's `x.sum(dim)`).
-    Numeric fn sum_dim(x, dim: isize) -> Same check {} = sum_mean(x, &[dim], false, false),
+    Numeric fn sum_dim(x, dim: isize) -> Same = sum_mean(x, &[dim], false, false),
         dynamic counted(x, |x| sum_mean(x, &[dim], false, false));
     /// Sum of all elements, as a 0-dim tensor (PyTorch's `x.sum()`).
     ///
@@ -152,32 +152,36 @@ declare_ops! {
     /// assert_eq!(x.mean().item(), 2.5);
     /// assert_eq!(x.sum_dim(0).to_vec(), [4.0, 6.0]);
     /// ```
-    Numeric fn sum(x) -> Same check {} = sum_mean(x, &[], false, false),
+    Numeric fn sum(x) -> Same = sum_mean(x, &[], false, false),
         dynamic counted(x, |x| sum_mean(x, &[], false, false));
     /// Sum of all elements: the older name of [`sum`](Self::sum), kept as an alias.
-    Numeric fn sum_all(x) -> Same check {} = sum_mean(x, &[], false, false),
+    Numeric fn sum_all(x) -> Same = sum_mean(x, &[], false, false),
         dynamic counted(x, |x| sum_mean(x, &[], false, false));
     /// Mean over dimensions `dims` (all when empty), dropping them unless `keepdim`.
-    Float fn mean_dims(x, dims: Dims, keepdim: bool) -> Same check {}
+    Float fn mean_dims(x, dims: Dims, keepdim: bool) -> Same
         = sum_mean(x, dims, keepdim, true);
     /// Mean over `dim`, dropping it (PyTorch's `x.mean(dim)`).
-    Float fn mean_dim(x, dim: isize) -> Same check {} = sum_mean(x, &[dim], false, true);
+    Float fn mean_dim(x, dim: isize) -> Same = sum_mean(x, &[dim], false, true);
     /// Mean of all elements, as a 0-dim tensor (PyTorch's `x.mean()`).
-    Float fn mean(x) -> Same check {} = sum_mean(x, &[], false, true);
+    Float fn mean(x) -> Same = sum_mean(x, &[], false, true);
     /// Mean of all elements: the older name of [`mean`](Self::mean), kept as an alias.
-    Float fn mean_all(x) -> Same check {} = sum_mean(x, &[], false, true);
+    Float fn mean_all(x) -> Same = sum_mean(x, &[], false, true);
     /// Max of all elements, as a 0-dim tensor; ties share the gradient.
-    Numeric fn max_all(x) -> Same check {} = extreme_all(x, true),
+    Numeric fn max_all(x) -> Same = extreme_all(x, true),
         dynamic logical(x, |x| extreme_all(x, true));
     /// Min of all elements, as a 0-dim tensor; ties share the gradient.
-    Numeric fn min_all(x) -> Same check {} = extreme_all(x, false),
+    Numeric fn min_all(x) -> Same = extreme_all(x, false),
         dynamic logical(x, |x| extreme_all(x, false));
     /// The index of the max along `dim` (the first on ties), as `i64`.
-    Numeric fn argmax(x, dim: isize) -> Long check {} = arg_dim(x, dim, false, true);
+    Numeric fn argmax(x, dim: isize) -> Long
+        no_grad("an index result") = arg_dim(x, dim, false, true);
     /// The index of the min along `dim` (the first on ties), as `i64`.
-    Numeric fn argmin(x, dim: isize) -> Long check {} = arg_dim(x, dim, false, false);
+    Numeric fn argmin(x, dim: isize) -> Long
+        no_grad("an index result") = arg_dim(x, dim, false, false);
     /// The index of the max of all elements in the flattened tensor (PyTorch's `argmax()`).
-    Numeric fn argmax_all(x) -> Long check {} = arg_all(x, true);
+    Numeric fn argmax_all(x) -> Long
+        no_grad("an index result") = arg_all(x, true);
     /// The index of the min of all elements in the flattened tensor (PyTorch's `argmin()`).
-    Numeric fn argmin_all(x) -> Long check {} = arg_all(x, false);
+    Numeric fn argmin_all(x) -> Long
+        no_grad("an index result") = arg_all(x, false);
 }

@@ -200,7 +200,7 @@ declare_ops! {
     /// assert_eq!(x.cumsum(1).to_vec(), [1.0, 3.0, 3.0, 7.0]);
     /// assert_eq!(x.cumsum(0).to_vec(), [1.0, 2.0, 4.0, 6.0]);
     /// ```
-    Numeric fn cumsum(x, dim: isize) -> Same check {} = cumsum(x, dim),
+    Numeric fn cumsum(x, dim: isize) -> Same = cumsum(x, dim),
         dynamic cumsum_dyn(x, dim);
     /// Each line along `dim` sorted, with where each value came from (PyTorch's
     /// `x.sort(dim, descending, stable=True)`): equal values keep their order, NaN sorts above
@@ -214,15 +214,15 @@ declare_ops! {
     /// assert_eq!(s.indices.to_vec(), [1, 3, 2, 0]);
     /// assert_eq!(x.argsort(0, true).to_vec(), [0, 2, 1, 3]);
     /// ```
-    Numeric fn sort(x, dim: isize, descending: bool) -> Pair check {} = sort(x, dim, descending);
+    Numeric fn sort(x, dim: isize, descending: bool) -> Pair = sort(x, dim, descending);
     /// The indices that sort each line along `dim` (PyTorch's `x.argsort(dim, descending,
     /// stable=True)`).
-    Numeric fn argsort(x, dim: isize, descending: bool) -> Long check {}
-        = sort(x, dim, descending).map(|(_, i)| i);
+    Numeric fn argsort(x, dim: isize, descending: bool) -> Long
+        no_grad("an index result") = sort(x, dim, descending).map(|(_, i)| i);
     /// The `k` largest (or smallest) of each line along `dim`, in order, with their indices
     /// (PyTorch's `x.topk(k, dim, largest, sorted)`; the result is sorted either way, equal
     /// values by index). `k` larger than the line is `selected index k out of range`.
-    Numeric fn topk(x, k: usize, dim: isize, largest: bool, sorted: bool) -> Pair check {}
+    Numeric fn topk(x, k: usize, dim: isize, largest: bool, sorted: bool) -> Pair
         = { let _ = sorted; topk(x, k, dim, largest) };
     /// `value` where `mask` holds, else `self`, broadcast together (PyTorch's
     /// `x.masked_fill(mask, value)`): a `bool` mask on the same device; a value the type cannot
@@ -240,15 +240,15 @@ declare_ops! {
     /// The max along `dim` and where it is (PyTorch's `x.max(dim)`, a
     /// [`ValuesIndices`]): the first index on ties, the first NaN when there is one; the
     /// gradient goes to the element picked. [`max_all`](Self::max_all) is PyTorch's `x.max()`.
-    Numeric fn max(x, dim: isize) -> Pair check {} = extreme_indexed(x, dim, false, true),
+    Numeric fn max(x, dim: isize) -> Pair = extreme_indexed(x, dim, false, true),
         dynamic extreme_dyn(x, dim, false, true);
     /// [`max`](Self::max) keeping `dim` with size 1 (PyTorch's `x.max(dim, keepdim=True)`).
-    Numeric fn max_keepdim(x, dim: isize) -> Pair check {} = extreme_indexed(x, dim, true, true),
+    Numeric fn max_keepdim(x, dim: isize) -> Pair = extreme_indexed(x, dim, true, true),
         dynamic extreme_dyn(x, dim, true, true);
     /// The min along `dim` and where it is (PyTorch's `x.min(dim)`); see [`max`](Self::max).
-    Numeric fn min(x, dim: isize) -> Pair check {} = extreme_indexed(x, dim, false, false),
+    Numeric fn min(x, dim: isize) -> Pair = extreme_indexed(x, dim, false, false),
         dynamic extreme_dyn(x, dim, false, false);
     /// [`min`](Self::min) keeping `dim` with size 1.
-    Numeric fn min_keepdim(x, dim: isize) -> Pair check {} = extreme_indexed(x, dim, true, false),
+    Numeric fn min_keepdim(x, dim: isize) -> Pair = extreme_indexed(x, dim, true, false),
         dynamic extreme_dyn(x, dim, true, false);
 }

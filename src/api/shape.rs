@@ -233,10 +233,10 @@ fn select_scatter(x: In<'_>, src: In<'_>, dim: isize, index: isize) -> Result<Ou
 declare_ops! {
     /// The same elements with another shape; one size may be `-1`. A view when the strides
     /// allow, else a copy.
-    Element fn reshape(x, shape: Dims) -> Same check {} = reshape(x, shape);
+    Element fn reshape(x, shape: Dims) -> Same = reshape(x, shape);
     /// A view with another shape (sharing the storage); fails when that needs a copy. As every
     /// view, it is never written through: see [`narrow`](Self::narrow).
-    Element fn view(x, shape: Dims) -> Same check {} = view(x, shape);
+    Element fn view(x, shape: Dims) -> Same = view(x, shape);
     /// Swaps two dimensions (a view: it shares the storage, and nothing is copied).
     ///
     /// devtype's tensors are values: an in-place operator (`+=`, `add_`, ...) on a view, or on
@@ -244,21 +244,21 @@ declare_ops! {
     /// storage, so the other keeps its values (PyTorch writes through). To change part of a
     /// tensor, use [`slice_scatter`](Self::slice_scatter) or
     /// [`select_scatter`](Self::select_scatter).
-    Element fn transpose(x, dim0: isize, dim1: isize) -> Same check {} = transpose(x, dim0, dim1);
+    Element fn transpose(x, dim0: isize, dim1: isize) -> Same = transpose(x, dim0, dim1);
     /// The transpose of a matrix (a view, never written through: see [`narrow`](Self::narrow));
     /// vectors and scalars come back unchanged.
-    Element fn t(x) -> Same check {} = t(x);
+    Element fn t(x) -> Same = t(x);
     /// The dimensions in a new order (a view, never written through: see
     /// [`narrow`](Self::narrow)).
-    Element fn permute(x, order: Dims) -> Same check {} = permute(x, order);
+    Element fn permute(x, order: Dims) -> Same = permute(x, order);
     /// A new dimension of size 1 at `dim` (a view, never written through: see
     /// [`narrow`](Self::narrow)).
-    Element fn unsqueeze(x, dim: isize) -> Same check {} = unsqueeze(x, dim);
+    Element fn unsqueeze(x, dim: isize) -> Same = unsqueeze(x, dim);
     /// Removes `dim` if its size is 1 (a view, never written through: see
     /// [`narrow`](Self::narrow)).
-    Element fn squeeze(x, dim: isize) -> Same check {} = squeeze(x, dim);
+    Element fn squeeze(x, dim: isize) -> Same = squeeze(x, dim);
     /// Merges dimensions `start..=end` into one.
-    Element fn flatten(x, start: isize, end: isize) -> Same check {} = flatten(x, start, end);
+    Element fn flatten(x, start: isize, end: isize) -> Same = flatten(x, start, end);
     /// `len` elements of `dim` from `start` (a view: it shares the storage, and nothing is
     /// copied).
     ///
@@ -274,13 +274,13 @@ declare_ops! {
     /// assert_eq!(base.to_vec(), [0.0; 4]);
     /// assert_eq!(base.slice_scatter(&v, 0, 1, 3).to_vec(), [0.0, 1.0, 1.0, 0.0]);
     /// ```
-    Element fn narrow(x, dim: isize, start: usize, len: usize) -> Same check {}
+    Element fn narrow(x, dim: isize, start: usize, len: usize) -> Same
         = narrow(x, dim, start, len);
     /// This tensor broadcast to `shape` (a view: size-1 dims repeat with stride 0); `-1` keeps
     /// a dimension's size, as in PyTorch, so `reshape` and `expand` take the same shapes. An
     /// in-place operator on the result rebinds it to a full-size tensor (PyTorch refuses it:
     /// its elements overlap in memory); the source is never written.
-    Element fn expand(x, shape: Dims) -> Same check {} = expand_to(x, shape);
+    Element fn expand(x, shape: Dims) -> Same = expand_to(x, shape);
     /// A new tensor: `self` with `src` in place of `self.narrow(dim, start, end - start)`
     /// (PyTorch's `torch.slice_scatter` with step 1). This is how to assign into a slice:
     /// devtype's in-place operators rebind the tensor they are applied to and never write
@@ -305,5 +305,5 @@ declare_ops! {
         check { same_device_elementwise(&[x.value, src.value], false)?; }
         = select_scatter(x, src, dim, index);
     /// A contiguous copy, or the same tensor when already contiguous.
-    Element fn contiguous(x) -> Same check {} = contiguous(x);
+    Element fn contiguous(x) -> Same = contiguous(x);
 }

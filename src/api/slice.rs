@@ -155,7 +155,7 @@ pub(crate) fn index(a: In<'_>, items: &[IndexItem]) -> Result<Out> {
 declare_ops! {
     /// The view of `items` (one per leading dim), as PyTorch's `x[...]`; see
     /// [`i`](Self::i) for the short form.
-    Element fn index(x, items: IndexItems) -> Same check {} = index(x, items);
+    Element fn index(x, items: IndexItems) -> Same = index(x, items);
 }
 
 impl<D: crate::device::Device, E: crate::core::Element> crate::Tensor<D, E> {

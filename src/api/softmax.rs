@@ -39,7 +39,7 @@ pub(crate) fn softmax(a: In<'_>, dim: isize, log: bool) -> Result<Out> {
 
 declare_ops! {
     /// Softmax over `dim`.
-    Float fn softmax(x, dim: isize) -> Same check {} = softmax(x, dim, false);
+    Float fn softmax(x, dim: isize) -> Same = softmax(x, dim, false);
     /// Log-softmax over `dim`, computed stably.
-    Float fn log_softmax(x, dim: isize) -> Same check {} = softmax(x, dim, true);
+    Float fn log_softmax(x, dim: isize) -> Same = softmax(x, dim, true);
 }

@@ -127,33 +127,33 @@ fn dyn_unary(a: In<'_>, op: UnaryOp) -> Result<Out> {
 
 declare_ops! {
     /// `-x` element-wise (the fallible form of the `-` operator).
-    Numeric fn neg(x) -> Same check {} = unary(x, UnaryOp::Neg),
+    Numeric fn neg(x) -> Same = unary(x, UnaryOp::Neg),
         dynamic dyn_unary(x, UnaryOp::Neg);
     /// `max(x, 0)` element-wise; the gradient passes where the output is positive.
-    Numeric fn relu(x) -> Same check {} = unary(x, UnaryOp::Relu),
+    Numeric fn relu(x) -> Same = unary(x, UnaryOp::Relu),
         dynamic dyn_unary(x, UnaryOp::Relu);
     /// `|x|` element-wise.
-    Numeric fn abs(x) -> Same check {} = unary(x, UnaryOp::Abs);
+    Numeric fn abs(x) -> Same = unary(x, UnaryOp::Abs);
     /// `x * x` element-wise.
-    Numeric fn square(x) -> Same check {} = unary(x, UnaryOp::Square),
+    Numeric fn square(x) -> Same = unary(x, UnaryOp::Square),
         dynamic dyn_unary(x, UnaryOp::Square);
     /// `e^x` element-wise.
-    Float fn exp(x) -> Same check {} = unary(x, UnaryOp::Exp),
+    Float fn exp(x) -> Same = unary(x, UnaryOp::Exp),
         dynamic float_unary(x, UnaryOp::Exp);
     /// Natural logarithm element-wise.
-    Float fn log(x) -> Same check {} = unary(x, UnaryOp::Log),
+    Float fn log(x) -> Same = unary(x, UnaryOp::Log),
         dynamic float_unary(x, UnaryOp::Log);
     /// Square root element-wise.
-    Float fn sqrt(x) -> Same check {} = unary(x, UnaryOp::Sqrt),
+    Float fn sqrt(x) -> Same = unary(x, UnaryOp::Sqrt),
         dynamic float_unary(x, UnaryOp::Sqrt);
     /// Hyperbolic tangent element-wise.
-    Float fn tanh(x) -> Same check {} = unary(x, UnaryOp::Tanh),
+    Float fn tanh(x) -> Same = unary(x, UnaryOp::Tanh),
         dynamic float_unary(x, UnaryOp::Tanh);
     /// Logistic sigmoid element-wise.
-    Float fn sigmoid(x) -> Same check {} = unary(x, UnaryOp::Sigmoid),
+    Float fn sigmoid(x) -> Same = unary(x, UnaryOp::Sigmoid),
         dynamic float_unary(x, UnaryOp::Sigmoid);
     /// `1 / x` element-wise.
-    Float fn reciprocal(x) -> Same check {} = unary(x, UnaryOp::Reciprocal),
+    Float fn reciprocal(x) -> Same = unary(x, UnaryOp::Reciprocal),
         dynamic float_unary(x, UnaryOp::Reciprocal);
 }
 
