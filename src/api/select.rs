@@ -114,9 +114,38 @@ pub(crate) fn extreme_indexed(
     keepdim: bool,
     max: bool,
 ) -> Result<(Out, Out)> {
-    let values = super::reduce::extreme_dim(a, dim, keepdim, max)?;
-    let indices = ops::reduce::arg_reduce(a.value, dim, keepdim, max)?;
-    Ok((values, Out::untracked(indices)))
+    if a.value.rank() == 0 || a.value.numel() == 0 {
+        // A scalar, or nothing to pick from (the reductions' own errors).
+        let values = super::reduce::extreme_dim(a, dim, keepdim, max)?;
+        let indices = ops::reduce::arg_reduce(a.value, dim, keepdim, max)?;
+        return Ok((values, Out::untracked(indices)));
+    }
+    // One pass over the data: where the extreme is, then the values gathered from there.
+    let d = wrap_dim(dim, a.value.rank())?;
+    let at = ops::reduce::arg_reduce(a.value, dim, true, max)?;
+    let kept = at.shape().to_vec();
+    let values = ops::index::gather(a.value, d as isize, &at)?;
+    let (values, indices) = if keepdim {
+        (values, at.clone())
+    } else {
+        let mut squeezed = kept.clone();
+        squeezed.remove(d);
+        (
+            super::kit::reshape(&values, &squeezed)?,
+            super::kit::reshape(&at, &squeezed)?,
+        )
+    };
+    let name = if max { "MaxBackward0" } else { "MinBackward0" };
+    let node = record(name, &[a.node], |_| {
+        let (shape, device) = (a.value.shape().to_vec(), a.value.device);
+        move |g| {
+            let g = super::kit::reshape(&g, &kept)?;
+            Ok(vec![Some(ops::index::scatter::scatter_add(
+                &shape, d, &at, &g, device,
+            )?)])
+        }
+    });
+    Ok((Out { value: values, node }, Out::untracked(indices)))
 }
 
 /// The dynamic front's `max(dim)`/`min(dim)` of `bool`: through `i64`, the values back to
