@@ -145,7 +145,13 @@ pub(crate) fn extreme_indexed(
             )?)])
         }
     });
-    Ok((Out { value: values, node }, Out::untracked(indices)))
+    Ok((
+        Out {
+            value: values,
+            node,
+        },
+        Out::untracked(indices),
+    ))
 }
 
 /// The dynamic front's `max(dim)`/`min(dim)` of `bool`: through `i64`, the values back to

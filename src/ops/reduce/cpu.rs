@@ -24,22 +24,21 @@ macro_rules! float_reducible {
             #[inline]
             fn sum_run(data: &[Self], stride: usize, len: usize) -> Self {
                 if stride == 1 {
-                    // 32 lanes, four independent vectors of eight: the loop stays vectorised,
-                    // four add chains hide the add latency (one chain ran at a third of the
-                    // memory bandwidth), and the rounding error stays small.
-                    let mut lanes = [[0.0 as $t; 8]; 4];
+                    // 32 lanes in one flat array (four to eight independent vector adds,
+                    // SSE or wider; the loop is a plain lane-wise add, which the compiler
+                    // vectorises without shuffles): the adds' latency hides behind memory
+                    // and the rounding error stays small.
+                    let mut lanes = [0.0 as $t; 32];
                     let chunks = data[..len].chunks_exact(32);
                     let rest = chunks.remainder();
                     for c in chunks {
-                        for (v, part) in lanes.iter_mut().zip(c.chunks_exact(8)) {
-                            for i in 0..8 {
-                                v[i] += part[i];
-                            }
+                        for i in 0..32 {
+                            lanes[i] += c[i];
                         }
                     }
                     let mut v = [0.0 as $t; 8];
                     for i in 0..8 {
-                        v[i] = (lanes[0][i] + lanes[1][i]) + (lanes[2][i] + lanes[3][i]);
+                        v[i] = (lanes[i] + lanes[i + 8]) + (lanes[i + 16] + lanes[i + 24]);
                     }
                     let mut s = ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7]));
                     for &x in rest {
