@@ -1456,16 +1456,6 @@ fn large_reductions_match_a_plain_loop() {
     );
 }
 
-/// The spacing of `dtype`'s values at 1.
-fn table_eps(dtype: DType) -> f64 {
-    match dtype {
-        DType::F64 => f64::EPSILON,
-        DType::F32 => f32::EPSILON as f64,
-        DType::F16 => 9.765625e-4,
-        _ => 7.8125e-3,
-    }
-}
-
 /// Every op of the op table (`tests/common/ops.rs`) in f32 against the same op in f64 on the
 /// same values (the f64 reference; the per-family tests above check the f64 kernels against
 /// the independent loops of `cpu_reference.rs`).
@@ -1478,6 +1468,6 @@ fn every_op_of_the_table_in_f32_matches_f64() {
         &draw.inputs(DType::F32, cpu),
         &draw.rounded_inputs(DType::F32, DType::F64, cpu),
         |_| None,
-        |_, want| 64.0 * table_eps(DType::F32) * want.abs().max(1.0),
+        |_, want| 64.0 * ops::table_eps(DType::F32) * want.abs().max(1.0),
     );
 }

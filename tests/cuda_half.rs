@@ -822,16 +822,6 @@ fn optimizers_on_half_parameters_match_the_cpu() {
     }
 }
 
-/// The spacing of `dtype`'s values at 1.
-fn table_eps(dtype: DType) -> f64 {
-    match dtype {
-        DType::F64 => f64::EPSILON,
-        DType::F32 => f32::EPSILON as f64,
-        DType::F16 => 9.765625e-4,
-        _ => 7.8125e-3,
-    }
-}
-
 /// Every op of the op table (`tests/common/ops.rs`) on the GPU against the CPU, in f16 and
 /// bf16: both compute in f32 and round once, so within a few ulps of the 16-bit type.
 #[test]
@@ -852,7 +842,7 @@ fn every_op_of_the_table_matches_the_cpu() {
             &draw.inputs(dtype, GPU),
             &draw.inputs(dtype, CPU),
             |_| None,
-            |_, want| 4.0 * table_eps(dtype) * want.abs().max(1.0),
+            |_, want| 4.0 * ops::table_eps(dtype) * want.abs().max(1.0),
         );
     }
 }

@@ -1372,16 +1372,6 @@ fn copies_between_two_gpus() {
     }
 }
 
-/// The spacing of `dtype`'s values at 1.
-fn table_eps(dtype: DType) -> f64 {
-    match dtype {
-        DType::F64 => f64::EPSILON,
-        DType::F32 => f32::EPSILON as f64,
-        DType::F16 => 9.765625e-4,
-        _ => 7.8125e-3,
-    }
-}
-
 /// Every op of the op table (`tests/common/ops.rs`) on the GPU against the CPU, in f32 and f64:
 /// a newly declared op runs here from the day it lands (the per-family tests above add shapes
 /// and views).
@@ -1403,7 +1393,7 @@ fn every_op_of_the_table_matches_the_cpu() {
             &draw.inputs(dtype, GPU),
             &draw.inputs(dtype, CPU),
             |_| None,
-            |_, want| 16.0 * table_eps(dtype) * want.abs().max(1.0),
+            |_, want| 16.0 * ops::table_eps(dtype) * want.abs().max(1.0),
         );
     }
 }

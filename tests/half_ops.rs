@@ -1031,16 +1031,6 @@ fn casts_in_blocks_match_half_per_element_on_every_class() {
     }
 }
 
-/// The spacing of `dtype`'s values at 1.
-fn table_eps(dtype: DType) -> f64 {
-    match dtype {
-        DType::F64 => f64::EPSILON,
-        DType::F32 => f32::EPSILON as f64,
-        DType::F16 => 9.765625e-4,
-        _ => 7.8125e-3,
-    }
-}
-
 /// Every op of the op table (`tests/common/ops.rs`) in f16 and bf16 against the same op on the
 /// same values in f32: the f32 result rounded once is within an ulp of the 16-bit type, a few
 /// where an op rounds an intermediate result (a reduction of rounded terms).
@@ -1053,7 +1043,7 @@ fn every_op_of_the_table_matches_f32() {
             &draw.inputs(dtype, cpu()),
             &draw.rounded_inputs(dtype, DType::F32, cpu()),
             |_| None,
-            |_, want| 4.0 * table_eps(dtype) * want.abs().max(1.0),
+            |_, want| 4.0 * ops::table_eps(dtype) * want.abs().max(1.0),
         );
     }
 }

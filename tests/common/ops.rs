@@ -12,6 +12,16 @@ use devtype::nn::Reduction;
 use devtype::{DType, DynDevice, DynTensor, IndexItem, OpInfo, Result};
 use std::collections::BTreeSet;
 
+/// The spacing of `dtype`'s values at 1: the suites' tolerances are a few of these.
+pub fn table_eps(dtype: DType) -> f64 {
+    match dtype {
+        DType::F64 => f64::EPSILON,
+        DType::F32 => f32::EPSILON as f64,
+        DType::F16 => 9.765625e-4,
+        _ => 7.8125e-3,
+    }
+}
+
 /// The suites that read the table; an `untested(..)` naming another is a mistake.
 pub const SUITES: &[&str] = &[
     "parity",
