@@ -512,14 +512,13 @@ mod tests {
             ((seed >> 40) as f32 / (1u64 << 24) as f32) * 4.0 - 2.0
         };
         let mut sizes: Vec<(usize, usize, usize)> = (1..=9).map(|m| (m, 10, 2)).collect();
-        sizes.extend([
-            (4, 1, 1),
-            (5, 3, 7),
-            (32, 32, 32),
-            (32, 32, 33),
-            (31, 33, 32),
-            (8, 64, 64),
-        ]);
+        sizes.extend([(4, 1, 1), (5, 3, 7)]);
+        if !cfg!(miri) {
+            // Products that go to the GEMM crate: their numbers are checked here, but under
+            // Miri (which looks for undefined behaviour in devtype's code, not the crate's)
+            // they took over twenty minutes of CI.
+            sizes.extend([(32, 32, 32), (32, 32, 33), (31, 33, 32), (8, 64, 64)]);
+        }
         for (m, k, n) in sizes {
             let a: Vec<f32> = (0..3 * m * k + 5).map(|_| next()).collect();
             let b: Vec<f32> = (0..3 * k * n + 5).map(|_| next()).collect();
