@@ -204,6 +204,16 @@ fn run_extreme<T: Reducible, const MAX: bool>(run: &[T]) -> T {
         .fold(lanes.into_iter().fold(run[0], pick), |a, &b| pick(a, b))
 }
 
+/// [`run_extreme`] with `max` chosen at run time.
+#[inline]
+fn extreme_of<T: Reducible>(run: &[T], max: bool) -> T {
+    if max {
+        run_extreme::<T, true>(run)
+    } else {
+        run_extreme::<T, false>(run)
+    }
+}
+
 /// Folds positions `range` of the permuted walk.
 fn fold_range<T: Reducible>(
     data: &[T],
@@ -218,32 +228,22 @@ fn fold_range<T: Reducible>(
     let mut first = true;
     walk.runs(range, |_, [o], len, [s]| match op {
         ReduceOp::Sum | ReduceOp::Mean => acc = acc.add(T::sum_run(&data[o..], s, len)),
-        ReduceOp::Max | ReduceOp::Min if s == 1 && len >= RUN => {
-            let run = &data[o..o + len];
-            let x = if op == ReduceOp::Max {
-                run_extreme::<T, true>(run)
-            } else {
-                run_extreme::<T, false>(run)
-            };
-            if first {
-                acc = x;
-                first = false;
-            } else if op == ReduceOp::Max {
-                acc = acc.max_of(x);
-            } else {
-                acc = acc.min_of(x);
-            }
-        }
         ReduceOp::Max | ReduceOp::Min => {
-            for i in 0..len {
-                let x = data[o + i * s];
-                if first {
-                    acc = x;
+            let mut take = |x: T| {
+                acc = if first {
                     first = false;
+                    x
                 } else if op == ReduceOp::Max {
-                    acc = acc.max_of(x);
+                    acc.max_of(x)
                 } else {
-                    acc = acc.min_of(x);
+                    acc.min_of(x)
+                };
+            };
+            if s == 1 && len >= RUN {
+                take(extreme_of(&data[o..o + len], op == ReduceOp::Max));
+            } else {
+                for i in 0..len {
+                    take(data[o + i * s]);
                 }
             }
         }
@@ -314,11 +314,7 @@ fn arg_typed<T: Reducible>(data: &[T], plan: &ReducePlan, max: bool) -> Result<R
                     return;
                 }
                 let run = &data[off..off + len];
-                let x = if max {
-                    run_extreme::<T, true>(run)
-                } else {
-                    run_extreme::<T, false>(run)
-                };
+                let x = extreme_of(run, max);
                 let better = pos == 0 || x.is_nan() || if max { x > best } else { x < best };
                 if better {
                     let at = if x.is_nan() {
