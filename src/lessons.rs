@@ -59,6 +59,7 @@
 //! | [`graph_print_in_capture`] | `print(y)` inside a capture | [`HostSync`](crate::HostSync) via `Display` |
 //! | [`graph_synchronize_in_capture`] | `torch.cuda.synchronize()` inside a capture | [`HostSync`](crate::HostSync) on `Device::synchronize` |
 //! | [`graph_to_cpu_in_capture`] | `y.cpu()` inside a capture | [`CopyTo`](crate::CopyTo) on `Tensor::to` |
+//! | [`graph_module_to_cpu_in_capture`] | `model.cpu()` inside a capture | [`CopyTo`](crate::CopyTo) on `Module::to` |
 //! | [`graph_debug_in_capture`] | `print(repr(y))` inside a capture | [`HostSync`](crate::HostSync) via `Debug` |
 //! | [`optimizer_f32_model_bf16`] | a `bf16` model, an optimizer in `f32`: `expected scalar type BFloat16 but found Float` | [`ModelOn`](crate::optim::ModelOn) |
 //! | [`scaler_f16_model`] | `model.half()` with a `GradScaler`: `Attempting to unscale FP16 gradients.` | [`ScaledModelOn`](crate::optim::ScaledModelOn) |
@@ -365,6 +366,11 @@ lesson!(
     /// `y.to(Cpu)` of a tensor inside a CUDA graph capture: a capturing device's tensors move
     /// to a GPU, not to the host.
     graph_to_cpu_in_capture
+);
+lesson!(
+    /// `model.to(Cpu)` of a model typed on the capturing device, inside a CUDA graph capture:
+    /// a module moves as its tensors do, to a GPU and not to the host.
+    graph_module_to_cpu_in_capture
 );
 lesson!(
     /// `println!("{y:?}")` of a tensor inside a CUDA graph capture (`Debug` prints the values).

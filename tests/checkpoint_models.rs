@@ -24,7 +24,10 @@ struct SameName<D: Device> {
 impl<D: Device> Module<D> for SameName<D> {
     type On<D2: Device> = SameName<D2>;
 
-    fn try_to<D2: Device>(&self, dev: D2) -> devtype::Result<SameName<D2>> {
+    fn try_to<D2: Device>(&self, dev: D2) -> devtype::Result<SameName<D2>>
+    where
+        D: devtype::CopyTo<D2>,
+    {
         Ok(SameName {
             a: <Tensor<D> as Module<D>>::try_to(&self.a, dev)?,
             b: <Tensor<D> as Module<D>>::try_to(&self.b, dev)?,

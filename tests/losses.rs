@@ -12,7 +12,10 @@ mod torch;
 
 use common::Rng;
 use devtype::autograd::gradcheck;
-use devtype::nn::{BCEWithLogitsLoss, HuberLoss, L1Loss, NLLLoss, Reduction, SmoothL1Loss};
+use devtype::nn::{
+    BCEWithLogitsLoss, DynBCEWithLogitsLoss, DynNLLLoss, HuberLoss, L1Loss, NLLLoss, Reduction,
+    SmoothL1Loss,
+};
 use devtype::prelude::*;
 
 const REDUCTIONS: [(Reduction, &str); 3] = [
@@ -248,7 +251,16 @@ fn dynamic_front_matches_pytorch() {
                 "SMOOTH0" => x.smooth_l1_loss(&t, red, 0.0),
                 "HUBER" => x.huber_loss(&t, red, 1.3),
                 "BCE" => x.binary_cross_entropy_with_logits(&t, None, None, red),
-                _ => x.binary_cross_entropy_with_logits(&t, Some(&w), Some(&pw), red),
+                // The module form, its buffers moved in place (the functional form is the
+                // op table's, in parity and gradcheck).
+                _ => {
+                    let mut criterion = DynBCEWithLogitsLoss {
+                        weight: Some(w.clone()),
+                        pos_weight: Some(pw.clone()),
+                        reduction: red,
+                    };
+                    criterion.to(cpu).unwrap().forward(&x, &t)
+                }
             }
             .unwrap();
             let (want, gx, gt) = recorded(name, rname);
@@ -285,6 +297,17 @@ fn dynamic_front_matches_pytorch() {
     close(
         "nll dyn",
         &out.to_vec::<f64>().unwrap(),
+        torch::NLLW_MEAN,
+        1e-12,
+    );
+    let mut criterion = DynNLLLoss {
+        weight: Some(cw.clone()),
+        ..Default::default()
+    };
+    let by_module = criterion.to(cpu).unwrap().forward(&logp, &tgt).unwrap();
+    close(
+        "DynNLLLoss",
+        &by_module.to_vec::<f64>().unwrap(),
         torch::NLLW_MEAN,
         1e-12,
     );
@@ -546,4 +569,45 @@ fn cuda_matches_cpu() {
         xc.zero_grad();
         xg.zero_grad();
     }
+    // The dynamic modules: buffers left on the CPU are PyTorch's device error; moved in place
+    // with the criterion, the GPU's loss is the CPU's.
+    let (cpu, dgpu) = (DynDevice::cpu(), gpu.dyn_device());
+    let (xd, pd) = (DynTensor::from(x.clone()), DynTensor::from(p.clone()));
+    let (xdg, pdg) = (xd.to(dgpu).unwrap(), pd.to(dgpu).unwrap());
+    let w = DynTensor::rand([10], cpu).unwrap();
+    let mut bce = DynBCEWithLogitsLoss {
+        pos_weight: Some(w.clone()),
+        ..Default::default()
+    };
+    let want = bce.forward(&xd, &pd).unwrap().item::<f32>().unwrap();
+    let err = bce.forward(&xdg, &pdg).unwrap_err().to_string();
+    assert!(
+        err.starts_with("Expected all tensors to be on the same device"),
+        "{err}"
+    );
+    let got = bce.to(dgpu).unwrap().forward(&xdg, &pdg).unwrap();
+    let got = got.item::<f32>().unwrap();
+    assert!(
+        (want - got).abs() <= 1e-5 * (1.0 + want.abs()),
+        "{want} vs {got}"
+    );
+    let logp = DynTensor::from(x.log_softmax(1));
+    let t = DynTensor::from_vec((0..64).map(|i| i % 10).collect::<Vec<i64>>(), [64], cpu).unwrap();
+    let mut nll = DynNLLLoss {
+        weight: Some(w),
+        ..Default::default()
+    };
+    let want = nll.forward(&logp, &t).unwrap().item::<f32>().unwrap();
+    let (logp, t) = (logp.to(dgpu).unwrap(), t.to(dgpu).unwrap());
+    let err = nll.forward(&logp, &t).unwrap_err().to_string();
+    assert!(
+        err.starts_with("Expected all tensors to be on the same device"),
+        "{err}"
+    );
+    let got = nll.to(dgpu).unwrap().forward(&logp, &t).unwrap();
+    let got = got.item::<f32>().unwrap();
+    assert!(
+        (want - got).abs() <= 1e-5 * (1.0 + want.abs()),
+        "{want} vs {got}"
+    );
 }

@@ -74,7 +74,10 @@ impl super::Placement for ReLU {
 
 impl<D: Device, E: Float> Module<D, E> for ReLU {
     type On<D2: Device> = ReLU;
-    fn try_to<D2: Device>(&self, _dev: D2) -> Result<ReLU> {
+    fn try_to<D2: Device>(&self, _dev: D2) -> Result<ReLU>
+    where
+        D: crate::device::CopyTo<D2>,
+    {
         Ok(ReLU)
     }
     fn visit_parameters(&self, _prefix: &str, _f: &mut dyn FnMut(&str, &Tensor<D, E>)) {}
@@ -190,7 +193,10 @@ impl super::Placement for Dropout {
 
 impl<D: Device, E: Float> Module<D, E> for Dropout {
     type On<D2: Device> = Dropout;
-    fn try_to<D2: Device>(&self, _dev: D2) -> Result<Dropout> {
+    fn try_to<D2: Device>(&self, _dev: D2) -> Result<Dropout>
+    where
+        D: crate::device::CopyTo<D2>,
+    {
         Ok(*self)
     }
     fn visit_parameters(&self, _prefix: &str, _f: &mut dyn FnMut(&str, &Tensor<D, E>)) {}

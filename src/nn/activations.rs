@@ -62,7 +62,10 @@ macro_rules! pointwise {
 
         impl<D: Device, E: Float> Module<D, E> for $name {
             type On<D2: Device> = $name;
-            fn try_to<D2: Device>(&self, _dev: D2) -> Result<$name> {
+            fn try_to<D2: Device>(&self, _dev: D2) -> Result<$name>
+            where
+                D: crate::device::CopyTo<D2>,
+            {
                 Ok(*self)
             }
             fn visit_parameters(&self, _prefix: &str, _f: &mut dyn FnMut(&str, &Tensor<D, E>)) {}

@@ -236,7 +236,10 @@ impl<D: Device, E: Float> Placement for MultiheadAttention<D, E> {
 impl<D: Device, E: Float> Module<D, E> for MultiheadAttention<D, E> {
     type On<D2: Device> = MultiheadAttention<D2, E>;
 
-    fn try_to<D2: Device>(&self, dev: D2) -> Result<MultiheadAttention<D2, E>> {
+    fn try_to<D2: Device>(&self, dev: D2) -> Result<MultiheadAttention<D2, E>>
+    where
+        D: crate::device::CopyTo<D2>,
+    {
         super::move_scope(|| {
             Ok(MultiheadAttention {
                 in_proj_weight: Module::<D, E>::try_to(&self.in_proj_weight, dev)?,

@@ -327,3 +327,121 @@ impl MSELoss {
         Ok(DynTensor::from_out(self.apply(a, b)?))
     }
 }
+
+/// `nn.BCEWithLogitsLoss` with a run-time device: optional element `weight` and per-class
+/// `pos_weight` buffers that move with it, in place.
+///
+/// ```
+/// use devtype::prelude::*;
+/// use devtype::nn::DynBCEWithLogitsLoss;
+/// let cpu = DynDevice::cpu();
+/// let mut criterion = DynBCEWithLogitsLoss {
+///     pos_weight: Some(DynTensor::full([2], 3.0, DType::F32, cpu)?),
+///     ..Default::default()
+/// };
+/// criterion.to(cpu)?;
+/// let logits = DynTensor::zeros([4, 2], cpu)?;
+/// let targets = DynTensor::ones([4, 2], cpu)?;
+/// let loss = criterion.forward(&logits, &targets)?.item::<f32>()?;
+/// assert!((loss - 3.0 * 2f32.ln()).abs() < 1e-6);
+/// # Ok::<(), devtype::Error>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct DynBCEWithLogitsLoss {
+    /// A weight per element, broadcast against the loss (a buffer).
+    pub weight: Option<DynTensor>,
+    /// A weight of the positive examples per class, broadcast along the last dim (a buffer).
+    pub pos_weight: Option<DynTensor>,
+    /// How per-element losses are combined.
+    pub reduction: Reduction,
+}
+
+impl Default for DynBCEWithLogitsLoss {
+    fn default() -> Self {
+        DynBCEWithLogitsLoss {
+            weight: None,
+            pos_weight: None,
+            reduction: Reduction::Mean,
+        }
+    }
+}
+
+/// Both optional buffers on `dev`, or an error with neither moved.
+fn move_buffers(
+    a: &Option<DynTensor>,
+    b: &Option<DynTensor>,
+    dev: DynDevice,
+) -> Result<(Option<DynTensor>, Option<DynTensor>)> {
+    let mv = |t: &Option<DynTensor>| t.as_ref().map(|t| t.to(dev)).transpose();
+    Ok((mv(a)?, mv(b)?))
+}
+
+impl DynBCEWithLogitsLoss {
+    /// Moves the weight buffers in place, as `criterion.to(device)`; on failure neither has
+    /// moved.
+    pub fn to(&mut self, dev: DynDevice) -> Result<&mut Self> {
+        (self.weight, self.pos_weight) = move_buffers(&self.weight, &self.pos_weight, dev)?;
+        Ok(self)
+    }
+
+    /// The loss of `logits` against `targets`, with PyTorch's device and dtype checks.
+    pub fn forward(&self, logits: &DynTensor, targets: &DynTensor) -> Result<DynTensor> {
+        logits.binary_cross_entropy_with_logits(
+            targets,
+            self.weight.as_ref(),
+            self.pos_weight.as_ref(),
+            self.reduction,
+        )
+    }
+}
+
+/// `nn.NLLLoss` with a run-time device: log-probabilities `[batch, classes]` against `i64`
+/// class indices, an optional per-class `weight` buffer that moves with it, in place.
+///
+/// ```
+/// use devtype::prelude::*;
+/// use devtype::nn::DynNLLLoss;
+/// let cpu = DynDevice::cpu();
+/// let criterion = DynNLLLoss::default();
+/// let logp = DynTensor::from_vec(vec![-0.5f32, -1.0, -2.0, -0.25], [2, 2], cpu)?;
+/// let target = DynTensor::from_vec(vec![0i64, 1], [2], cpu)?;
+/// assert_eq!(criterion.forward(&logp, &target)?.item::<f32>()?, 0.375);
+/// # Ok::<(), devtype::Error>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct DynNLLLoss {
+    /// Per-class weights (a buffer).
+    pub weight: Option<DynTensor>,
+    /// How per-sample losses are combined.
+    pub reduction: Reduction,
+    /// Targets equal to this are skipped.
+    pub ignore_index: i64,
+}
+
+impl Default for DynNLLLoss {
+    fn default() -> Self {
+        DynNLLLoss {
+            weight: None,
+            reduction: Reduction::Mean,
+            ignore_index: -100,
+        }
+    }
+}
+
+impl DynNLLLoss {
+    /// Moves the weight buffer in place, as `criterion.to(device)`.
+    pub fn to(&mut self, dev: DynDevice) -> Result<&mut Self> {
+        (self.weight, _) = move_buffers(&self.weight, &None, dev)?;
+        Ok(self)
+    }
+
+    /// The loss, with PyTorch's device check (`nll_loss_forward`).
+    pub fn forward(&self, input: &DynTensor, targets: &DynTensor) -> Result<DynTensor> {
+        input.nll_loss(
+            targets,
+            self.weight.as_ref(),
+            self.reduction,
+            self.ignore_index,
+        )
+    }
+}

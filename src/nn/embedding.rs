@@ -118,7 +118,10 @@ impl<D: Device, E: Float> Placement for Embedding<D, E> {
 impl<D: Device, E: Float> Module<D, E> for Embedding<D, E> {
     type On<D2: Device> = Embedding<D2, E>;
 
-    fn try_to<D2: Device>(&self, dev: D2) -> Result<Embedding<D2, E>> {
+    fn try_to<D2: Device>(&self, dev: D2) -> Result<Embedding<D2, E>>
+    where
+        D: crate::device::CopyTo<D2>,
+    {
         Ok(Embedding {
             weight: Module::<D, E>::try_to(&self.weight, dev)?,
             padding_idx: self.padding_idx,

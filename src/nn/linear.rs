@@ -154,7 +154,10 @@ impl<D: Device, E: Float> Linear<D, E> {
     }
 
     /// The layer with every parameter on `dev`, typed on it.
-    pub fn try_to<D2: Device>(&self, dev: D2) -> Result<Linear<D2, E>> {
+    pub fn try_to<D2: Device>(&self, dev: D2) -> Result<Linear<D2, E>>
+    where
+        D: crate::device::CopyTo<D2>,
+    {
         Ok(Linear {
             weight: Module::<D, E>::try_to(&self.weight, dev)?,
             bias: self
@@ -170,7 +173,10 @@ impl<D: Device, E: Float> Linear<D, E> {
     /// Panics with the error's text where [`try_to`](Self::try_to) returns it.
     #[must_use = "`to` returns the module typed on the new device: `let model = model.to(dev);`"]
     #[track_caller]
-    pub fn to<D2: Device>(&self, dev: D2) -> Linear<D2, E> {
+    pub fn to<D2: Device>(&self, dev: D2) -> Linear<D2, E>
+    where
+        D: crate::device::CopyTo<D2>,
+    {
         match self.try_to(dev) {
             Ok(m) => m,
             Err(e) => panic!("{e}"),
@@ -221,7 +227,10 @@ impl<D: Device, E: Float> super::Placement for Linear<D, E> {
 impl<D: Device, E: Float> Module<D, E> for Linear<D, E> {
     type On<D2: Device> = Linear<D2, E>;
 
-    fn try_to<D2: Device>(&self, dev: D2) -> Result<Linear<D2, E>> {
+    fn try_to<D2: Device>(&self, dev: D2) -> Result<Linear<D2, E>>
+    where
+        D: crate::device::CopyTo<D2>,
+    {
         Linear::try_to(self, dev)
     }
 

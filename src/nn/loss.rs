@@ -104,7 +104,10 @@ impl<D: Device, E: Float> CrossEntropyLoss<D, E> {
     }
 
     /// The loss with its weight buffer on `dev`, typed on it.
-    pub fn try_to<D2: Device>(&self, dev: D2) -> Result<CrossEntropyLoss<D2, E>> {
+    pub fn try_to<D2: Device>(&self, dev: D2) -> Result<CrossEntropyLoss<D2, E>>
+    where
+        D: crate::device::CopyTo<D2>,
+    {
         Ok(CrossEntropyLoss {
             weight: self.weight.as_ref().map(|w| w.move_to(dev)).transpose()?,
             reduction: self.reduction,
@@ -115,7 +118,10 @@ impl<D: Device, E: Float> CrossEntropyLoss<D, E> {
     /// The loss with its weight buffer on `dev`: `let loss_fn = loss_fn.to(dev);`.
     #[must_use = "`to` returns the loss typed on the new device: `let loss_fn = loss_fn.to(dev);`"]
     #[track_caller]
-    pub fn to<D2: Device>(&self, dev: D2) -> CrossEntropyLoss<D2, E> {
+    pub fn to<D2: Device>(&self, dev: D2) -> CrossEntropyLoss<D2, E>
+    where
+        D: crate::device::CopyTo<D2>,
+    {
         match self.try_to(dev) {
             Ok(m) => m,
             Err(e) => panic!("{e}"),
@@ -170,7 +176,10 @@ impl<D: Device, E: Float> super::Placement for CrossEntropyLoss<D, E> {
 
 impl<D: Device, E: Float> Module<D, E> for CrossEntropyLoss<D, E> {
     type On<D2: Device> = CrossEntropyLoss<D2, E>;
-    fn try_to<D2: Device>(&self, dev: D2) -> Result<CrossEntropyLoss<D2, E>> {
+    fn try_to<D2: Device>(&self, dev: D2) -> Result<CrossEntropyLoss<D2, E>>
+    where
+        D: crate::device::CopyTo<D2>,
+    {
         CrossEntropyLoss::try_to(self, dev)
     }
     fn visit_parameters(&self, _prefix: &str, _f: &mut dyn FnMut(&str, &Tensor<D, E>)) {}
@@ -264,7 +273,10 @@ impl super::Placement for MSELoss {
 
 impl<D: Device, E: Float> Module<D, E> for MSELoss {
     type On<D2: Device> = MSELoss;
-    fn try_to<D2: Device>(&self, _dev: D2) -> Result<MSELoss> {
+    fn try_to<D2: Device>(&self, _dev: D2) -> Result<MSELoss>
+    where
+        D: crate::device::CopyTo<D2>,
+    {
         Ok(*self)
     }
     fn visit_parameters(&self, _prefix: &str, _f: &mut dyn FnMut(&str, &Tensor<D, E>)) {}
@@ -369,7 +381,10 @@ macro_rules! elementwise_loss {
 
         impl<D: Device, E: Float> Module<D, E> for $name {
             type On<D2: Device> = $name;
-            fn try_to<D2: Device>(&self, _dev: D2) -> Result<$name> {
+            fn try_to<D2: Device>(&self, _dev: D2) -> Result<$name>
+    where
+        D: crate::device::CopyTo<D2>,
+    {
                 Ok(*self)
             }
             fn visit_parameters(&self, _prefix: &str, _f: &mut dyn FnMut(&str, &Tensor<D, E>)) {}
@@ -498,7 +513,10 @@ impl<D: Device, E: Float> BCEWithLogitsLoss<D, E> {
     }
 
     /// The loss with its buffers on `dev`, typed on it.
-    pub fn try_to<D2: Device>(&self, dev: D2) -> Result<BCEWithLogitsLoss<D2, E>> {
+    pub fn try_to<D2: Device>(&self, dev: D2) -> Result<BCEWithLogitsLoss<D2, E>>
+    where
+        D: crate::device::CopyTo<D2>,
+    {
         Ok(BCEWithLogitsLoss {
             weight: self.weight.as_ref().map(|w| w.move_to(dev)).transpose()?,
             pos_weight: self
@@ -513,7 +531,10 @@ impl<D: Device, E: Float> BCEWithLogitsLoss<D, E> {
     /// The loss with its buffers on `dev`: `let loss_fn = loss_fn.to(dev);`.
     #[must_use = "`to` returns the loss typed on the new device: `let loss_fn = loss_fn.to(dev);`"]
     #[track_caller]
-    pub fn to<D2: Device>(&self, dev: D2) -> BCEWithLogitsLoss<D2, E> {
+    pub fn to<D2: Device>(&self, dev: D2) -> BCEWithLogitsLoss<D2, E>
+    where
+        D: crate::device::CopyTo<D2>,
+    {
         match self.try_to(dev) {
             Ok(m) => m,
             Err(e) => panic!("{e}"),
@@ -566,7 +587,10 @@ impl<D: Device, E: Float> super::Placement for BCEWithLogitsLoss<D, E> {
 
 impl<D: Device, E: Float> Module<D, E> for BCEWithLogitsLoss<D, E> {
     type On<D2: Device> = BCEWithLogitsLoss<D2, E>;
-    fn try_to<D2: Device>(&self, dev: D2) -> Result<BCEWithLogitsLoss<D2, E>> {
+    fn try_to<D2: Device>(&self, dev: D2) -> Result<BCEWithLogitsLoss<D2, E>>
+    where
+        D: crate::device::CopyTo<D2>,
+    {
         BCEWithLogitsLoss::try_to(self, dev)
     }
     fn visit_parameters(&self, _prefix: &str, _f: &mut dyn FnMut(&str, &Tensor<D, E>)) {}
@@ -636,7 +660,10 @@ impl<D: Device, E: Float> NLLLoss<D, E> {
     }
 
     /// The loss with its weight buffer on `dev`, typed on it.
-    pub fn try_to<D2: Device>(&self, dev: D2) -> Result<NLLLoss<D2, E>> {
+    pub fn try_to<D2: Device>(&self, dev: D2) -> Result<NLLLoss<D2, E>>
+    where
+        D: crate::device::CopyTo<D2>,
+    {
         Ok(NLLLoss {
             weight: self.weight.as_ref().map(|w| w.move_to(dev)).transpose()?,
             reduction: self.reduction,
@@ -647,7 +674,10 @@ impl<D: Device, E: Float> NLLLoss<D, E> {
     /// The loss with its weight buffer on `dev`: `let loss_fn = loss_fn.to(dev);`.
     #[must_use = "`to` returns the loss typed on the new device: `let loss_fn = loss_fn.to(dev);`"]
     #[track_caller]
-    pub fn to<D2: Device>(&self, dev: D2) -> NLLLoss<D2, E> {
+    pub fn to<D2: Device>(&self, dev: D2) -> NLLLoss<D2, E>
+    where
+        D: crate::device::CopyTo<D2>,
+    {
         match self.try_to(dev) {
             Ok(m) => m,
             Err(e) => panic!("{e}"),
@@ -694,7 +724,10 @@ impl<D: Device, E: Float> super::Placement for NLLLoss<D, E> {
 
 impl<D: Device, E: Float> Module<D, E> for NLLLoss<D, E> {
     type On<D2: Device> = NLLLoss<D2, E>;
-    fn try_to<D2: Device>(&self, dev: D2) -> Result<NLLLoss<D2, E>> {
+    fn try_to<D2: Device>(&self, dev: D2) -> Result<NLLLoss<D2, E>>
+    where
+        D: crate::device::CopyTo<D2>,
+    {
         NLLLoss::try_to(self, dev)
     }
     fn visit_parameters(&self, _prefix: &str, _f: &mut dyn FnMut(&str, &Tensor<D, E>)) {}

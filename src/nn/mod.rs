@@ -63,7 +63,9 @@ pub(crate) use checkpoint::{
     write as checkpoint_write, write_with_metadata as checkpoint_write_with_metadata, Loaded,
 };
 pub use checkpoint::{load, load_tensors, save};
-pub use dynamic::{DynCrossEntropyLoss, DynLinear, DynModule, DynSequential};
+pub use dynamic::{
+    DynBCEWithLogitsLoss, DynCrossEntropyLoss, DynLinear, DynModule, DynNLLLoss, DynSequential,
+};
 pub use embedding::Embedding;
 pub use functional::{Approximate, AttnMask};
 pub use linear::Linear;
@@ -245,7 +247,12 @@ pub trait Module<D: Device, E: Float = f32> {
     type On<D2: Device>: Module<D2, E>;
 
     /// The module with every parameter and buffer on `dev`, typed on it.
-    fn try_to<D2: Device>(&self, dev: D2) -> Result<Self::On<D2>>;
+    ///
+    /// A capturing device's module moves to a GPU, not to the CPU: that copy would make the
+    /// host wait inside a CUDA graph's capture (see [`CopyTo`](crate::CopyTo)).
+    fn try_to<D2: Device>(&self, dev: D2) -> Result<Self::On<D2>>
+    where
+        D: crate::device::CopyTo<D2>;
 
     /// The module with every parameter and buffer on `dev`, typed on it: rebind it,
     /// `let model = model.to(dev);` (the original stays where it was).
@@ -256,6 +263,7 @@ pub trait Module<D: Device, E: Float = f32> {
     fn to<D2: Device>(&self, dev: D2) -> Self::On<D2>
     where
         Self: Sized,
+        D: crate::device::CopyTo<D2>,
     {
         match self.try_to(dev) {
             Ok(m) => m,
@@ -346,7 +354,10 @@ impl<D: Device, E: Float> Module<D, E> for Tensor<D, E> {
     /// The parameter on `dev`: still a parameter (a leaf), with its gradient moved along.
     /// Within one move of a model ([`move_scope`]), a parameter met again (a tied weight) is
     /// the one moved the first time: the tie holds on the new device, as in PyTorch.
-    fn try_to<D2: Device>(&self, dev: D2) -> Result<Tensor<D2, E>> {
+    fn try_to<D2: Device>(&self, dev: D2) -> Result<Tensor<D2, E>>
+    where
+        D: crate::device::CopyTo<D2>,
+    {
         let Some(node) = self.node() else {
             return self.detach().move_to(dev);
         };
@@ -404,7 +415,10 @@ impl<M: Placement> Placement for Vec<M> {
 impl<D: Device, E: Float, M: Module<D, E>> Module<D, E> for Vec<M> {
     type On<D2: Device> = Vec<M::On<D2>>;
 
-    fn try_to<D2: Device>(&self, dev: D2) -> Result<Self::On<D2>> {
+    fn try_to<D2: Device>(&self, dev: D2) -> Result<Self::On<D2>>
+    where
+        D: crate::device::CopyTo<D2>,
+    {
         move_scope(|| self.iter().map(|m| m.try_to(dev)).collect())
     }
 
@@ -495,7 +509,10 @@ macro_rules! module {
         impl<$($gen)*> $crate::nn::Module<$d, $e> for $ty {
             type On<$d2: $crate::Device> = $on;
 
-            fn try_to<$d2: $crate::Device>(&self, dev: $d2) -> $crate::Result<$on> {
+            fn try_to<$d2: $crate::Device>(&self, dev: $d2) -> $crate::Result<$on>
+            where
+                $d: $crate::CopyTo<$d2>,
+            {
                 $crate::nn::move_scope(|| ::core::result::Result::Ok($sname {
                     $($field: <_ as $crate::nn::Module<$d, $e>>::try_to(&self.$field, dev)?,)*
                     // `$plain` alone as the argument: a diagnostic points at the user's field.

@@ -11,7 +11,10 @@ use crate::tensor::{Float, HasDevice, ModuleInput, Tensor};
 fn move_opt<D: Device, E: Float, D2: Device>(
     p: &Option<Tensor<D, E>>,
     dev: D2,
-) -> Result<Option<Tensor<D2, E>>> {
+) -> Result<Option<Tensor<D2, E>>>
+where
+    D: crate::device::CopyTo<D2>,
+{
     p.as_ref()
         .map(|p| Module::<D, E>::try_to(p, dev))
         .transpose()
@@ -121,7 +124,10 @@ impl<D: Device, E: Float> Placement for LayerNorm<D, E> {
 impl<D: Device, E: Float> Module<D, E> for LayerNorm<D, E> {
     type On<D2: Device> = LayerNorm<D2, E>;
 
-    fn try_to<D2: Device>(&self, dev: D2) -> Result<LayerNorm<D2, E>> {
+    fn try_to<D2: Device>(&self, dev: D2) -> Result<LayerNorm<D2, E>>
+    where
+        D: crate::device::CopyTo<D2>,
+    {
         Ok(LayerNorm {
             weight: move_opt(&self.weight, dev)?,
             bias: move_opt(&self.bias, dev)?,
@@ -229,7 +235,10 @@ impl<D: Device, E: Float> Placement for RMSNorm<D, E> {
 impl<D: Device, E: Float> Module<D, E> for RMSNorm<D, E> {
     type On<D2: Device> = RMSNorm<D2, E>;
 
-    fn try_to<D2: Device>(&self, dev: D2) -> Result<RMSNorm<D2, E>> {
+    fn try_to<D2: Device>(&self, dev: D2) -> Result<RMSNorm<D2, E>>
+    where
+        D: crate::device::CopyTo<D2>,
+    {
         Ok(RMSNorm {
             weight: move_opt(&self.weight, dev)?,
             normalized_shape: self.normalized_shape.clone(),

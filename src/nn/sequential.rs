@@ -66,7 +66,10 @@ macro_rules! sequential {
         impl<D: Device, E: Float, $($m: Module<D, E>),+> Module<D, E> for Sequential<($($m,)+)> {
             type On<D2: Device> = Sequential<($($m::On<D2>,)+)>;
 
-            fn try_to<D2: Device>(&self, dev: D2) -> Result<Self::On<D2>> {
+            fn try_to<D2: Device>(&self, dev: D2) -> Result<Self::On<D2>>
+    where
+        D: crate::device::CopyTo<D2>,
+    {
                 super::move_scope(|| Ok(Sequential(($(self.0.$i.try_to(dev)?,)+))))
             }
 

@@ -229,7 +229,10 @@ impl<D: Device, E: Float> Adam<D, E> {
     }
 
     /// The optimizer with its state on `dev`, typed on it.
-    pub fn try_to<D2: Device>(&self, dev: D2) -> Result<Adam<D2, E>> {
+    pub fn try_to<D2: Device>(&self, dev: D2) -> Result<Adam<D2, E>>
+    where
+        D: crate::device::CopyTo<D2>,
+    {
         let mv = |t: &Option<RawTensor>| {
             t.as_ref()
                 .map(|t| t.to_device(dev.dyn_device()))
@@ -260,7 +263,10 @@ impl<D: Device, E: Float> Adam<D, E> {
     /// The optimizer with its state on `dev`: `let opt = opt.to(dev);`.
     #[must_use = "`to` returns the optimizer typed on the new device: `let opt = opt.to(dev);`"]
     #[track_caller]
-    pub fn to<D2: Device>(&self, dev: D2) -> Adam<D2, E> {
+    pub fn to<D2: Device>(&self, dev: D2) -> Adam<D2, E>
+    where
+        D: crate::device::CopyTo<D2>,
+    {
         match self.try_to(dev) {
             Ok(o) => o,
             Err(e) => panic!("{e}"),

@@ -125,7 +125,10 @@ impl<D: Device, E: Float> Sgd<D, E> {
     }
 
     /// The optimizer with its state on `dev`, typed on it (as after moving the model).
-    pub fn try_to<D2: Device>(&self, dev: D2) -> Result<Sgd<D2, E>> {
+    pub fn try_to<D2: Device>(&self, dev: D2) -> Result<Sgd<D2, E>>
+    where
+        D: crate::device::CopyTo<D2>,
+    {
         let buffers = self
             .momentum_buffers
             .iter()
@@ -141,7 +144,10 @@ impl<D: Device, E: Float> Sgd<D, E> {
     /// The optimizer with its state on `dev`: `let opt = opt.to(dev);`.
     #[must_use = "`to` returns the optimizer typed on the new device: `let opt = opt.to(dev);`"]
     #[track_caller]
-    pub fn to<D2: Device>(&self, dev: D2) -> Sgd<D2, E> {
+    pub fn to<D2: Device>(&self, dev: D2) -> Sgd<D2, E>
+    where
+        D: crate::device::CopyTo<D2>,
+    {
         match self.try_to(dev) {
             Ok(o) => o,
             Err(e) => panic!("{e}"),

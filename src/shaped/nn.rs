@@ -112,7 +112,10 @@ impl<D: Device, const IN: usize, const OUT: usize, E: Float> Module<D, E>
 {
     type On<D2: Device> = StaticLinear<D2, IN, OUT, E>;
 
-    fn try_to<D2: Device>(&self, dev: D2) -> Result<Self::On<D2>> {
+    fn try_to<D2: Device>(&self, dev: D2) -> Result<Self::On<D2>>
+    where
+        D: crate::device::CopyTo<D2>,
+    {
         self.inner.try_to(dev).map(|inner| StaticLinear { inner })
     }
 
@@ -132,7 +135,9 @@ pub trait Layer<D: Device, E: Float>: Module<D, E> {
     /// The same layer on `D2`.
     type LayerOn<D2: Device>: Layer<D2, E>;
     /// The layer on `D2`.
-    fn layer_to<D2: Device>(&self, dev: D2) -> Result<Self::LayerOn<D2>>;
+    fn layer_to<D2: Device>(&self, dev: D2) -> Result<Self::LayerOn<D2>>
+    where
+        D: crate::device::CopyTo<D2>;
     /// The layer applied to a `[batch, F]` tensor.
     fn run(&self, x: &Tensor<D, E>) -> Result<Tensor<D, E>>;
     /// The device of its parameters, `None` for a layer without any.
@@ -158,7 +163,10 @@ impl<D: Device, const IN: usize, const OUT: usize, E: Float> Layer<D, E>
 {
     type Out<F: Dim> = C<OUT>;
     type LayerOn<D2: Device> = StaticLinear<D2, IN, OUT, E>;
-    fn layer_to<D2: Device>(&self, dev: D2) -> Result<Self::LayerOn<D2>> {
+    fn layer_to<D2: Device>(&self, dev: D2) -> Result<Self::LayerOn<D2>>
+    where
+        D: crate::device::CopyTo<D2>,
+    {
         self.try_to(dev)
     }
     fn run(&self, x: &Tensor<D, E>) -> Result<Tensor<D, E>> {
@@ -190,7 +198,9 @@ pub trait LayerStack<D: Device, E: Float> {
     /// The same layers on `D2`.
     type On<D2: Device>: LayerStack<D2, E>;
     /// The layers on `D2`.
-    fn stack_to<D2: Device>(&self, dev: D2) -> Result<Self::On<D2>>;
+    fn stack_to<D2: Device>(&self, dev: D2) -> Result<Self::On<D2>>
+    where
+        D: crate::device::CopyTo<D2>;
     /// The layers applied in order.
     fn run(&self, x: &Tensor<D, E>) -> Result<Tensor<D, E>>;
     /// Every parameter, named by position.
@@ -206,7 +216,10 @@ pub trait LayerStack<D: Device, E: Float> {
 impl<D: Device, E: Float, L: Layer<D, E>> LayerStack<D, E> for (L,) {
     const LEN: usize = 1;
     type On<D2: Device> = (L::LayerOn<D2>,);
-    fn stack_to<D2: Device>(&self, dev: D2) -> Result<Self::On<D2>> {
+    fn stack_to<D2: Device>(&self, dev: D2) -> Result<Self::On<D2>>
+    where
+        D: crate::device::CopyTo<D2>,
+    {
         Ok((self.0.layer_to(dev)?,))
     }
     fn run(&self, x: &Tensor<D, E>) -> Result<Tensor<D, E>> {
@@ -229,7 +242,10 @@ impl<D: Device, E: Float, L: Layer<D, E>> LayerStack<D, E> for (L,) {
 impl<D: Device, E: Float, P: LayerStack<D, E>, L: Layer<D, E>> LayerStack<D, E> for (P, L) {
     const LEN: usize = P::LEN + 1;
     type On<D2: Device> = (P::On<D2>, L::LayerOn<D2>);
-    fn stack_to<D2: Device>(&self, dev: D2) -> Result<Self::On<D2>> {
+    fn stack_to<D2: Device>(&self, dev: D2) -> Result<Self::On<D2>>
+    where
+        D: crate::device::CopyTo<D2>,
+    {
         Ok((self.0.stack_to(dev)?, self.1.layer_to(dev)?))
     }
     fn run(&self, x: &Tensor<D, E>) -> Result<Tensor<D, E>> {
@@ -363,7 +379,10 @@ impl<D: Device, E: Float, L: LayerStack<D, E>, In: 'static, First: 'static, Out:
 {
     type On<D2: Device> = Seq<L::On<D2>, In, First, Out>;
 
-    fn try_to<D2: Device>(&self, dev: D2) -> Result<Self::On<D2>> {
+    fn try_to<D2: Device>(&self, dev: D2) -> Result<Self::On<D2>>
+    where
+        D: crate::device::CopyTo<D2>,
+    {
         Ok(Seq {
             layers: self.layers.stack_to(dev)?,
             _sizes: PhantomData,
