@@ -4,8 +4,8 @@
 //!
 //! Every lesson page shows the program (its opening comment says what PyTorch does at run
 //! time, what devtype says at compile time, and the fix) and then rustc 1.95's diagnostic,
-//! exactly as `cargo test --test ui` checks it. The programs are also doctests: each lesson must
-//! fail to compile, and each of [`done_right`] must compile.
+//! exactly as `cargo test --test ui` checks it (every line of it, for each lesson); the same
+//! run builds and runs each fixed program of [`done_right`].
 //!
 //! | Lesson | The PyTorch mistake | Caught by |
 //! |---|---|---|
@@ -74,13 +74,19 @@
 //! one opens), are in [`done_right`].
 
 /// One compile-fail lesson: its source and its `.stderr` snapshot, both included verbatim.
+///
+/// The program is shown as Rust, but it is not also a `compile_fail` doctest: `ui-tests/`
+/// (trybuild, `cargo test --test ui`) compiles it and checks every line of its `.stderr`,
+/// which a doctest's "does not compile" cannot (75 such doctests took most of the doctests'
+/// time).
 macro_rules! lesson {
     ($(#[$doc:meta])* $name:ident) => {
         $(#[$doc])*
         ///
         /// # The program
         ///
-        /// ```rust,compile_fail
+        #[cfg_attr(not(doctest), doc = "```rust,compile_fail")]
+        #[cfg_attr(doctest, doc = "```text")]
         #[doc = include_str!(concat!("../ui-tests/fail/", stringify!($name), ".rs"))]
         /// ```
         ///
@@ -422,7 +428,9 @@ pub mod done_right {
         ($(#[$doc:meta])* $name:ident) => {
             $(#[$doc])*
             ///
-            /// ```rust,no_run
+            // trybuild builds and runs it: like the lessons, not a doctest too.
+            #[cfg_attr(not(doctest), doc = "```rust,no_run")]
+            #[cfg_attr(doctest, doc = "```text")]
             #[doc = include_str!(concat!("../ui-tests/pass/", stringify!($name), ".rs"))]
             /// ```
             pub mod $name {}

@@ -590,7 +590,11 @@ fn both_fronts_agree<E: Float>() {
     }
 }
 
+// Under Miri (CI runs this suite interpreted, looking for undefined behaviour) one type of each
+// kind runs: f32 for the generic kernels f64 shares, f16 for the widening path bf16 shares. A
+// hundred ops per type cost over a minute of interpretation each.
 #[test]
+#[cfg(not(miri))]
 fn both_fronts_give_the_same_values_in_f64() {
     both_fronts_agree::<f64>();
 }
@@ -606,6 +610,7 @@ fn both_fronts_give_the_same_values_in_f16() {
 }
 
 #[test]
+#[cfg(not(miri))]
 fn both_fronts_give_the_same_values_in_bf16() {
     both_fronts_agree::<bf16>();
 }
