@@ -35,6 +35,9 @@ template <> struct TanhOp<double> { __device__ __forceinline__ double operator()
 template <typename T> struct SigmoidOp {
     __device__ __forceinline__ T operator()(T x) const { return (T)1 / ((T)1 + ExpOp<T>()(-x)); }
 };
+template <typename T> struct ErfOp;
+template <> struct ErfOp<float> { __device__ __forceinline__ float operator()(float x) const { return erff(x); } };
+template <> struct ErfOp<double> { __device__ __forceinline__ double operator()(double x) const { return erf(x); } };
 template <typename T> struct ReciprocalOp { __device__ __forceinline__ T operator()(T x) const { return (T)1 / x; } };
 
 #define UNARY(NAME, OP, T, SUFFIX)                                                                     \
@@ -71,3 +74,4 @@ UNARY_FLOAT(sqrt, SqrtOp)
 UNARY_FLOAT(tanh, TanhOp)
 UNARY_FLOAT(sigmoid, SigmoidOp)
 UNARY_FLOAT(reciprocal, ReciprocalOp)
+UNARY_FLOAT(erf, ErfOp)

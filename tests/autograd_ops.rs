@@ -311,6 +311,7 @@ fn grad_cases() -> Vec<GradCase> {
     case!("tanh", |v: &[V]| v[0].try_tanh(), [a]);
     case!("sigmoid", |v: &[V]| v[0].try_sigmoid(), [a]);
     case!("reciprocal", |v: &[V]| v[0].try_reciprocal(), [p]);
+    case!("erf", |v: &[V]| v[0].try_erf(), [a]);
     // Binary, with a broadcast row.
     let row = randn(&[4], 75);
     case!("add", |v: &[V]| v[0].try_add(&v[1]), [a, row]);

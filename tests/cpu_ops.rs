@@ -251,6 +251,28 @@ macro_rules! scalar_ops {
 scalar_ops!(scalar_ops_f32, f32);
 scalar_ops!(scalar_ops_f64, f64);
 
+/// `erf(x)` in f64, independently of the kernel's `libm`: the Maclaurin series below |x| = 2
+/// (its largest term is e^4 times the result at most, so the cancellation costs under 1e-14),
+/// and `1 - erfc(x)` above, erfc by its continued fraction
+/// `e^{-x²}/√π / (x + (1/2)/(x + 1/(x + (3/2)/(x + ...))))`, evaluated from the tail.
+fn erf_series(x: f64) -> f64 {
+    let a = x.abs();
+    if a < 2.0 {
+        let (mut term, mut sum) = (x, x);
+        for n in 1..60 {
+            term *= -x * x / n as f64;
+            sum += term / (2 * n + 1) as f64;
+        }
+        return sum * std::f64::consts::FRAC_2_SQRT_PI;
+    }
+    let mut t = a;
+    for k in (1..200).rev() {
+        t = a + (k as f64 / 2.0) / t;
+    }
+    let erfc = (-a * a).exp() / (std::f64::consts::PI.sqrt() * t);
+    x.signum() * (1.0 - erfc)
+}
+
 fn unary_ops<E: Float + Precision>() {
     let mut rng = Rng::new(&format!("unary_ops::<{}>", std::any::type_name::<E>()));
     type Op<E> = fn(&Tensor<Cpu, E>) -> Tensor<Cpu, E>;
@@ -287,6 +309,7 @@ fn unary_ops<E: Float + Precision>() {
             (-8.0, 8.0),
         ),
         ("reciprocal", |a| a.reciprocal(), |x| 1.0 / x, (-3.0, 3.0)),
+        ("erf", |a| a.erf(), erf_series, (-3.5, 3.5)),
     ];
     let cases: Vec<(Vec<usize>, View)> = vec![
         (vec![], View::Plain),

@@ -334,12 +334,13 @@ fn unary_math() {
         ("square", DynTensor::square),
         ("reciprocal", DynTensor::reciprocal),
     ];
-    let functions: [(&str, UnaryFn); 5] = [
+    let functions: [(&str, UnaryFn); 6] = [
         ("exp", DynTensor::exp),
         ("log", DynTensor::log),
         ("sqrt", DynTensor::sqrt),
         ("tanh", DynTensor::tanh),
         ("sigmoid", DynTensor::sigmoid),
+        ("erf", DynTensor::erf),
     ];
     for dtype in HALVES {
         for &shape in SHAPES {

@@ -579,13 +579,14 @@ fn unary_math() {
         ("abs", DynTensor::abs),
         ("square", DynTensor::square),
     ];
-    let math: [(&str, UnaryFn); 6] = [
+    let math: [(&str, UnaryFn); 7] = [
         ("exp", DynTensor::exp),
         ("log", DynTensor::log),
         ("sqrt", DynTensor::sqrt),
         ("tanh", DynTensor::tanh),
         ("sigmoid", DynTensor::sigmoid),
         ("reciprocal", DynTensor::reciprocal),
+        ("erf", DynTensor::erf),
     ];
     for dtype in FLOATS {
         for &shape in SHAPES {

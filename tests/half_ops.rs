@@ -140,6 +140,7 @@ fn ops() -> Vec<(&'static str, Op)> {
         ("tanh", |i| i.x.tanh()),
         ("sigmoid", |i| i.x.sigmoid()),
         ("reciprocal", |i| i.pos.reciprocal()),
+        ("erf", |i| i.x.erf()),
         // Element-wise, binary (with broadcasting too).
         ("add", |i| i.x.add(&i.y)),
         ("sub", |i| i.x.sub(&i.y)),
@@ -800,6 +801,7 @@ fn elementwise_ops() -> Vec<(&'static str, Elementwise)> {
         ("tanh", |x, _| x.tanh()),
         ("sigmoid", |x, _| x.sigmoid()),
         ("reciprocal", |x, _| x.reciprocal()),
+        ("erf", |x, _| x.erf()),
         ("exp in place", |x, _| x.mul_scalar(1.0)?.exp()),
     ]
 }
@@ -846,6 +848,7 @@ fn check_blocks(n: usize, dtype: DType, view: &dyn Fn(DynTensor) -> DynTensor, w
             "log",
             "tanh",
             "sigmoid",
+            "erf",
             "exp in place",
         ];
         let tolerance = u32::from(cfg!(miri) && transcendental.contains(&name));

@@ -23,6 +23,7 @@ fn name(op: UnaryOp) -> &'static str {
         UnaryOp::Tanh => "TanhBackward0",
         UnaryOp::Sigmoid => "SigmoidBackward0",
         UnaryOp::Reciprocal => "ReciprocalBackward0",
+        UnaryOp::Erf => "ErfBackward0",
     }
 }
 
@@ -65,6 +66,14 @@ fn rule(
             kit::mul(g, &d)
         }
         UnaryOp::Reciprocal => kit::neg(kit::mul(g, &kit::unary(y().clone(), UnaryOp::Square)?)?),
+        UnaryOp::Erf => {
+            // 2/√π e^{-x²}
+            let e = kit::unary(
+                kit::neg(kit::unary(x().clone(), UnaryOp::Square)?)?,
+                UnaryOp::Exp,
+            )?;
+            kit::mul(kit::mul_scalar(g, std::f64::consts::FRAC_2_SQRT_PI)?, &e)
+        }
     }
 }
 
@@ -72,7 +81,10 @@ fn rule(
 pub(crate) fn unary(a: In<'_>, op: UnaryOp) -> Result<Out> {
     let value = ops::unary::unary(Operand::Borrowed(a.value), op)?;
     let node = record(name(op), &[a.node], |_| {
-        let saves_x = matches!(op, UnaryOp::Abs | UnaryOp::Square | UnaryOp::Log);
+        let saves_x = matches!(
+            op,
+            UnaryOp::Abs | UnaryOp::Square | UnaryOp::Log | UnaryOp::Erf
+        );
         let x = if saves_x { Some(a.value.clone()) } else { None };
         let y = if saves_x || op == UnaryOp::Neg {
             None
@@ -155,6 +167,9 @@ declare_ops! {
     /// `1 / x` element-wise.
     Float fn reciprocal(x) -> Same = unary(x, UnaryOp::Reciprocal),
         dynamic float_unary(x, UnaryOp::Reciprocal);
+    /// The error function element-wise (`torch.erf`).
+    Float fn erf(x) -> Same = unary(x, UnaryOp::Erf),
+        dynamic float_unary(x, UnaryOp::Erf);
 }
 
 impl<D: Device, E: Numeric> Tensor<D, E> {

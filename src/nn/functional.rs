@@ -40,38 +40,19 @@ fn s<E: Float>(v: f64) -> E {
     E::from_f64(v)
 }
 
-/// `erf(x)` from existing ops: devtype has no `erf` kernel yet, so this is Abramowitz and
-/// Stegun's 7.1.26, `1 - t (a1 + t (a2 + ...)) e^{-x²}` with `t = 1 / (1 + p|x|)`, odd in
-/// `x`. Its largest error is 1.5e-7 (below `f32`'s rounding near 1); its derivative, which
-/// autograd takes through the same ops, is within 7.2e-6 of `2/√π e^{-x²}`.
-fn try_erf<D: Device, E: Float>(x: &Tensor<D, E>) -> Result<Tensor<D, E>> {
-    let a = x.try_abs()?;
-    let t = a
-        .try_mul_scalar(s(0.327_591_1))?
-        .try_add_scalar(s(1.0))?
-        .try_reciprocal()?;
-    let mut poly = t.try_mul_scalar(s(1.061_405_429))?;
-    for c in [-1.453_152_027, 1.421_413_741, -0.284_496_736, 0.254_829_592] {
-        poly = poly.try_add_scalar(s(c))?.try_mul(&t)?;
-    }
-    let tail = poly.try_mul(&a.try_square()?.try_neg()?.try_exp()?)?;
-    let magnitude = tail.try_neg()?.try_add_scalar(s(1.0))?;
-    // sign(x) * magnitude; erf(0) = 0 either way.
-    let negative = x.try_lt_scalar(s(0.0))?;
-    negative.try_where_cond(&magnitude.try_neg()?, &magnitude)
-}
-
 /// GELU, `x Φ(x)` (PyTorch's `F.gelu`), exact or with the tanh approximation.
 ///
-/// The exact form's `Φ` is computed through an approximation of `erf` (error below 1.5e-7,
-/// its derivative within 7.2e-6): devtype has no `erf` kernel yet.
+/// The exact form is `x (1 + erf(x/√2)) / 2`, through the [`erf`](Tensor::erf) op (its
+/// backward `2/√π e^{-x²}`), as PyTorch's.
 pub fn try_gelu<D: Device, E: Float>(
     x: &Tensor<D, E>,
     approximate: Approximate,
 ) -> Result<Tensor<D, E>> {
     match approximate {
         Approximate::None => {
-            let phi = try_erf(&x.try_mul_scalar(s(std::f64::consts::FRAC_1_SQRT_2))?)?
+            let phi = x
+                .try_mul_scalar(s(std::f64::consts::FRAC_1_SQRT_2))?
+                .try_erf()?
                 .try_add_scalar(s(1.0))?
                 .try_mul_scalar(s(0.5))?;
             x.try_mul(&phi)

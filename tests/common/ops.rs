@@ -232,6 +232,7 @@ pub fn cases() -> Vec<(&'static str, Case)> {
         ("tanh", |i| one(i.a.tanh())),
         ("sigmoid", |i| one(i.a.sigmoid())),
         ("reciprocal", |i| one(i.pos.reciprocal())),
+        ("erf", |i| one(i.a.erf())),
         // Binary, with a broadcast row.
         ("add", |i| one(i.a.add(&i.b))),
         ("sub", |i| one(i.a.sub(&i.b.narrow(0, 1, 1)?))),

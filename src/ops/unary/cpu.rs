@@ -22,12 +22,13 @@ pub(crate) trait UnaryMath: Element {
     fn tanh(self) -> Self;
     fn sigmoid(self) -> Self;
     fn reciprocal(self) -> Self;
+    fn erf(self) -> Self;
 }
 
 // `f32`'s transcendental functions are the vectorizable ones of `vmath` (PyTorch uses SLEEF
 // there); `f64` keeps the C library's.
 macro_rules! float_math {
-    ($t:ty, $exp:path, $ln:path, $tanh:path, $sigmoid:path) => {
+    ($t:ty, $exp:path, $ln:path, $tanh:path, $sigmoid:path, $erf:path) => {
         impl UnaryMath for $t {
             #[inline(always)]
             fn neg(self) -> Self {
@@ -79,11 +80,31 @@ macro_rules! float_math {
             fn reciprocal(self) -> Self {
                 1.0 / self
             }
+            #[inline(always)]
+            fn erf(self) -> Self {
+                $erf(self)
+            }
         }
     };
 }
-float_math!(f32, vmath::exp, vmath::ln, vmath::tanh, vmath::sigmoid);
-float_math!(f64, Float::exp, Float::ln, Float::tanh, sigmoid_f64);
+// `erf` is the `libm` crate's (a port of musl's, within an ulp), as PyTorch's CPU kernel is
+// the C library's (or SLEEF's, also within an ulp).
+float_math!(
+    f32,
+    vmath::exp,
+    vmath::ln,
+    vmath::tanh,
+    vmath::sigmoid,
+    libm::erff
+);
+float_math!(
+    f64,
+    Float::exp,
+    Float::ln,
+    Float::tanh,
+    sigmoid_f64,
+    libm::erf
+);
 
 #[inline(always)]
 fn sigmoid_f64(x: f64) -> f64 {
@@ -115,7 +136,8 @@ half_math!(
     sqrt,
     tanh,
     sigmoid,
-    reciprocal
+    reciprocal,
+    erf
 );
 half_math!(
     half::bf16,
@@ -128,7 +150,8 @@ half_math!(
     sqrt,
     tanh,
     sigmoid,
-    reciprocal
+    reciprocal,
+    erf
 );
 
 impl UnaryMath for i64 {
@@ -161,6 +184,9 @@ impl UnaryMath for i64 {
         self
     }
     fn reciprocal(self) -> Self {
+        self
+    }
+    fn erf(self) -> Self {
         self
     }
 }
@@ -206,6 +232,10 @@ macro_rules! with_unary {
             }
             UnaryOp::Reciprocal => {
                 let $f = UnaryMath::reciprocal;
+                $go
+            }
+            UnaryOp::Erf => {
+                let $f = UnaryMath::erf;
                 $go
             }
         }

@@ -42,6 +42,7 @@ fn unary_name(op: UnaryOp) -> &'static str {
         UnaryOp::Tanh => "tanh",
         UnaryOp::Sigmoid => "sigmoid",
         UnaryOp::Reciprocal => "reciprocal",
+        UnaryOp::Erf => "erf",
     }
 }
 

@@ -31,11 +31,13 @@ pub enum UnaryOp {
     Sigmoid,
     /// `1 / x` (floating point)
     Reciprocal,
+    /// The error function, `2/√π ∫₀ˣ e^{-t²} dt` (floating point)
+    Erf,
 }
 
 impl UnaryOp {
     /// Every unary op.
-    pub(crate) const ALL: [UnaryOp; 10] = [
+    pub(crate) const ALL: [UnaryOp; 11] = [
         UnaryOp::Neg,
         UnaryOp::Relu,
         UnaryOp::Abs,
@@ -46,6 +48,7 @@ impl UnaryOp {
         UnaryOp::Tanh,
         UnaryOp::Sigmoid,
         UnaryOp::Reciprocal,
+        UnaryOp::Erf,
     ];
 
     /// PyTorch's CPU kernel name, used in `"exp_vml_cpu" not implemented for 'Long'`.
@@ -61,6 +64,7 @@ impl UnaryOp {
             UnaryOp::Tanh => "tanh_vml_cpu",
             UnaryOp::Sigmoid => "sigmoid_cpu",
             UnaryOp::Reciprocal => "reciprocal_cpu",
+            UnaryOp::Erf => "erf_vml_cpu",
         }
     }
 
