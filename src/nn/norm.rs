@@ -8,12 +8,12 @@ use crate::device::Device;
 use crate::tensor::{Float, HasDevice, ModuleInput, Tensor};
 
 /// Moves an optional parameter.
-fn move_opt<D: Device, E: Float, D2: Device>(
+fn move_opt<D, E: Float, D2: Device>(
     p: &Option<Tensor<D, E>>,
     dev: D2,
 ) -> Result<Option<Tensor<D2, E>>>
 where
-    D: crate::device::CopyTo<D2>,
+    D: Device + crate::device::CopyTo<D2>,
 {
     p.as_ref()
         .map(|p| Module::<D, E>::try_to(p, dev))
