@@ -576,6 +576,67 @@ fn modules() {
     assert!(net.weight().grad().is_some() && net.bias().unwrap().grad().is_some());
 }
 
+/// Inside an autocast scope an `f32` convolution runs in the low type (as PyTorch's autocast
+/// lists `conv1d` and `conv2d`): the same values as converting by hand, gradients in `f32`.
+#[test]
+fn autocast_runs_convolutions_in_low_precision() {
+    use devtype::amp::autocast;
+    devtype::manual_seed(31);
+    let x = Tensor::parameter(Tensor::<Cpu>::randn([2, 3, 6, 5], Cpu));
+    let w = Tensor::parameter(Tensor::<Cpu>::randn([4, 3, 3, 3], Cpu));
+    let b = Tensor::parameter(Tensor::<Cpu>::randn([4], Cpu));
+    let y = autocast::<bf16, _>(|| x.conv2d(&w, Some(&b), (1, 2), (1, 1), (1, 1), 1));
+    let low = |t: &Tensor<Cpu>| t.to_dtype::<bf16>();
+    let want = low(&x)
+        .conv2d(low(&w), Some(&low(&b)), (1, 2), (1, 1), (1, 1), 1)
+        .to_dtype::<f32>();
+    assert_eq!(y.to_vec(), want.to_vec());
+    y.sum().backward();
+    assert!(x.grad().is_some() && w.grad().is_some() && b.grad().is_some());
+    let x1 = Tensor::<Cpu>::randn([1, 4, 9], Cpu);
+    let w1 = Tensor::<Cpu>::randn([2, 4, 3], Cpu);
+    let y1 = autocast::<f16, _>(|| x1.conv1d(&w1, None, 2, 1, 1, 1));
+    let want1 = x1
+        .to_dtype::<f16>()
+        .conv1d(w1.to_dtype::<f16>(), None, 2, 1, 1, 1)
+        .to_dtype::<f32>();
+    assert_eq!(y1.to_vec(), want1.to_vec());
+}
+
+/// `DynConv2d`, the dynamic front's layer: its forward is `conv2d` with its fields, its
+/// parameters are named and get gradients, and it moves in place.
+#[test]
+fn dyn_conv2d_module() {
+    use devtype::nn::{DynConv2d, DynModule};
+    let cpu = DynDevice::cpu();
+    let mut conv = DynConv2d::new(4, 6, (3, 2), cpu).unwrap();
+    conv.stride = (2, 1);
+    conv.padding = (1, 0);
+    conv.to(cpu).unwrap();
+    let x = DynTensor::randn([2, 4, 7, 5], cpu).unwrap();
+    let y = conv.forward(&x).unwrap();
+    let want = x
+        .conv2d(&conv.weight, conv.bias.as_ref(), (2, 1), (1, 0), (1, 1), 1)
+        .unwrap();
+    assert_eq!(y.shape(), &[2, 6, 4, 4]);
+    assert_eq!(y.to_vec::<f32>().unwrap(), want.to_vec::<f32>().unwrap());
+    let names: Vec<String> = conv
+        .named_parameters()
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect();
+    assert_eq!(names, ["weight", "bias"]);
+    let bound = 1.0 / 24f32.sqrt();
+    assert!(conv
+        .weight
+        .to_vec::<f32>()
+        .unwrap()
+        .iter()
+        .all(|v| v.abs() <= bound));
+    y.sum_all().unwrap().backward().unwrap();
+    assert!(conv.weight.grad().is_some() && conv.bias.as_ref().unwrap().grad().is_some());
+}
+
 /// The GPU (the simulator in CI) gives PyTorch's values and gradients too, in f64.
 #[test]
 fn gpu_matches_pytorch() {

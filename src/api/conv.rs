@@ -8,6 +8,7 @@
 //! `dW = dY @ col^T` (summed over the batch in the same product), `db = dY` summed over
 //! `n, oh, ow`. A 1-D convolution is the 2-D one over `[n, c, 1, l]`.
 
+use super::autocast;
 use super::declare::declare_ops;
 use super::kit;
 use crate::core::error::{Error, Result};
@@ -263,6 +264,22 @@ pub(crate) fn conv(
     o: ConvOptions,
     spatial: usize,
 ) -> Result<Out> {
+    // Inside an autocast scope, an `f32` convolution runs in the scope's type, as PyTorch's
+    // autocast lists `conv1d` and `conv2d` with the matrix products.
+    match bias {
+        Some(b) => {
+            if let Some(low) = autocast::product_type(&[x, weight, b]) {
+                return autocast::in_low(low, [x, weight, b], |[x, w, b]| {
+                    conv(x, w, Some(b), o, spatial)
+                });
+            }
+        }
+        None => {
+            if let Some(low) = autocast::product_type(&[x, weight]) {
+                return autocast::in_low(low, [x, weight], |[x, w]| conv(x, w, None, o, spatial));
+            }
+        }
+    }
     let plan = plan_conv(x.value, weight.value, bias.map(|b| b.value), o, spatial)?;
     let g = plan.window;
     let groups = o.groups;

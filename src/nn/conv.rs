@@ -503,3 +503,106 @@ pointwise!(
     |p, x| x.try_adaptive_avg_pool2d(p.output_size),
     |p, x| x.adaptive_avg_pool2d(p.output_size)
 );
+
+/// `nn.Conv2d` with a run-time device (the dynamic front's layer): weight
+/// `[out, in / groups, kh, kw]` and bias `[out]` are parameters, the options plain fields.
+///
+/// ```
+/// use devtype::nn::{DynConv2d, DynModule};
+/// use devtype::{DynDevice, DynTensor};
+///
+/// let mut conv = DynConv2d::new(3, 4, (3, 3), DynDevice::cpu())?;
+/// conv.padding = (1, 1);
+/// let y = conv.forward(&DynTensor::randn([2, 3, 5, 5], DynDevice::cpu())?)?;
+/// assert_eq!(y.shape(), &[2, 4, 5, 5]);
+/// # Ok::<(), devtype::Error>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct DynConv2d {
+    /// `[out, in / groups, kh, kw]`, a parameter.
+    pub weight: DynTensor,
+    /// `[out]`, a parameter, if any.
+    pub bias: Option<DynTensor>,
+    /// The stride.
+    pub stride: Size2,
+    /// The zero padding on each side.
+    pub padding: Size2,
+    /// The dilation.
+    pub dilation: Size2,
+    /// The number of groups.
+    pub groups: usize,
+}
+
+impl DynConv2d {
+    /// PyTorch's default initialisation (weight and bias uniform in
+    /// `[-1/√fan_in, 1/√fan_in]`), `f32`, stride 1, no padding, one group; created on `dev`.
+    pub fn new(
+        in_channels: usize,
+        out_channels: usize,
+        kernel_size: Size2,
+        dev: DynDevice,
+    ) -> Result<Self> {
+        check_channels(in_channels, out_channels, 1)?;
+        let fan_in = in_channels * kernel_size.0 * kernel_size.1;
+        let bound = if fan_in > 0 {
+            1.0 / (fan_in as f64).sqrt()
+        } else {
+            0.0
+        };
+        let uniform = |shape: &[usize]| -> Result<DynTensor> {
+            DynTensor::parameter(
+                DynTensor::rand(shape, dev)?
+                    .mul_scalar(2.0 * bound)?
+                    .add_scalar(-bound)?,
+            )
+        };
+        Ok(DynConv2d {
+            weight: uniform(&[out_channels, in_channels, kernel_size.0, kernel_size.1])?,
+            bias: Some(uniform(&[out_channels])?),
+            stride: (1, 1),
+            padding: (0, 0),
+            dilation: (1, 1),
+            groups: 1,
+        })
+    }
+}
+
+impl DynModule for DynConv2d {
+    fn forward(&self, input: &DynTensor) -> Result<DynTensor> {
+        input.conv2d(
+            &self.weight,
+            self.bias.as_ref(),
+            self.stride,
+            self.padding,
+            self.dilation,
+            self.groups,
+        )
+    }
+
+    fn move_to(&mut self, dev: DynDevice) -> Result<()> {
+        // Copy everything first, then swap in: a failure leaves the module where it was.
+        let mut weight = self.weight.clone();
+        let mut bias = self.bias.clone();
+        weight.move_to(dev)?;
+        if let Some(b) = &mut bias {
+            b.move_to(dev)?;
+        }
+        self.weight = weight;
+        self.bias = bias;
+        Ok(())
+    }
+
+    fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &DynTensor)) {
+        f(&super::join_name(prefix, "weight"), &self.weight);
+        if let Some(b) = &self.bias {
+            f(&super::join_name(prefix, "bias"), b);
+        }
+    }
+
+    fn visit_parameters_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut DynTensor)) {
+        f(&super::join_name(prefix, "weight"), &mut self.weight);
+        if let Some(b) = &mut self.bias {
+            f(&super::join_name(prefix, "bias"), b);
+        }
+    }
+}
