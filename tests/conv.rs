@@ -576,6 +576,34 @@ fn modules() {
     assert!(net.weight().grad().is_some() && net.bias().unwrap().grad().is_some());
 }
 
+/// NaN wins a max-pool window and takes its gradient; a window of `-inf` gives `-inf` and
+/// sends its gradient to its first element (PyTorch 2.15's values and gradient).
+#[test]
+fn max_pool_nan_and_infinite_windows() {
+    let (nan, inf) = (f64::NAN, f64::INFINITY);
+    let x = Tensor::parameter(Tensor::<Cpu, f64>::from_vec(
+        vec![1., nan, 3., nan, 2., 5., -inf, -inf, 0., 1., -inf, -inf],
+        [1, 3, 4],
+        Cpu,
+    ));
+    let y = x.max_pool2d((2, 2), (1, 2), (0, 0), (1, 1), false);
+    let v = y.to_vec();
+    assert!(v[0].is_nan() && v[1].is_nan());
+    assert_eq!(&v[2..], &[5.0, -inf]);
+    y.backward_with(Tensor::from_vec(vec![1., 2., 3., 4.], [1, 2, 2], Cpu));
+    assert_eq!(
+        x.grad().unwrap().to_vec(),
+        vec![0., 1., 0., 2., 0., 3., 4., 0., 0., 0., 0., 0.]
+    );
+    if let Some(gpu) = common::gpu() {
+        let xg = Tensor::parameter(x.detach().to(gpu));
+        let yg = xg.max_pool2d((2, 2), (1, 2), (0, 0), (1, 1), false);
+        assert_eq!(yg.to_vec()[2..], v[2..]);
+        yg.backward_with(Tensor::from_vec(vec![1., 2., 3., 4.], [1, 2, 2], Cpu).to(gpu));
+        assert_eq!(xg.grad().unwrap().to_vec(), x.grad().unwrap().to_vec());
+    }
+}
+
 /// Inside an autocast scope an `f32` convolution runs in the low type (as PyTorch's autocast
 /// lists `conv1d` and `conv2d`): the same values as converting by hand, gradients in `f32`.
 #[test]
