@@ -469,6 +469,13 @@ fn grad_cases() -> Vec<GradCase> {
         [randn(&[2, 3, 5, 4], 91)]
     );
     case!(
+        "max_pool2d_with_indices",
+        |v: &[V]| v[0]
+            .try_max_pool2d_with_indices((2, 2), (1, 1), (1, 0), (1, 2), true)
+            .map(|r| r.values),
+        [randn(&[2, 4, 5], 94)]
+    );
+    case!(
         "avg_pool2d",
         |v: &[V]| v[0].try_avg_pool2d((3, 2), (2, 1), (1, 1), true, false),
         [randn(&[2, 3, 5, 4], 92)]

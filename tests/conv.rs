@@ -595,12 +595,17 @@ fn max_pool_nan_and_infinite_windows() {
         x.grad().unwrap().to_vec(),
         vec![0., 1., 0., 2., 0., 3., 4., 0., 0., 0., 0., 0.]
     );
+    let r = x.max_pool2d_with_indices((2, 2), (1, 2), (0, 0), (1, 1), false);
+    assert_eq!(r.indices.to_vec(), vec![1, 3, 5, 6]);
+    assert_eq!(r.indices.shape(), &[1, 2, 2]);
     if let Some(gpu) = common::gpu() {
         let xg = Tensor::parameter(x.detach().to(gpu));
         let yg = xg.max_pool2d((2, 2), (1, 2), (0, 0), (1, 1), false);
         assert_eq!(yg.to_vec()[2..], v[2..]);
         yg.backward_with(Tensor::from_vec(vec![1., 2., 3., 4.], [1, 2, 2], Cpu).to(gpu));
         assert_eq!(xg.grad().unwrap().to_vec(), x.grad().unwrap().to_vec());
+        let rg = xg.max_pool2d_with_indices((2, 2), (1, 2), (0, 0), (1, 1), false);
+        assert_eq!(rg.indices.to_vec(), vec![1, 3, 5, 6]);
     }
 }
 

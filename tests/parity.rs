@@ -457,6 +457,15 @@ fn cases<E: Float>() -> Vec<(&'static str, Case)> {
             .max_pool2d((2, 3), (1, 2), (1, 1), (1, 1), false)
     );
     case!(
+        "max_pool2d_with_indices",
+        |i| i
+            .bat1
+            .max_pool2d_with_indices((2, 2), (1, 1), (1, 0), (1, 2), true),
+        i.bat1
+            .to_dyn()
+            .max_pool2d_with_indices((2, 2), (1, 1), (1, 0), (1, 2), true)
+    );
+    case!(
         "avg_pool2d",
         |i| i.bat2.avg_pool2d((3, 2), (2, 1), (1, 0), true, false),
         i.bat2

@@ -458,13 +458,18 @@ fn plan_pool(
     })
 }
 
-/// The pooling `g` of `x` (its last two dims), recorded.
-fn pool(x: In<'_>, g: Window, name: &'static str) -> Result<Out> {
+/// The pooling `g` of `x` (its last two dims), recorded; for a max pool also the indices of
+/// the maxima (flat in each `h x w` plane, PyTorch's `return_indices=True`), untracked.
+fn pool_indexed(x: In<'_>, g: Window, name: &'static str) -> Result<(Out, Option<RawTensor>)> {
     let (xp, lead) = planes(x.value)?;
     let (value, indices) = ops::conv::pool2d(&xp, &g)?;
     let mut shape = lead;
     shape.extend([g.oh, g.ow]);
     let value = kit::reshape(&value, &shape)?;
+    let shaped = indices
+        .as_ref()
+        .map(|i| kit::reshape(i, &shape))
+        .transpose()?;
     let node = record(name, &[x.node], |_| {
         let x_shape = x.value.layout.shape;
         let planes = xp.shape()[0];
@@ -474,7 +479,12 @@ fn pool(x: In<'_>, g: Window, name: &'static str) -> Result<Out> {
             Ok(vec![Some(kit::reshape(&gx, &x_shape)?)])
         }
     });
-    Ok(Out { value, node })
+    Ok((Out { value, node }, shaped))
+}
+
+/// The pooling `g` of `x`, recorded.
+fn pool(x: In<'_>, g: Window, name: &'static str) -> Result<Out> {
+    pool_indexed(x, g, name).map(|(out, _)| out)
 }
 
 /// `max_pool2d`, recorded: the backward sends each gradient to its window's maximum.
@@ -496,6 +506,32 @@ fn max_pool2d(
         PoolMode::Max,
     )?;
     pool(x, g, "MaxPool2DWithIndicesBackward0")
+}
+
+/// `max_pool2d` with the indices of the maxima, recorded (the indices get no gradient).
+fn max_pool2d_with_indices(
+    x: In<'_>,
+    kernel: Size2,
+    stride: Size2,
+    padding: Size2,
+    dilation: Size2,
+    ceil_mode: bool,
+) -> Result<(Out, Out)> {
+    let g = plan_pool(
+        x.value,
+        kernel,
+        stride,
+        padding,
+        dilation,
+        ceil_mode,
+        PoolMode::Max,
+    )?;
+    let (out, indices) = pool_indexed(x, g, "MaxPool2DWithIndicesBackward0")?;
+    let indices = indices.ok_or_else(|| Error::Internal {
+        context: "max_pool2d_with_indices",
+        message: "the max pool kept no indices".into(),
+    })?;
+    Ok((out, Out::untracked(indices)))
 }
 
 /// `avg_pool2d`, recorded.
@@ -600,6 +636,18 @@ declare_ops! {
     Float fn max_pool2d(x, kernel_size: Size2, stride: Size2, padding: Size2, dilation: Size2,
         ceil_mode: bool) -> Same
         = max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode);
+    /// `max_pool2d` with the indices of the maxima (PyTorch's `F.max_pool2d(..,
+    /// return_indices=True)`): `(values, indices)`, each index flat in its `h x w` plane.
+    ///
+    /// ```
+    /// use devtype::{Cpu, Tensor};
+    /// let x = Tensor::<Cpu>::from_vec(vec![1.0, 5.0, 3.0, 2.0], [1, 2, 2], Cpu);
+    /// let r = x.max_pool2d_with_indices((2, 2), (2, 2), (0, 0), (1, 1), false);
+    /// assert_eq!((r.values.to_vec(), r.indices.to_vec()), (vec![5.0], vec![1]));
+    /// ```
+    Float fn max_pool2d_with_indices(x, kernel_size: Size2, stride: Size2, padding: Size2,
+        dilation: Size2, ceil_mode: bool) -> Pair
+        = max_pool2d_with_indices(x, kernel_size, stride, padding, dilation, ceil_mode);
     /// PyTorch's `F.avg_pool2d` over the last two dims of a `[n, c, h, w]` (or `[c, h, w]`)
     /// input.
     ///

@@ -334,6 +334,12 @@ pub fn cases() -> Vec<(&'static str, Case)> {
         ("max_pool2d", |i| {
             one(i.bat2.max_pool2d((2, 3), (1, 2), (1, 1), (1, 1), false))
         }),
+        ("max_pool2d_with_indices", |i| {
+            pair(
+                i.bat1
+                    .max_pool2d_with_indices((2, 2), (1, 1), (1, 0), (1, 2), true),
+            )
+        }),
         ("avg_pool2d", |i| {
             one(i.bat2.avg_pool2d((3, 2), (2, 1), (1, 0), true, false))
         }),
