@@ -500,6 +500,35 @@ fn pytorch_error_texts() {
             .to_string(),
         "Input type (torch.FloatTensor) and weight type (torch.DoubleTensor) should be the same or input should be a MKLDNN tensor and weight is a dense tensor"
     );
+    assert_eq!(
+        dx.to_dtype(DType::F64)
+            .unwrap()
+            .conv2d(
+                &dw.to_dtype(DType::F32).unwrap(),
+                None,
+                (1, 1),
+                (0, 0),
+                (1, 1),
+                1
+            )
+            .unwrap_err()
+            .to_string(),
+        "expected scalar type Double but found Float"
+    );
+    assert_eq!(
+        dx.conv2d(&dw.to_dtype(DType::BF16).unwrap(), None, (1, 1), (0, 0), (1, 1), 1)
+            .unwrap_err()
+            .to_string(),
+        "Input type (torch.FloatTensor) and weight type (CPUBFloat16Type) should be the same or input should be a MKLDNN tensor and weight is a dense tensor"
+    );
+    assert_eq!(
+        dx.to_dtype(DType::F16)
+            .unwrap()
+            .conv1d(&DynTensor::zeros([8, 3, 3], cpu).unwrap(), None, 1, 0, 1, 1)
+            .unwrap_err()
+            .to_string(),
+        "expected scalar type Half but found Float"
+    );
     let dw = dw.to_dtype(DType::F32).unwrap();
     let db = DynTensor::zeros([8], cpu)
         .and_then(|t| t.to_dtype(DType::F64))

@@ -33,9 +33,14 @@ fn sizes(shape: &[usize]) -> String {
     format!("[{}]", dims.join(", "))
 }
 
-/// PyTorch's legacy type name (`torch.FloatTensor`, `torch.cuda.HalfTensor`).
+/// PyTorch's legacy type name (`torch.FloatTensor`, `torch.cuda.HalfTensor`), or, for a type
+/// without one, its dispatch name (`CPUBFloat16Type`), as `Tensor::toString` prints them.
 fn legacy_type(t: &RawTensor) -> String {
-    let cuda = if t.device.is_cpu() { "" } else { "cuda." };
+    let cpu = t.device.is_cpu();
+    if t.dtype == crate::core::DType::BF16 {
+        return format!("{}BFloat16Type", if cpu { "CPU" } else { "CUDA" });
+    }
+    let cuda = if cpu { "" } else { "cuda." };
     format!("torch.{cuda}{}Tensor", t.dtype.scalar_type_name())
 }
 
@@ -43,6 +48,18 @@ fn legacy_type(t: &RawTensor) -> String {
 /// (the dynamic front's device check; the typed front's types make it hold).
 fn check_conv(x: In<'_>, weight: In<'_>, bias: Option<In<'_>>) -> Result<()> {
     let (x, w) = (x.value, weight.value);
+    // On the CPU only a `float` input takes the MKLDNN path and its message; the others
+    // meet the slow kernel's dtype check first.
+    if x.device == w.device
+        && x.dtype != w.dtype
+        && x.device.is_cpu()
+        && x.dtype != crate::core::DType::F32
+    {
+        return Err(Error::DTypeMismatch {
+            expected: x.dtype,
+            found: w.dtype,
+        });
+    }
     if x.dtype != w.dtype || x.device != w.device {
         return Err(Error::Shape(format!(
             "Input type ({}) and weight type ({}) should be the same or input should be a MKLDNN tensor and weight is a dense tensor",
