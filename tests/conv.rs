@@ -443,6 +443,10 @@ fn pytorch_error_texts() {
         err(r(&[2, 3, 5]).try_conv1d(&w, None, 1, 0, 1, 1)),
         "Expected 4-dimensional input for 4-dimensional weight [8, 3, 3, 3], but got 3-dimensional input of size [2, 3, 5] instead"
     );
+    assert_eq!(
+        err(r(&[2, 3, 5]).try_conv1d(r(&[8, 3, 0]), None, 1, 0, 1, 1)),
+        "Given weight of size [8, 3, 0], expected a kernel of at least 1 in every spatial dimension"
+    );
     let x = r(&[2, 3, 5, 5]);
     assert_eq!(
         err(x.try_max_pool2d((3, 3), (2, 2), (2, 2), (1, 1), false)),

@@ -219,9 +219,16 @@ fn plan_conv(
     } else {
         o.dilation
     };
-    let (eh, ew) = ((kh - 1) * dh + 1, (kw.max(1) - 1) * dw + 1);
+    if kh == 0 || kw == 0 {
+        // PyTorch has no check of its own here (oneDNN fails to plan the convolution).
+        return Err(Error::Shape(format!(
+            "Given weight of size {}, expected a kernel of at least 1 in every spatial dimension",
+            sizes(ws)
+        )));
+    }
+    let (eh, ew) = ((kh - 1) * dh + 1, (kw - 1) * dw + 1);
     let (padded_h, padded_w) = (h + 2 * ph, w_in + 2 * pw);
-    if padded_h < eh || padded_w < ew || kw == 0 {
+    if padded_h < eh || padded_w < ew {
         let (padded, kernel) = if spatial == 1 {
             (format!("{padded_w}"), format!("{ew}"))
         } else {
