@@ -161,7 +161,7 @@ pub use api::JoinList;
 #[doc(hidden)]
 pub use api::{declared_ops, op_table, Dtypes, OpInfo};
 pub use api::{IndexItem, IndexItems, IndexSpec, ValuesIndices};
-pub use api::{MaskFor, TensorList};
+pub use api::{MaskFor, Size2, TensorList};
 pub use autograd::{no_grad, DynVar, Var};
 pub use device::{CopyTo, Cpu, Cuda, Device, DynDevice, HostSync};
 pub use dyn_tensor::DynTensor;

@@ -449,6 +449,43 @@ fn grad_cases() -> Vec<GradCase> {
         move |v: &[V]| v[0].try_index_select(1, &idx),
         [a]
     );
+    // Convolutions and pooling (every input gets a gradient: image, weight, bias).
+    case!(
+        "conv2d",
+        |v: &[V]| v[0].try_conv2d(&v[1], Some(&v[2]), (2, 1), (1, 1), (1, 2), 2),
+        [
+            randn(&[2, 4, 5, 4], 86),
+            randn(&[4, 2, 2, 3], 87),
+            randn(&[4], 88)
+        ]
+    );
+    case!(
+        "conv1d",
+        |v: &[V]| v[0].try_conv1d(&v[1], None, 2, 1, 1, 1),
+        [randn(&[2, 3, 7], 89), randn(&[2, 3, 3], 90)]
+    );
+    case!(
+        "max_pool2d",
+        |v: &[V]| v[0].try_max_pool2d((2, 2), (1, 2), (1, 0), (1, 1), true),
+        [randn(&[2, 3, 5, 4], 91)]
+    );
+    case!(
+        "max_pool2d_with_indices",
+        |v: &[V]| v[0]
+            .try_max_pool2d_with_indices((2, 2), (1, 1), (1, 0), (1, 2), true)
+            .map(|r| r.values),
+        [randn(&[2, 4, 5], 94)]
+    );
+    case!(
+        "avg_pool2d",
+        |v: &[V]| v[0].try_avg_pool2d((3, 2), (2, 1), (1, 1), true, false),
+        [randn(&[2, 3, 5, 4], 92)]
+    );
+    case!(
+        "adaptive_avg_pool2d",
+        |v: &[V]| v[0].try_adaptive_avg_pool2d((3, 3)),
+        [randn(&[3, 5, 4], 93)]
+    );
     let t = targets.clone();
     case!(
         "cross_entropy",

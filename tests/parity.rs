@@ -415,6 +415,68 @@ fn cases<E: Float>() -> Vec<(&'static str, Case)> {
         |i| i.a.index_select(1, &i.idx),
         i.a.to_dyn().index_select(1, &i.idx.to_dyn())
     );
+    // Convolutions and pooling.
+    case!(
+        "conv2d",
+        |i| i.bat1.reshape(&[1, 2, 3, 4]).conv2d(
+            &i.m.narrow(1, 0, 2).reshape(&[2, 1, 2, 2]),
+            Some(&i.bias.narrow(0, 0, 2)),
+            (1, 2),
+            (1, 1),
+            (1, 1),
+            2
+        ),
+        i.bat1.to_dyn().reshape(&[1, 2, 3, 4])?.conv2d(
+            &i.m.narrow(1, 0, 2).reshape(&[2, 1, 2, 2]).to_dyn(),
+            Some(&i.bias.narrow(0, 0, 2).to_dyn()),
+            (1, 2),
+            (1, 1),
+            (1, 1),
+            2
+        )
+    );
+    case!(
+        "conv1d",
+        |i| i
+            .bat1
+            .conv1d(&i.m.narrow(1, 0, 3).reshape(&[2, 3, 2]), None, 1, 1, 2, 1),
+        i.bat1.to_dyn().conv1d(
+            &i.m.narrow(1, 0, 3).reshape(&[2, 3, 2]).to_dyn(),
+            None,
+            1,
+            1,
+            2,
+            1
+        )
+    );
+    case!(
+        "max_pool2d",
+        |i| i.bat2.max_pool2d((2, 3), (1, 2), (1, 1), (1, 1), false),
+        i.bat2
+            .to_dyn()
+            .max_pool2d((2, 3), (1, 2), (1, 1), (1, 1), false)
+    );
+    case!(
+        "max_pool2d_with_indices",
+        |i| i
+            .bat1
+            .max_pool2d_with_indices((2, 2), (1, 1), (1, 0), (1, 2), true),
+        i.bat1
+            .to_dyn()
+            .max_pool2d_with_indices((2, 2), (1, 1), (1, 0), (1, 2), true)
+    );
+    case!(
+        "avg_pool2d",
+        |i| i.bat2.avg_pool2d((3, 2), (2, 1), (1, 0), true, false),
+        i.bat2
+            .to_dyn()
+            .avg_pool2d((3, 2), (2, 1), (1, 0), true, false)
+    );
+    case!(
+        "adaptive_avg_pool2d",
+        |i| i.bat2.adaptive_avg_pool2d((3, 2)),
+        i.bat2.to_dyn().adaptive_avg_pool2d((3, 2))
+    );
     case!(
         "cross_entropy",
         |i| i.a.cross_entropy(&i.targets),

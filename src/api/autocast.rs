@@ -1,7 +1,7 @@
 //! Autocast: matrix products in half precision inside a scope, everything else as written
 //! (PyTorch's `torch.autocast`).
 //!
-//! Inside [`autocast`], `matmul`, `bmm` and `linear` on `f32` operands round their operands
+//! Inside [`autocast`], `matmul`, `bmm`, `linear`, `conv1d` and `conv2d` on `f32` operands round their operands
 //! to the scope's type (`f16` or `bf16`), multiply them there (accumulating in `f32`, as
 //! cuBLAS and PyTorch do), round the product once to the low type and hand it back widened to
 //! `f32`. The casts are recorded, so gradients come back in `f32` to the `f32` parameters

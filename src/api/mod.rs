@@ -22,6 +22,7 @@ mod autocast;
 
 mod binary;
 mod cat;
+mod conv;
 mod copy;
 mod gradcheck;
 mod index;
@@ -39,6 +40,7 @@ mod unary;
 
 pub use autocast::{autocast, autocast_dtype, autocast_type, LowPrecision};
 pub use cat::{JoinList, TensorList};
+pub use conv::Size2;
 pub use copy::MaskFor;
 pub use gradcheck::{gradcheck, gradcheck_dyn, gradcheck_with, GradcheckOptions};
 pub use select::ValuesIndices;
@@ -47,6 +49,7 @@ pub use slice::{IndexItem, IndexItems, IndexSpec};
 pub(crate) mod rules {
     //! The recorded ops, for the modules in `nn`.
     pub(crate) use super::binary::binary;
+    pub(crate) use super::conv::{conv, ConvOptions};
     pub(crate) use super::linear::linear;
     pub(crate) use super::loss::{
         bce_with_logits, cross_entropy, huber_loss, l1_loss, nll_loss, smooth_l1_loss,
@@ -60,6 +63,7 @@ pub(crate) mod rules {
 const OPS: &[&[OpInfo]] = &[
     binary::OPS,
     cat::OPS,
+    conv::OPS,
     copy::OPS,
     index::OPS,
     linear::OPS,

@@ -95,6 +95,7 @@ macro_rules! pointwise {
         }
     };
 }
+pub(super) use pointwise;
 
 /// GELU as a module (`nn.GELU(approximate=...)`): `x Φ(x)`, exact by default.
 ///

@@ -15,7 +15,7 @@ use crate::backend::cuda::kernels::{compile_and_store, ptx_entries, KernelFile};
 use crate::core::error::{Error, Result};
 
 /// Every kernel file, in the order [`compile_kernels`] reports them.
-pub(crate) static ALL: [&KernelFile; 13] = [
+pub(crate) static ALL: [&KernelFile; 14] = [
     &super::copy::cuda::KERNELS,
     &super::creation::cuda::KERNELS,
     &super::binary::cuda::KERNELS,
@@ -29,6 +29,7 @@ pub(crate) static ALL: [&KernelFile; 13] = [
     &super::optim::cuda::KERNELS,
     &super::amp::cuda::KERNELS,
     &super::sort::cuda::KERNELS,
+    &super::conv::cuda::KERNELS,
 ];
 
 /// The result of compiling one kernel file with [`compile_kernels`].

@@ -58,6 +58,7 @@ pub(crate) mod backend;
 pub(crate) mod amp;
 pub(crate) mod binary;
 pub(crate) mod cat;
+pub(crate) mod conv;
 pub(crate) mod copy;
 pub(crate) mod creation;
 pub(crate) mod half;

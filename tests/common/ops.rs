@@ -320,6 +320,33 @@ pub fn cases() -> Vec<(&'static str, Case)> {
         ("log_softmax", |i| one(i.a.log_softmax(0))),
         ("gather", |i| one(i.a.gather(0, &i.gidx))),
         ("index_select", |i| one(i.a.index_select(1, &i.idx))),
+        // Convolutions and pooling: `bat1` as one image of 2 channels, `bat2` as an unbatched
+        // one of 2 channels.
+        ("conv2d", |i| {
+            let x = i.bat1.reshape(&[1, 2, 3, 4])?;
+            let w = i.m.narrow(1, 0, 2)?.reshape(&[2, 1, 2, 2])?;
+            let b = i.bias.narrow(0, 0, 2)?;
+            one(x.conv2d(&w, Some(&b), (1, 2), (1, 1), (1, 1), 2))
+        }),
+        ("conv1d", |i| {
+            let w = i.m.narrow(1, 0, 3)?.reshape(&[2, 3, 2])?;
+            one(i.bat1.conv1d(&w, None, 1, 1, 2, 1))
+        }),
+        ("max_pool2d", |i| {
+            one(i.bat2.max_pool2d((2, 3), (1, 2), (1, 1), (1, 1), false))
+        }),
+        ("max_pool2d_with_indices", |i| {
+            pair(
+                i.bat1
+                    .max_pool2d_with_indices((2, 2), (1, 1), (1, 0), (1, 2), true),
+            )
+        }),
+        ("avg_pool2d", |i| {
+            one(i.bat2.avg_pool2d((3, 2), (2, 1), (1, 0), true, false))
+        }),
+        ("adaptive_avg_pool2d", |i| {
+            one(i.bat2.adaptive_avg_pool2d((3, 2)))
+        }),
         // Losses.
         ("cross_entropy", |i| one(i.a.cross_entropy(&i.targets))),
         ("cross_entropy_with", |i| {

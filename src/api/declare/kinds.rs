@@ -33,12 +33,13 @@ macro_rules! known_kinds {
     (@value $op:ident f64 $($tail:tt)*) => { $crate::api::declare::known_kinds!(@next $op $($tail)*); };
     (@value $op:ident Reduction $($tail:tt)*) => { $crate::api::declare::known_kinds!(@next $op $($tail)*); };
     (@value $op:ident IndexItems $($tail:tt)*) => { $crate::api::declare::known_kinds!(@next $op $($tail)*); };
+    (@value $op:ident Size2 $($tail:tt)*) => { $crate::api::declare::known_kinds!(@next $op $($tail)*); };
     (@value $op:ident $kind:ident $($tail:tt)*) => {
         compile_error!(concat!(
             "declare_ops!: `", stringify!($kind), "` (an argument of `", stringify!($op),
             "`) is not an argument kind; the kinds are a tensor `(impl OperandOn<D> + ..)` or ",
             "`(impl ArgumentOn<D> + ..)`, `OptTensor`, `Scalar`, `Dims`, and the plain types ",
-            "`isize`, `usize`, `bool`, `i64`, `f64`, `Reduction`, `IndexItems` ",
+            "`isize`, `usize`, `bool`, `i64`, `f64`, `Reduction`, `IndexItems`, `Size2` ",
             "(a new plain type is added to `known_kinds!` in src/api/declare/kinds.rs)"
         ));
     };
@@ -50,7 +51,7 @@ macro_rules! known_kinds {
             "declare_ops!: `", stringify!($other), "` (an argument of `", stringify!($op),
             "`) is not an argument kind; write a tensor as `(impl OperandOn<D> + ..)` or ",
             "`(impl ArgumentOn<D> + ..)`, or one of `OptTensor`, `Scalar`, `Dims`, `isize`, ",
-            "`usize`, `bool`, `i64`, `f64`, `Reduction`, `IndexItems`"
+            "`usize`, `bool`, `i64`, `f64`, `Reduction`, `IndexItems`, `Size2`"
         ));
     };
 }

@@ -53,7 +53,7 @@
 //! | a plain type| itself                                           | itself                   | itself            |
 //!
 //! The plain types are a closed list (`isize`, `usize`, `bool`, `i64`, `f64`, `Reduction`,
-//! `IndexItems`; `known_kinds!` in `kinds.rs` adds one), so a misspelt kind is a compile error
+//! `IndexItems`, `Size2`; `known_kinds!` in `kinds.rs` adds one), so a misspelt kind is a compile error
 //! that says so, naming the op, instead of an unrelated type error in the generated methods:
 //!
 //! ```
