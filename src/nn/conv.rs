@@ -13,36 +13,6 @@ use crate::tensor::operand::sealed::AsRaw;
 use crate::tensor::{Float, HasDevice, InputElementIs, ModuleInput, Tensor};
 use crate::DynTensor;
 
-/// A layer's weight and optional bias.
-type Parameters<D, E> = (Tensor<D, E>, Option<Tensor<D, E>>);
-
-/// PyTorch's default initialisation of a convolution: weight and bias uniform in
-/// `[-1/√fan_in, 1/√fan_in]` (Kaiming-uniform with `a = √5`), `fan_in = c / groups · kernel`.
-fn default_parameters<D: Device, E: Float>(
-    weight_shape: &[usize],
-    bias: bool,
-    dev: D,
-) -> Result<Parameters<D, E>> {
-    let fan_in: usize = weight_shape[1..].iter().product();
-    let bound = if fan_in > 0 {
-        1.0 / (fan_in as f64).sqrt()
-    } else {
-        0.0
-    };
-    let uniform = |shape: &[usize]| -> Result<Tensor<D, E>> {
-        let u = Tensor::<D, E>::random(shape, dev, false)?;
-        u.try_mul_scalar(E::from_f64(2.0 * bound))?
-            .try_add_scalar(E::from_f64(-bound))
-    };
-    let weight = uniform(weight_shape)?;
-    let bias = if bias {
-        Some(uniform(&weight_shape[..1])?)
-    } else {
-        None
-    };
-    Ok((weight, bias))
-}
-
 /// Checks a convolution layer's channels and groups as `nn.Conv2d` does.
 fn check_channels(in_channels: usize, out_channels: usize, groups: usize) -> Result<()> {
     use crate::core::error::Error;
@@ -305,7 +275,7 @@ impl<D: Device, E: Float> Conv2d<D, E> {
             kernel_size.0,
             kernel_size.1,
         ];
-        let (w, b) = default_parameters(&shape, bias, dev)?;
+        let (w, b) = super::init::default_layer_parameters(&shape, bias, dev)?;
         let mut layer = Self::from_parameters(w, b);
         layer.groups = groups;
         Ok(layer)
@@ -361,7 +331,7 @@ impl<D: Device, E: Float> Conv1d<D, E> {
     ) -> Result<Self> {
         check_channels(in_channels, out_channels, groups)?;
         let shape = [out_channels, in_channels / groups, kernel_size];
-        let (w, b) = default_parameters(&shape, bias, dev)?;
+        let (w, b) = super::init::default_layer_parameters(&shape, bias, dev)?;
         let mut layer = Self::from_parameters(w, b);
         layer.groups = groups;
         Ok(layer)
@@ -580,16 +550,7 @@ impl DynModule for DynConv2d {
     }
 
     fn move_to(&mut self, dev: DynDevice) -> Result<()> {
-        // Copy everything first, then swap in: a failure leaves the module where it was.
-        let mut weight = self.weight.clone();
-        let mut bias = self.bias.clone();
-        weight.move_to(dev)?;
-        if let Some(b) = &mut bias {
-            b.move_to(dev)?;
-        }
-        self.weight = weight;
-        self.bias = bias;
-        Ok(())
+        super::dynamic::move_weight_and_bias(&mut self.weight, &mut self.bias, dev)
     }
 
     fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &DynTensor)) {

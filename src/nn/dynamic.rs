@@ -120,16 +120,7 @@ impl DynModule for DynLinear {
     }
 
     fn move_to(&mut self, dev: DynDevice) -> Result<()> {
-        // Copy everything first, then swap in: a failure leaves the module where it was.
-        let mut weight = self.weight.clone();
-        let mut bias = self.bias.clone();
-        weight.move_to(dev)?;
-        if let Some(b) = &mut bias {
-            b.move_to(dev)?;
-        }
-        self.weight = weight;
-        self.bias = bias;
-        Ok(())
+        move_weight_and_bias(&mut self.weight, &mut self.bias, dev)
     }
 
     fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &DynTensor)) {
@@ -267,6 +258,25 @@ impl DynModule for DynSequential {
             layer.set_training(training);
         }
     }
+}
+
+/// Moves a layer's weight and optional bias to `dev` in place: both are copied first, then
+/// swapped in, so a failure leaves the layer where it was (`DynLinear`, `DynConv2d`).
+pub(crate) fn move_weight_and_bias(
+    weight: &mut DynTensor,
+    bias: &mut Option<DynTensor>,
+    dev: DynDevice,
+) -> Result<()> {
+    // `move_to` keeps a parameter a parameter (a leaf, its gradient moved along); `to` would
+    // make a tracked copy.
+    let (mut moved, mut moved_bias) = (weight.clone(), bias.clone());
+    moved.move_to(dev)?;
+    if let Some(b) = &mut moved_bias {
+        b.move_to(dev)?;
+    }
+    *weight = moved;
+    *bias = moved_bias;
+    Ok(())
 }
 
 /// `nn.CrossEntropyLoss` with a run-time device.

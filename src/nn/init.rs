@@ -146,3 +146,34 @@ pub fn kaiming_normal_<D: Device, E: Float>(
     let std = kaiming_std(t.shape(), a, mode, nonlinearity)?;
     normal_(t, 0.0, std)
 }
+
+/// A layer's weight and optional bias.
+pub(crate) type Parameters<D, E> = (Tensor<D, E>, Option<Tensor<D, E>>);
+
+/// PyTorch's default initialisation of `Linear` and the convolutions: weight and bias uniform in
+/// `[-1/√fan_in, 1/√fan_in]` (Kaiming-uniform with `a = √5`), `fan_in` the product of the
+/// weight's dims after the first (`in_features`; `c / groups · kernel` for a convolution).
+pub(crate) fn default_layer_parameters<D: Device, E: Float>(
+    weight_shape: &[usize],
+    bias: bool,
+    dev: D,
+) -> Result<Parameters<D, E>> {
+    let fan_in: usize = weight_shape[1..].iter().product();
+    let bound = if fan_in > 0 {
+        1.0 / (fan_in as f64).sqrt()
+    } else {
+        0.0
+    };
+    let uniform = |shape: &[usize]| -> Result<Tensor<D, E>> {
+        let u = Tensor::<D, E>::random(shape, dev, false)?;
+        u.try_mul_scalar(E::from_f64(2.0 * bound))?
+            .try_add_scalar(E::from_f64(-bound))
+    };
+    let weight = uniform(weight_shape)?;
+    let bias = if bias {
+        Some(uniform(&weight_shape[..1])?)
+    } else {
+        None
+    };
+    Ok((weight, bias))
+}

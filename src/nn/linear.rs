@@ -59,21 +59,9 @@ impl<D: Device, E: Float> Linear<D, E> {
     /// `[-1/√in, 1/√in]` (Kaiming-uniform with `a = √5`), created directly on `dev`
     /// (`Linear::<Cpu, f64>::try_with_element(3, 2, Cpu)`).
     pub fn try_with_element(in_features: usize, out_features: usize, dev: D) -> Result<Self> {
-        let bound = if in_features > 0 {
-            1.0 / (in_features as f64).sqrt()
-        } else {
-            0.0
-        };
-        let uniform = |shape: &[usize]| -> Result<Tensor<D, E>> {
-            // u in [0, 1) -> (2u - 1) * bound
-            let u = Tensor::<D, E>::random(shape, dev, false)?;
-            u.try_mul_scalar(E::from_f64(2.0 * bound))?
-                .try_add_scalar(E::from_f64(-bound))
-        };
-        Ok(Linear::from_parameters(
-            uniform(&[out_features, in_features])?,
-            Some(uniform(&[out_features])?),
-        ))
+        let (weight, bias) =
+            super::init::default_layer_parameters(&[out_features, in_features], true, dev)?;
+        Ok(Linear::from_parameters(weight, bias))
     }
 
     /// A layer of `E` with PyTorch's default initialisation, created directly on `dev`.
