@@ -77,26 +77,38 @@ impl<const K: usize> Strided<K> {
             index[d] = rest % self.shape[d];
             rest /= self.shape[d];
         }
+        // The offsets of range.start, then kept up to date as the index advances (a short
+        // innermost dim, `x[:, 1:3]`, makes a run of two elements: recomputing the offsets
+        // from the whole index for each would cost more than the copy).
+        let mut offsets: [usize; K] = std::array::from_fn(|k| {
+            self.offsets[k]
+                + index[..rank]
+                    .iter()
+                    .zip(self.strides[k].iter())
+                    .map(|(i, s)| i * s)
+                    .sum::<usize>()
+        });
         let mut pos = range.start;
         while pos < range.end {
-            let offsets: [usize; K] = std::array::from_fn(|k| {
-                self.offsets[k]
-                    + index[..rank]
-                        .iter()
-                        .zip(self.strides[k].iter())
-                        .map(|(i, s)| i * s)
-                        .sum::<usize>()
-            });
             let len = (inner - index[rank - 1]).min(range.end - pos);
             f(pos, offsets, len, inner_strides);
             pos += len;
             // Advance the multi-index by len (we are at the end of a run or of the range).
             index[rank - 1] += len;
+            for k in 0..K {
+                offsets[k] += len * inner_strides[k];
+            }
             let mut d = rank - 1;
             while index[d] == self.shape[d] && d > 0 {
                 index[d] = 0;
+                for k in 0..K {
+                    offsets[k] -= self.shape[d] * self.strides[k][d];
+                }
                 d -= 1;
                 index[d] += 1;
+                for k in 0..K {
+                    offsets[k] += self.strides[k][d];
+                }
             }
         }
     }
