@@ -101,13 +101,13 @@ impl<const K: usize> Strided<K> {
             let mut d = rank - 1;
             while index[d] == self.shape[d] && d > 0 {
                 index[d] = 0;
-                for k in 0..K {
-                    offsets[k] -= self.shape[d] * self.strides[k][d];
+                for (o, s) in offsets.iter_mut().zip(&self.strides) {
+                    *o -= self.shape[d] * s[d];
                 }
                 d -= 1;
                 index[d] += 1;
-                for k in 0..K {
-                    offsets[k] += self.strides[k][d];
+                for (o, s) in offsets.iter_mut().zip(&self.strides) {
+                    *o += s[d];
                 }
             }
         }
