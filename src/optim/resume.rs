@@ -154,6 +154,11 @@ pub fn save_checkpoint<D: Device, E: Float, M: Module<D, E>, O: OptimizerState<D
         .iter()
         .map(|(n, p)| (format!("model.{n}"), p.raw.clone()))
         .collect();
+    tensors.extend(
+        crate::nn::checkpoint_buffer_tensors(model)?
+            .into_iter()
+            .map(|(n, b)| (format!("model.{n}"), b)),
+    );
     let (state, mut meta) = opt.export_state()?;
     tensors.extend(state);
     if let Some(s) = scaler {
@@ -197,6 +202,15 @@ pub fn load_checkpoint<D: Device, E: Float, M: Module<D, E>, O: OptimizerState<D
     let mut rest = HashMap::new();
     for (name, raw) in tensors {
         match name.strip_prefix("model.") {
+            Some(n) if raw.dtype == crate::DType::I64 => {
+                // A count buffer (`num_batches_tracked`): `prepare_load` checks the name.
+                model_part.push(crate::nn::Loaded {
+                    name: n.to_string(),
+                    shape: raw.shape().to_vec(),
+                    values: Vec::new(),
+                    counts: Some(raw.to_vec::<i64>()?),
+                });
+            }
             Some(n) => {
                 if !raw.dtype.is_float() {
                     return Err(bad(
@@ -209,6 +223,7 @@ pub fn load_checkpoint<D: Device, E: Float, M: Module<D, E>, O: OptimizerState<D
                     name: n.to_string(),
                     shape: raw.shape().to_vec(),
                     values,
+                    counts: None,
                 });
             }
             None => {
