@@ -60,6 +60,9 @@ fn tensor<D: Device, E: Float>(v: &[f64], shape: &[usize], dev: D) -> Tensor<D, 
     Tensor::from_vec(v.iter().map(|&v| E::from_f64(v)).collect(), shape, dev)
 }
 
+/// A layer's tensor that may be absent (a weight without `affine`, a running mean untracked).
+type Maybe<D, E> = Option<Tensor<D, E>>;
+
 /// One of the recorded layers, on `D`, of `E`.
 enum Layer<D: Device, E: Float> {
     B1(BatchNorm1d<D, E>),
@@ -131,7 +134,7 @@ impl<D: Device + HostSync, E: Float> Layer<D, E> {
         }
     }
 
-    fn weight_bias(&self) -> (Option<Tensor<D, E>>, Option<Tensor<D, E>>) {
+    fn weight_bias(&self) -> (Maybe<D, E>, Maybe<D, E>) {
         match self {
             Layer::B1(m) => (m.weight().cloned(), m.bias().cloned()),
             Layer::B2(m) => (m.weight().cloned(), m.bias().cloned()),
@@ -147,7 +150,7 @@ impl<D: Device + HostSync, E: Float> Layer<D, E> {
         }
     }
 
-    fn stats(&self) -> (Option<Tensor<D, E>>, Option<Tensor<D, E>>, Option<i64>) {
+    fn stats(&self) -> (Maybe<D, E>, Maybe<D, E>, Option<i64>) {
         match self {
             Layer::B1(m) => (m.running_mean(), m.running_var(), m.num_batches_tracked()),
             Layer::B2(m) => (m.running_mean(), m.running_var(), m.num_batches_tracked()),

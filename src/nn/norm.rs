@@ -796,7 +796,7 @@ impl<D: Device, E: Float> GroupNorm<D, E> {
         affine: bool,
         dev: D,
     ) -> Result<Self> {
-        if num_groups == 0 || num_channels % num_groups != 0 {
+        if num_groups == 0 || !num_channels.is_multiple_of(num_groups) {
             return Err(crate::Error::Shape(format!(
                 "num_channels ({num_channels}) must be divisible by num_groups ({num_groups})"
             )));
@@ -849,7 +849,7 @@ impl<D: Device, E: Float> GroupNorm<D, E> {
             )));
         }
         let (n, c, g) = (shape[0], shape[1], self.num_groups);
-        if c % g != 0 {
+        if !c.is_multiple_of(g) {
             return Err(crate::Error::Shape(format!(
                 "Expected number of channels in input to be divisible by num_groups, but got input of shape {} and num_groups={g}",
                 dims(&shape)
