@@ -102,7 +102,8 @@ fn param_names<D: Device, E: Float, M: Module<D, E>>(
 }
 
 /// Saves everything a training run needs to resume exactly, in one safetensors file: the
-/// model's parameters (`model.{name}`), the optimizer's hyper-parameters (metadata
+/// model's parameters and buffers (`model.{name}`: `model.bn.running_mean`, a count as a
+/// 0-dim `i64`), the optimizer's hyper-parameters (metadata
 /// `optimizer.param_groups.0.lr`, ...) and state tensors (`optimizer.state.{name}.momentum_buffer`,
 /// `.exp_avg`, `.exp_avg_sq`, `.step`: PyTorch's `state_dict` names, keyed by parameter name
 /// rather than index), the `GradScaler`'s scale and growth tracker (`scaler.scale`,
@@ -180,7 +181,7 @@ pub fn save_checkpoint<D: Device, E: Float, M: Module<D, E>, O: OptimizerState<D
 
 /// Loads a checkpoint of [`save_checkpoint`] into objects built as the saved run built them
 /// (the same model, the same kind of optimizer and schedule; their settings come from the
-/// file): the model's parameters, the optimizer's hyper-parameters and state, the scaler's
+/// file): the model's parameters and buffers, the optimizer's hyper-parameters and state, the scaler's
 /// scale and growth tracker, the schedule's position, and the random generator's state.
 ///
 /// The state goes to the model's device `D`, whatever device it was saved from. Everything
