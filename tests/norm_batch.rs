@@ -41,6 +41,14 @@ pub struct NormCase {
     pub eval_y: &'static [f64],
 }
 
+/// A capture records everything queued on the GPU's stream: the GPU tests of this file take
+/// turns.
+static GPU_TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn gpu_turn() -> std::sync::MutexGuard<'static, ()> {
+    GPU_TURN.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 #[track_caller]
 fn close(what: &str, got: &[f64], want: &[f64], tol: f64) {
     assert_eq!(got.len(), want.len(), "{what}: length");
@@ -225,6 +233,7 @@ fn cpu_f32_matches_pytorch() {
 /// The GPU (the simulator in CI) gives PyTorch's values, gradients and running statistics.
 #[test]
 fn gpu_matches_pytorch() {
+    let _turn = gpu_turn();
     let Some(gpu) = common::gpu() else { return };
     check_against_torch::<Cuda<0>, f64>(gpu, 1e-10);
     check_against_torch::<Cuda<0>, f32>(gpu, 2e-4);
@@ -235,6 +244,7 @@ fn gpu_matches_pytorch() {
 fn half_precision_runs_near_pytorch() {
     check_against_torch::<Cpu, half::f16>(Cpu, 3e-2);
     check_against_torch::<Cpu, half::bf16>(Cpu, 2e-1);
+    let _turn = gpu_turn();
     if let Some(gpu) = common::gpu() {
         check_against_torch::<Cuda<0>, half::f16>(gpu, 3e-2);
     }
@@ -520,6 +530,7 @@ fn to_moves_the_buffers() {
     assert_eq!(bn.num_batches_tracked(), Some(1));
     assert_ne!(stats_of(&copy).0, stats_of(&bn).0);
 
+    let _turn = gpu_turn();
     let Some(gpu) = common::gpu() else { return };
     let on_gpu = bn.to(gpu);
     let mean: Tensor<Cuda<0>> = on_gpu.running_mean().unwrap();
@@ -544,4 +555,50 @@ fn to_moves_the_buffers() {
         on_gpu.running_var().unwrap().to_vec()
     );
     assert!(matches!(back.named_buffers()[2].1, Buffer::Count(2)));
+    // Saved from the GPU, loaded on the CPU.
+    let file = path("from-gpu");
+    on_gpu.save(&file).unwrap();
+    let mut fresh = BatchNorm2d::new(3, Cpu);
+    fresh.load(&file).unwrap();
+    std::fs::remove_file(&file).ok();
+    assert_eq!(stats_of(&fresh), stats_of(&back));
+}
+
+/// The training-mode forward, running statistics update included, queues only device work:
+/// it runs inside a CUDA graph capture (where any host sync is refused by the driver), and
+/// each replay updates the running statistics as an eager step does (PyTorch's in-place
+/// update): the capture's warm-up and two replays equal three eager steps.
+#[test]
+fn training_forward_runs_in_a_cuda_graph() {
+    let _turn = gpu_turn();
+    let Some(gpu) = common::gpu() else { return };
+    let eager = BatchNorm2d::new(3, Cpu).to(gpu);
+    let graphed = BatchNorm2d::new(3, Cpu).to(gpu);
+    let x = Tensor::<Cpu>::randn([4, 3, 3, 3], Cpu).to(gpu);
+    // Every kernel family compiled before the capture, and one step on each.
+    eager.forward(&x).sum_all().backward();
+    graphed.forward(&x).sum_all().backward();
+    let graph = devtype::cuda::capture(gpu, |_| {
+        graphed.try_forward(&x)?;
+        Ok(())
+    })
+    .unwrap();
+    eager.forward(&x);
+    for _ in 0..2 {
+        graph.replay().unwrap();
+        eager.forward(&x);
+    }
+    drop(graph);
+    let stats = |bn: &BatchNorm2d<Cuda<0>>| {
+        (
+            bn.running_mean().unwrap().to_vec(),
+            bn.running_var().unwrap().to_vec(),
+        )
+    };
+    assert_eq!(stats(&graphed), stats(&eager));
+    assert_ne!(stats(&eager), stats(&BatchNorm2d::new(3, Cpu).to(gpu)));
+    // The count is on the host: the capture's warm-up and recorded pass counted, the replays
+    // did not (a `momentum: None` layer's factor is fixed when it is captured).
+    assert_eq!(eager.num_batches_tracked(), Some(4));
+    assert_eq!(graphed.num_batches_tracked(), Some(3));
 }

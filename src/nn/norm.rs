@@ -274,6 +274,33 @@ struct RunningStats<D: Device, E: Float> {
     count: i64,
 }
 
+/// `*dst = value`, for a running statistic. On a GPU, where no other tensor holds `dst`'s
+/// buffer (no handle from `running_mean()`, no view), the values are copied into that buffer
+/// on the stream instead: a CUDA graph that captured the update then updates the statistic at
+/// every replay, as PyTorch's in-place `running_mean` update does (a new buffer would be
+/// rewritten from the captured old one each time). Elsewhere `dst` is rebound (value
+/// semantics: a handle taken earlier keeps its values).
+fn store<D: Device, E: Float>(dst: &mut Tensor<D, E>, value: Tensor<D, E>) -> Result<()> {
+    let raw = &mut dst.raw;
+    let same_shape = raw.shape() == value.raw.shape();
+    if let (Some(ordinal), true) = (raw.device.cuda_index(), same_shape) {
+        if raw.storage.get_mut().is_some() {
+            let gpu = crate::backend::cuda::context::get(ordinal)?;
+            let to = crate::backend::cuda::memory::ptr(raw)?;
+            let from = crate::backend::cuda::memory::ptr(&value.raw)?;
+            return crate::ops::copy::cuda::copy_strided(
+                gpu,
+                E::DTYPE,
+                raw.shape(),
+                (to, &raw.layout.strides),
+                (from, &value.raw.layout.strides),
+            );
+        }
+    }
+    *dst = value;
+    Ok(())
+}
+
 /// What `BatchNorm1d` and `BatchNorm2d` share: the parameters, the running statistics (behind
 /// a lock, as `forward` takes `&self` and updates them in training, as PyTorch does in place),
 /// and the options.
@@ -396,25 +423,31 @@ impl<D: Device, E: Float> BatchNormState<D, E> {
             if self.training {
                 if let Some(mut s) = self.stats() {
                     // Not recorded (detached), on the device: no host sync. The running
-                    // variance is the unbiased one, as PyTorch's.
-                    s.count += 1;
-                    let factor = self.momentum.unwrap_or(1.0 / s.count as f64);
+                    // variance is the unbiased one, as PyTorch's. On a GPU each is written
+                    // back into its own buffer where nothing else holds it (see `store`).
+                    let count = s.count + 1;
+                    let factor = self.momentum.unwrap_or(1.0 / count as f64);
                     let n = per_channel as f64;
-                    let batch_mean = mean.detach().try_reshape(&[c as isize])?;
+                    let batch_mean = mean
+                        .detach()
+                        .try_reshape(&[c as isize])?
+                        .try_mul_scalar(one(factor))?;
                     let batch_var = var
                         .detach()
                         .try_reshape(&[c as isize])?
-                        .try_mul_scalar(one(n / (n - 1.0)))?;
+                        .try_mul_scalar(one(n / (n - 1.0)))?
+                        .try_mul_scalar(one(factor))?;
                     let new_mean = s
                         .mean
                         .try_mul_scalar(one(1.0 - factor))?
-                        .try_add(&batch_mean.try_mul_scalar(one(factor))?)?;
+                        .try_add(&batch_mean)?;
                     let new_var = s
                         .var
                         .try_mul_scalar(one(1.0 - factor))?
-                        .try_add(&batch_var.try_mul_scalar(one(factor))?)?;
-                    s.mean = new_mean;
-                    s.var = new_var;
+                        .try_add(&batch_var)?;
+                    store(&mut s.mean, new_mean)?;
+                    store(&mut s.var, new_var)?;
+                    s.count = count;
                 }
             }
             let rstd = var
