@@ -247,6 +247,7 @@ fn half_precision_runs_near_pytorch() {
     let _turn = gpu_turn();
     if let Some(gpu) = common::gpu() {
         check_against_torch::<Cuda<0>, half::f16>(gpu, 3e-2);
+        check_against_torch::<Cuda<0>, half::bf16>(gpu, 2e-1);
     }
 }
 
