@@ -35,6 +35,7 @@
 //! | [`add_f32_with_i64`] | `float + long`, which PyTorch promotes silently | [`ElementIs`](crate::ElementIs) |
 //! | [`index_select_ids_on_cpu`] | an embedding lookup with the token ids left on the CPU | [`ArgumentOn`](crate::ArgumentOn) |
 //! | [`embedding_ids_on_cpu`] | token ids left on the CPU, fed to an `nn.Embedding` on the GPU | [`ModuleInput`](crate::ModuleInput) at `Embedding::forward` |
+//! | [`batchnorm_left_on_cpu`] | a `BatchNorm2d` built on the CPU, only the rest of the model moved | [`ModuleInput`](crate::ModuleInput) at `BatchNorm2d::forward` |
 //! | [`attention_mask_created_in_forward`] | an attention mask created in `forward` on the CPU | [`AttnMask`](crate::nn::AttnMask) at `scaled_dot_product_attention` |
 //! | [`shape_add_sizes`] | an element-wise op on sizes that do not broadcast | [`BroadcastSizes`](crate::shaped::BroadcastSizes) |
 //! | [`shape_matmul_sizes`] | `x @ w` whose inner sizes differ (`64x784 and 512x10`) | [`MmSizesRowsDyn`](crate::shaped::MmSizesRowsDyn) |
@@ -214,6 +215,12 @@ lesson!(
     /// Token ids left on the CPU for an `Embedding` on the GPU: the module input check names
     /// both devices at `emb.forward(&ids)`.
     embedding_ids_on_cpu
+);
+lesson!(
+    /// A `BatchNorm2d` built on the CPU while the conv before it moved to the GPU: its
+    /// parameters and running statistics (buffers) stayed behind, and the conv's output is not
+    /// its input.
+    batchnorm_left_on_cpu
 );
 lesson!(
     /// An attention mask created on the CPU inside a generic `forward`: the mask argument of

@@ -1,7 +1,8 @@
-//! Parameters saved and loaded as safetensors, under their `named_parameters()` names (the
-//! names PyTorch's `state_dict` uses, so files load in either direction).
+//! Parameters and buffers saved and loaded as safetensors, under their `named_parameters()`
+//! and `named_buffers()` names (the names PyTorch's `state_dict` uses, so files load in either
+//! direction).
 
-use super::Module;
+use super::{Buffer, BufferMut, Module};
 use crate::core::error::{Error, Result};
 use crate::core::raw::RawTensor;
 use crate::device::Device;
@@ -151,11 +152,13 @@ pub(crate) fn read_raw(path: &Path) -> Result<RawFile> {
     Ok((out, metadata))
 }
 
-/// A tensor read from a file: its name, shape and values of `E`.
+/// A tensor read from a file: its name, shape and values of `E`; an `i64` tensor (a count
+/// buffer, `num_batches_tracked`) has its values in `counts` instead (and none in `values`).
 pub(crate) struct Loaded<E> {
     pub(crate) name: String,
     pub(crate) shape: Vec<usize>,
     pub(crate) values: Vec<E>,
+    pub(crate) counts: Option<Vec<i64>>,
 }
 
 /// A JSON value of a safetensors header, as far as the checks below need it.
@@ -439,6 +442,12 @@ fn check_header(path: &Path, bytes: &[u8]) -> Result<()> {
 /// A malformed file is an error naming the file (and the tensor, where one is at fault),
 /// never a panic: see `check_header`.
 pub(crate) fn read<E: Float>(path: &Path) -> Result<Vec<Loaded<E>>> {
+    read_with_counts(path, false)
+}
+
+/// [`read`], where `counts` also reads `i64` tensors (into [`Loaded::counts`]): a module's
+/// count buffers, which [`prepare_load`] checks by name.
+fn read_with_counts<E: Float>(path: &Path, counts: bool) -> Result<Vec<Loaded<E>>> {
     let bytes = std::fs::read(path).map_err(|e| checkpoint_error(path, e))?;
     check_header(path, &bytes)?;
     let file = SafeTensors::deserialize(&bytes).map_err(|e| checkpoint_error(path, e))?;
@@ -454,6 +463,34 @@ pub(crate) fn read<E: Float>(path: &Path) -> Result<Vec<Loaded<E>>> {
                     view.shape().len()
                 ),
             ));
+        }
+        if counts && view.dtype() == Dtype::I64 {
+            let numel = view
+                .shape()
+                .iter()
+                .try_fold(1usize, |acc, &d| acc.checked_mul(d));
+            if numel.and_then(|n| n.checked_mul(8)) != Some(view.data().len()) {
+                return Err(checkpoint_error(
+                    path,
+                    format!(
+                        "tensor \"{name}\": shape {:?} does not match its {} bytes of data",
+                        view.shape(),
+                        view.data().len()
+                    ),
+                ));
+            }
+            let values = view
+                .data()
+                .chunks_exact(8)
+                .map(|c| i64::from_le_bytes(c.try_into().expect("8 bytes")))
+                .collect();
+            out.push(Loaded {
+                name,
+                shape: view.shape().to_vec(),
+                values: Vec::new(),
+                counts: Some(values),
+            });
+            continue;
         }
         let Some(file_dtype) = [DType::F32, DType::F64, DType::F16, DType::BF16]
             .into_iter()
@@ -504,13 +541,16 @@ pub(crate) fn read<E: Float>(path: &Path) -> Result<Vec<Loaded<E>>> {
             name,
             shape: view.shape().to_vec(),
             values,
+            counts: None,
         });
     }
     out.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(out)
 }
 
-/// Saves the parameters of `model` to a safetensors file (PyTorch: `save_file(model.state_dict(), path)`).
+/// Saves the parameters and buffers of `model` to a safetensors file (PyTorch:
+/// `save_file(model.state_dict(), path)`): a tensor buffer (`running_mean`) in the model's
+/// element type, a count (`num_batches_tracked`) as a 0-dim `i64`, as PyTorch stores them.
 ///
 /// Each parameter is written once, under its first name: a weight tied to another layer's
 /// (`set_weight(&other.weight())`) is stored under the first layer's name only, as
@@ -531,12 +571,59 @@ pub(crate) fn read<E: Float>(path: &Path) -> Result<Vec<Loaded<E>>> {
 /// ```
 pub fn save<D: Device, E: Float, M: Module<D, E>>(model: &M, path: impl AsRef<Path>) -> Result<()> {
     let params = model.named_parameters();
-    let tensors: Vec<(String, &RawTensor)> =
-        params.iter().map(|(n, p)| (n.clone(), &p.raw)).collect();
+    let buffers = buffer_tensors(model)?;
+    let tensors: Vec<(String, &RawTensor)> = params
+        .iter()
+        .map(|(n, p)| (n.clone(), &p.raw))
+        .chain(buffers.iter().map(|(n, b)| (n.clone(), b)))
+        .collect();
     write(path.as_ref(), &tensors)
 }
 
-/// Loads every parameter of `model` from a safetensors file onto the model's device `D`.
+/// The buffers of `model` as the tensors a file holds: a tensor buffer as it is, a count as a
+/// 0-dim `i64` on the CPU.
+pub(crate) fn buffer_tensors<D: Device, E: Float, M: Module<D, E> + ?Sized>(
+    model: &M,
+) -> Result<Vec<(String, RawTensor)>> {
+    model
+        .named_buffers()
+        .into_iter()
+        .map(|(name, b)| {
+            let raw = match b {
+                Buffer::Tensor(t) => t.raw,
+                Buffer::Count(n) => {
+                    RawTensor::from_cpu_vec(vec![n], crate::core::layout::Dims::shape(&[])?)
+                }
+            };
+            Ok((name, raw))
+        })
+        .collect()
+}
+
+/// The device of `model`'s state: that of its first parameter, or of its first tensor buffer.
+pub(crate) fn state_device<D: Device, E: Float, M: Module<D, E> + ?Sized>(model: &M) -> Option<D> {
+    if let Some((_, p)) = model.named_parameters().first() {
+        return Some(p.device());
+    }
+    let mut dev = None;
+    model.visit_buffers("", &mut |_, b| {
+        if let (None, Buffer::Tensor(t)) = (&dev, b) {
+            dev = Some(t.device());
+        }
+    });
+    dev
+}
+
+/// The values a file gives a model's parameters, tensor buffers and count buffers, on its
+/// device and checked ([`prepare_load`]); [`commit_load`] gives them to the model.
+pub(crate) struct Prepared<D: Device, E: Float> {
+    params: std::collections::HashMap<String, Tensor<D, E>>,
+    buffers: std::collections::HashMap<String, Tensor<D, E>>,
+    counts: std::collections::HashMap<String, i64>,
+}
+
+/// Loads every parameter and buffer of `model` from a safetensors file onto the model's
+/// device `D`.
 ///
 /// Every tensor is checked before anything changes: a parameter missing from the file is
 /// [`Error::MissingTensor`], one of another shape [`Error::TensorShapeMismatch`], both with
@@ -549,24 +636,28 @@ pub fn save<D: Device, E: Float, M: Module<D, E>>(model: &M, path: impl AsRef<Pa
 /// A tied weight is read from its first name (see [`save`]) and shared again by every layer
 /// that holds it; a file that also stores it under another of its names is accepted (that
 /// entry's shape is checked, its values are not used).
+///
+/// Buffers are checked the same way: a tensor buffer (`running_mean`) must be there with its
+/// shape; a count (`num_batches_tracked`) must be a 0-dim tensor, an `i64` as PyTorch writes
+/// it (or a float holding a whole number).
 pub fn load<D: Device, E: Float, M: Module<D, E>>(
     model: &mut M,
     path: impl AsRef<Path>,
 ) -> Result<()> {
     let path = path.as_ref();
-    let loaded = read::<E>(path)?;
+    let loaded = read_with_counts::<E>(path, true)?;
     let values = prepare_load(model, path, loaded)?;
     commit_load(model, values);
     Ok(())
 }
 
-/// The values `loaded` gives the parameters of `model`, on its device, every name and shape
-/// checked (see [`load`]); nothing changes yet.
+/// The values `loaded` gives the parameters and buffers of `model`, on its device, every name,
+/// shape and dtype checked (see [`load`]); nothing changes yet.
 pub(crate) fn prepare_load<D: Device, E: Float, M: Module<D, E>>(
     model: &M,
     path: &Path,
     loaded: Vec<Loaded<E>>,
-) -> Result<std::collections::HashMap<String, Tensor<D, E>>> {
+) -> Result<Prepared<D, E>> {
     // Every name, and the first name of each parameter (its identity), in visit order.
     let mut all: Vec<(String, Vec<usize>, Option<usize>)> = Vec::new();
     model.visit_parameters("", &mut |name, p| {
@@ -579,10 +670,65 @@ pub(crate) fn prepare_load<D: Device, E: Float, M: Module<D, E>>(
             params.push((name, shape));
         }
     }
-    if let Some(name) = repeated_name(params.iter().map(|(n, _)| *n)) {
+    // Every buffer: its name and, for a tensor, its shape (`None` for a count).
+    let mut buffers: Vec<(String, Option<Vec<usize>>)> = Vec::new();
+    model.visit_buffers("", &mut |name, b| {
+        let shape = match b {
+            Buffer::Tensor(t) => Some(t.shape().to_vec()),
+            Buffer::Count(_) => None,
+        };
+        buffers.push((name.to_string(), shape));
+    });
+    if let Some(name) = repeated_name(
+        params
+            .iter()
+            .map(|(n, _)| *n)
+            .chain(buffers.iter().map(|(n, _)| n.as_str())),
+    ) {
         return Err(repeated_name_error(path, name));
     }
     let find = |name: &str| loaded.iter().find(|t| t.name == name);
+    let not_float = |name: &str| {
+        checkpoint_error(
+            path,
+            format!(
+                "tensor {name} is {:?}, expected {:?}",
+                Dtype::I64,
+                st_dtype(E::DTYPE)
+            ),
+        )
+    };
+    let mut counts = std::collections::HashMap::new();
+    for (name, shape) in &buffers {
+        let Some(found) = find(name) else {
+            return Err(Error::MissingTensor { name: name.clone() });
+        };
+        let expected = shape.clone().unwrap_or_default();
+        if found.shape != expected {
+            return Err(Error::TensorShapeMismatch {
+                name: name.clone(),
+                expected,
+                found: found.shape.clone(),
+            });
+        }
+        match (shape, &found.counts) {
+            (Some(_), Some(_)) => return Err(not_float(name)),
+            (Some(_), None) => {}
+            (None, Some(c)) => {
+                counts.insert(name.clone(), c[0]);
+            }
+            (None, None) => {
+                let v = found.values[0].to_f64();
+                if v.fract() != 0.0 || !(i64::MIN as f64..=i64::MAX as f64).contains(&v) {
+                    return Err(checkpoint_error(
+                        path,
+                        format!("tensor \"{name}\" is a count, but holds {v}"),
+                    ));
+                }
+                counts.insert(name.clone(), v as i64);
+            }
+        }
+    }
     for (name, shape, _) in &all {
         let primary = params.iter().any(|(n, _)| n == name);
         let found = match find(name) {
@@ -590,6 +736,9 @@ pub(crate) fn prepare_load<D: Device, E: Float, M: Module<D, E>>(
             None if primary => return Err(Error::MissingTensor { name: name.clone() }),
             None => continue,
         };
+        if found.counts.is_some() {
+            return Err(not_float(name));
+        }
         if found.shape != *shape {
             return Err(Error::TensorShapeMismatch {
                 name: name.clone(),
@@ -598,41 +747,69 @@ pub(crate) fn prepare_load<D: Device, E: Float, M: Module<D, E>>(
             });
         }
     }
-    if let Some(extra) = loaded
-        .iter()
-        .find(|t| !all.iter().any(|(n, _, _)| n == &t.name))
-    {
+    if let Some(extra) = loaded.iter().find(|t| {
+        !all.iter().any(|(n, _, _)| n == &t.name) && !buffers.iter().any(|(n, _)| n == &t.name)
+    }) {
         return Err(checkpoint_error(
             path,
             format!("Unexpected key(s) in state_dict: \"{}\".", extra.name),
         ));
     }
-    let Some(device) = model.named_parameters().first().map(|(_, p)| p.device()) else {
-        return Ok(std::collections::HashMap::new());
+    let mut prepared = Prepared {
+        params: std::collections::HashMap::with_capacity(params.len()),
+        buffers: std::collections::HashMap::new(),
+        counts,
     };
-    let mut values = std::collections::HashMap::with_capacity(params.len());
+    let Some(device) = state_device(model) else {
+        return Ok(prepared);
+    };
     let primaries: std::collections::HashSet<String> =
         params.iter().map(|(n, _)| n.to_string()).collect();
+    let tensor_buffers: std::collections::HashSet<&str> = buffers
+        .iter()
+        .filter(|(_, s)| s.is_some())
+        .map(|(n, _)| n.as_str())
+        .collect();
     for t in loaded {
         if primaries.contains(&t.name) {
             let value = Tensor::<D, E>::try_from_vec(t.values, &t.shape, device)?;
-            values.insert(t.name, value);
+            prepared.params.insert(t.name, value);
+        } else if tensor_buffers.contains(t.name.as_str()) {
+            let value = Tensor::<D, E>::try_from_vec(t.values, &t.shape, device)?;
+            prepared.buffers.insert(t.name, value);
         }
     }
-    Ok(values)
+    Ok(prepared)
 }
 
-/// Gives the parameters of `model` the values [`prepare_load`] made: cannot fail.
+/// Gives the parameters and buffers of `model` the values [`prepare_load`] made: cannot fail.
 pub(crate) fn commit_load<D: Device, E: Float, M: Module<D, E>>(
     model: &mut M,
-    mut values: std::collections::HashMap<String, Tensor<D, E>>,
+    prepared: Prepared<D, E>,
 ) {
+    let Prepared {
+        params: mut values,
+        mut buffers,
+        counts,
+    } = prepared;
     // Every value is on the device: nothing can fail from here on.
     let _ = super::for_each_unique_mut(model, |name, p| {
         if let Some(v) = values.remove(name) {
             p.set_value(v);
         }
         Ok(())
+    });
+    model.visit_buffers_mut("", &mut |name, b| match b {
+        BufferMut::Tensor(t) => {
+            if let Some(v) = buffers.remove(name) {
+                *t = v;
+            }
+        }
+        BufferMut::Count(c) => {
+            if let Some(&v) = counts.get(name) {
+                *c = v;
+            }
+        }
     });
 }
 

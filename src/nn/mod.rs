@@ -60,8 +60,9 @@ pub use activation::{Dropout, ReLU};
 pub use activations::{Flatten, LeakyReLU, SiLU, Sigmoid, Softmax, Tanh, GELU};
 pub use attention::MultiheadAttention;
 pub(crate) use checkpoint::{
-    commit_load, prepare_load, read as checkpoint_read, read_raw as checkpoint_read_raw,
-    write as checkpoint_write, write_with_metadata as checkpoint_write_with_metadata, Loaded,
+    buffer_tensors as checkpoint_buffer_tensors, commit_load, prepare_load,
+    read as checkpoint_read, read_raw as checkpoint_read_raw, write as checkpoint_write,
+    write_with_metadata as checkpoint_write_with_metadata, Loaded,
 };
 pub use checkpoint::{load, load_tensors, save};
 pub use conv::{AdaptiveAvgPool2d, AvgPool2d, Conv1d, Conv2d, DynConv2d, MaxPool2d};
@@ -75,7 +76,7 @@ pub use loss::{
     BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Loss, MSELoss, NLLLoss, SmoothL1Loss,
     TargetOn,
 };
-pub use norm::{LayerNorm, RMSNorm};
+pub use norm::{BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm, RMSNorm};
 #[doc(hidden)]
 pub use place::{Agree, ElementAgree, Keep, KeepElement, LayerTupleN, Layers};
 pub use place::{Anywhere, LayerAt, LayerElementAt, Placed, Placement, Precision};
@@ -280,8 +281,27 @@ pub trait Module<D: Device, E: Float = f32> {
     /// (optimizers update them; checkpoints load them).
     fn visit_parameters_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut Tensor<D, E>));
 
-    /// Switches training behaviour (dropout) on or off; layers without any ignore it.
+    /// Calls `f` with the full name and value of every buffer, in a fixed order: state that
+    /// moves and is saved with the module but is not trained (PyTorch's `register_buffer`),
+    /// such as [`BatchNorm2d`]'s `running_mean`. Layers without buffers have none (the
+    /// default); containers pass it through to every layer.
+    fn visit_buffers(&self, _prefix: &str, _f: &mut dyn FnMut(&str, Buffer<D, E>)) {}
+
+    /// Calls `f` with the full name of every buffer and the buffer itself, mutably
+    /// (checkpoints load them), in the order of [`visit_buffers`](Self::visit_buffers).
+    fn visit_buffers_mut(&mut self, _prefix: &str, _f: &mut dyn FnMut(&str, BufferMut<'_, D, E>)) {}
+
+    /// Switches training behaviour (dropout, batch statistics) on or off; layers without any
+    /// ignore it.
     fn set_training(&mut self, _training: bool) {}
+
+    /// The buffers with their names (`bn.running_mean`, `bn.num_batches_tracked`, ...), as
+    /// PyTorch's `named_buffers()`; never among [`parameters`](Self::parameters).
+    fn named_buffers(&self) -> Vec<(String, Buffer<D, E>)> {
+        let mut out = Vec::new();
+        self.visit_buffers("", &mut |name, b| out.push((name.to_string(), b)));
+        out
+    }
 
     /// The parameters with their names (`fc1.weight`, `0.bias`, ...), as PyTorch's
     /// `named_parameters()`. Each is a handle to the same parameter (gradients are shared).
@@ -330,7 +350,8 @@ pub trait Module<D: Device, E: Float = f32> {
         self.set_training(false);
     }
 
-    /// Saves the parameters to a safetensors file, under their `named_parameters()` names.
+    /// Saves the parameters and buffers to a safetensors file, under their
+    /// `named_parameters()` and `named_buffers()` names (PyTorch's `state_dict` names).
     fn save(&self, path: impl AsRef<std::path::Path>) -> Result<()>
     where
         Self: Sized,
@@ -338,7 +359,7 @@ pub trait Module<D: Device, E: Float = f32> {
         save(self, path)
     }
 
-    /// Loads every parameter from a safetensors file onto the module's device `D` (the file
+    /// Loads every parameter and buffer from a safetensors file onto the module's device `D` (the file
     /// may have been written from any device, in any floating-point type: values are
     /// converted, as PyTorch's `load_state_dict` converts). A missing or mis-shaped tensor is
     /// an error naming it, and the module is left unchanged (see [`load`]).
@@ -348,6 +369,35 @@ pub trait Module<D: Device, E: Float = f32> {
     {
         load(self, path)
     }
+}
+
+/// A buffer of a module, as [`Module::visit_buffers`] gives it: state that moves and is saved
+/// with the module but is not trained (PyTorch's `register_buffer`).
+///
+/// ```
+/// use devtype::prelude::*;
+/// use devtype::nn::{BatchNorm1d, Buffer};
+///
+/// let bn = BatchNorm1d::new(3, Cpu);
+/// let names: Vec<String> = bn.named_buffers().into_iter().map(|(n, _)| n).collect();
+/// assert_eq!(names, ["running_mean", "running_var", "num_batches_tracked"]);
+/// assert!(matches!(bn.named_buffers()[2].1, Buffer::Count(0)));
+/// ```
+#[derive(Clone)]
+pub enum Buffer<D: Device, E: Float = f32> {
+    /// A tensor of the module's element type on its device (`running_mean`), a handle to it.
+    Tensor(Tensor<D, E>),
+    /// A count kept on the host (`num_batches_tracked`), saved as a 0-dim `i64` tensor as
+    /// PyTorch saves it.
+    Count(i64),
+}
+
+/// A buffer of a module, mutably, as [`Module::visit_buffers_mut`] gives it (see [`Buffer`]).
+pub enum BufferMut<'a, D: Device, E: Float = f32> {
+    /// A tensor of the module's element type on its device (`running_mean`).
+    Tensor(&'a mut Tensor<D, E>),
+    /// A count kept on the host (`num_batches_tracked`).
+    Count(&'a mut i64),
 }
 
 impl<D: Device, E: Float> Module<D, E> for Tensor<D, E> {
@@ -433,6 +483,18 @@ impl<D: Device, E: Float, M: Module<D, E>> Module<D, E> for Vec<M> {
     fn visit_parameters_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut Tensor<D, E>)) {
         for (i, m) in self.iter_mut().enumerate() {
             m.visit_parameters_mut(&join_name(prefix, &i.to_string()), f);
+        }
+    }
+
+    fn visit_buffers(&self, prefix: &str, f: &mut dyn FnMut(&str, Buffer<D, E>)) {
+        for (i, m) in self.iter().enumerate() {
+            m.visit_buffers(&join_name(prefix, &i.to_string()), f);
+        }
+    }
+
+    fn visit_buffers_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, BufferMut<'_, D, E>)) {
+        for (i, m) in self.iter_mut().enumerate() {
+            m.visit_buffers_mut(&join_name(prefix, &i.to_string()), f);
         }
     }
 
@@ -528,6 +590,14 @@ macro_rules! module {
 
             fn visit_parameters_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut $crate::Tensor<$d, $e>)) {
                 $(<_ as $crate::nn::Module<$d, $e>>::visit_parameters_mut(&mut self.$field, &$crate::nn::join_name(prefix, stringify!($field)), f);)*
+            }
+
+            fn visit_buffers(&self, prefix: &str, f: &mut dyn FnMut(&str, $crate::nn::Buffer<$d, $e>)) {
+                $(<_ as $crate::nn::Module<$d, $e>>::visit_buffers(&self.$field, &$crate::nn::join_name(prefix, stringify!($field)), f);)*
+            }
+
+            fn visit_buffers_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, $crate::nn::BufferMut<'_, $d, $e>)) {
+                $(<_ as $crate::nn::Module<$d, $e>>::visit_buffers_mut(&mut self.$field, &$crate::nn::join_name(prefix, stringify!($field)), f);)*
             }
 
             fn set_training(&mut self, training: bool) {

@@ -1,8 +1,9 @@
-//! `LayerNorm` and `RMSNorm`: normalisation over the trailing dims, with PyTorch's parameters
+//! `LayerNorm` and `RMSNorm` (over the trailing dims), `BatchNorm1d`, `BatchNorm2d` (per channel,
+//! over the batch, with running statistics as buffers) and `GroupNorm`, with PyTorch's parameters
 //! (`weight` ones, `bias` zeros), typed on their device.
 
 use super::functional::{input_tensor, or_panic, try_layer_norm, try_rms_norm};
-use super::{join_name, Forward, Module, Placement};
+use super::{join_name, Buffer, BufferMut, Forward, Module, Placement};
 use crate::core::error::Result;
 use crate::device::Device;
 use crate::tensor::{Float, HasDevice, ModuleInput, Tensor};
@@ -252,6 +253,710 @@ impl<D: Device, E: Float> Module<D, E> for RMSNorm<D, E> {
     fn visit_parameters_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut Tensor<D, E>)) {
         if let Some(w) = &mut self.weight {
             f(&join_name(prefix, "weight"), w);
+        }
+    }
+}
+
+/// Which batch-norm layer: the input ranks it takes and PyTorch's message for another one.
+trait BatchNormKind {
+    /// Whether an input of `ndim` dims is accepted.
+    fn accepts(ndim: usize) -> bool;
+    /// PyTorch's text for an input of `ndim` dims.
+    fn rank_error(ndim: usize) -> String;
+}
+
+/// The running statistics of a batch-norm layer: `running_mean`, `running_var` on the device,
+/// `num_batches_tracked` on the host.
+#[derive(Clone)]
+struct RunningStats<D: Device, E: Float> {
+    mean: Tensor<D, E>,
+    var: Tensor<D, E>,
+    count: i64,
+}
+
+/// `*dst = value`, for a running statistic. On a GPU, where no other tensor holds `dst`'s
+/// buffer (no handle from `running_mean()`, no view), the values are copied into that buffer
+/// on the stream instead: a CUDA graph that captured the update then updates the statistic at
+/// every replay, as PyTorch's in-place `running_mean` update does (a new buffer would be
+/// rewritten from the captured old one each time). Elsewhere `dst` is rebound (value
+/// semantics: a handle taken earlier keeps its values).
+fn store<D: Device, E: Float>(dst: &mut Tensor<D, E>, value: Tensor<D, E>) -> Result<()> {
+    let raw = &mut dst.raw;
+    let same_shape = raw.shape() == value.raw.shape();
+    if let (Some(ordinal), true) = (raw.device.cuda_index(), same_shape) {
+        if raw.storage.get_mut().is_some() {
+            let gpu = crate::backend::cuda::context::get(ordinal)?;
+            let to = crate::backend::cuda::memory::ptr(raw)?;
+            let from = crate::backend::cuda::memory::ptr(&value.raw)?;
+            return crate::ops::copy::cuda::copy_strided(
+                gpu,
+                E::DTYPE,
+                raw.shape(),
+                (to, &raw.layout.strides),
+                (from, &value.raw.layout.strides),
+            );
+        }
+    }
+    *dst = value;
+    Ok(())
+}
+
+/// What `BatchNorm1d` and `BatchNorm2d` share: the parameters, the running statistics (behind
+/// a lock, as `forward` takes `&self` and updates them in training, as PyTorch does in place),
+/// and the options.
+struct BatchNormState<D: Device, E: Float> {
+    weight: Option<Tensor<D, E>>,
+    bias: Option<Tensor<D, E>>,
+    stats: Option<std::sync::Mutex<RunningStats<D, E>>>,
+    num_features: usize,
+    eps: f64,
+    momentum: Option<f64>,
+    training: bool,
+}
+
+impl<D: Device, E: Float> BatchNormState<D, E> {
+    fn new(
+        num_features: usize,
+        eps: f64,
+        momentum: Option<f64>,
+        affine: bool,
+        track_running_stats: bool,
+        dev: D,
+    ) -> Result<Self> {
+        let weight = affine
+            .then(|| Tensor::<D, E>::try_ones([num_features], dev).map(Tensor::parameter))
+            .transpose()?;
+        let bias = affine
+            .then(|| Tensor::<D, E>::try_zeros([num_features], dev).map(Tensor::parameter))
+            .transpose()?;
+        let stats = track_running_stats
+            .then(|| -> Result<_> {
+                Ok(std::sync::Mutex::new(RunningStats {
+                    mean: Tensor::try_zeros([num_features], dev)?,
+                    var: Tensor::try_ones([num_features], dev)?,
+                    count: 0,
+                }))
+            })
+            .transpose()?;
+        Ok(BatchNormState {
+            weight,
+            bias,
+            stats,
+            num_features,
+            eps,
+            momentum,
+            training: true,
+        })
+    }
+
+    /// The running statistics, locked (a panic elsewhere while they were held leaves them
+    /// whole: every update replaces them at once).
+    fn stats(&self) -> Option<std::sync::MutexGuard<'_, RunningStats<D, E>>> {
+        self.stats
+            .as_ref()
+            .map(|s| s.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    fn try_to<D2: Device>(&self, dev: D2) -> Result<BatchNormState<D2, E>>
+    where
+        D: crate::device::CopyTo<D2>,
+    {
+        let stats = match self.stats() {
+            Some(s) => Some(std::sync::Mutex::new(RunningStats {
+                mean: Module::<D, E>::try_to(&s.mean, dev)?,
+                var: Module::<D, E>::try_to(&s.var, dev)?,
+                count: s.count,
+            })),
+            None => None,
+        };
+        Ok(BatchNormState {
+            weight: move_opt(&self.weight, dev)?,
+            bias: move_opt(&self.bias, dev)?,
+            stats,
+            num_features: self.num_features,
+            eps: self.eps,
+            momentum: self.momentum,
+            training: self.training,
+        })
+    }
+
+    fn forward<K: BatchNormKind>(&self, x: &Tensor<D, E>) -> Result<Tensor<D, E>> {
+        let shape = x.shape().to_vec();
+        let ndim = shape.len();
+        if !K::accepts(ndim) {
+            return Err(crate::Error::Shape(K::rank_error(ndim)));
+        }
+        let batch_stats = self.training || self.stats.is_none();
+        let per_channel: usize = shape[0] * shape[2..].iter().product::<usize>();
+        if batch_stats && per_channel == 1 {
+            return Err(crate::Error::Shape(format!(
+                "Expected more than 1 value per channel when training, got input size torch.Size([{}])",
+                shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ")
+            )));
+        }
+        let c = shape[1];
+        if c != self.num_features {
+            let what = if self.stats.is_some() {
+                Some("running_mean")
+            } else if self.weight.is_some() {
+                Some("weight")
+            } else {
+                None
+            };
+            if let Some(what) = what {
+                return Err(crate::Error::Shape(format!(
+                    "{what} should contain {c} elements not {}",
+                    self.num_features
+                )));
+            }
+        }
+        // `[1, C, 1, ...]`: a per-channel vector broadcast over the input.
+        let mut channel_shape = vec![1isize; ndim];
+        channel_shape[1] = c as isize;
+        let per_channel_view = |t: &Tensor<D, E>| t.try_reshape(&channel_shape);
+        let one = |v: f64| E::from_f64(v);
+        let y = if batch_stats {
+            let dims: Vec<isize> = std::iter::once(0).chain(2..ndim as isize).collect();
+            let mean = x.try_mean_dims(&dims, true)?;
+            let centred = x.try_sub(&mean)?;
+            let var = centred.try_square()?.try_mean_dims(&dims, true)?;
+            if self.training {
+                if let Some(mut s) = self.stats() {
+                    // Not recorded (detached), on the device: no host sync. The running
+                    // variance is the unbiased one, as PyTorch's. On a GPU each is written
+                    // back into its own buffer where nothing else holds it (see `store`).
+                    let count = s.count + 1;
+                    let factor = self.momentum.unwrap_or(1.0 / count as f64);
+                    let n = per_channel as f64;
+                    let batch_mean = mean
+                        .detach()
+                        .try_reshape(&[c as isize])?
+                        .try_mul_scalar(one(factor))?;
+                    let batch_var = var
+                        .detach()
+                        .try_reshape(&[c as isize])?
+                        .try_mul_scalar(one(n / (n - 1.0)))?
+                        .try_mul_scalar(one(factor))?;
+                    let new_mean = s
+                        .mean
+                        .try_mul_scalar(one(1.0 - factor))?
+                        .try_add(&batch_mean)?;
+                    let new_var = s
+                        .var
+                        .try_mul_scalar(one(1.0 - factor))?
+                        .try_add(&batch_var)?;
+                    store(&mut s.mean, new_mean)?;
+                    store(&mut s.var, new_var)?;
+                    s.count = count;
+                }
+            }
+            let rstd = var
+                .try_add_scalar(one(self.eps))?
+                .try_sqrt()?
+                .try_reciprocal()?;
+            centred.try_mul(&rstd)?
+        } else {
+            let s = self
+                .stats()
+                .expect("eval mode without batch statistics has running stats");
+            let mean = per_channel_view(&s.mean)?;
+            let rstd = per_channel_view(
+                &s.var
+                    .try_add_scalar(one(self.eps))?
+                    .try_sqrt()?
+                    .try_reciprocal()?,
+            )?;
+            x.try_sub(&mean)?.try_mul(&rstd)?
+        };
+        affine(y, self.weight.as_ref(), self.bias.as_ref(), &channel_shape)
+    }
+
+    fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &Tensor<D, E>)) {
+        if let Some(w) = &self.weight {
+            f(&join_name(prefix, "weight"), w);
+        }
+        if let Some(b) = &self.bias {
+            f(&join_name(prefix, "bias"), b);
+        }
+    }
+
+    fn visit_parameters_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut Tensor<D, E>)) {
+        if let Some(w) = &mut self.weight {
+            f(&join_name(prefix, "weight"), w);
+        }
+        if let Some(b) = &mut self.bias {
+            f(&join_name(prefix, "bias"), b);
+        }
+    }
+
+    fn visit_buffers(&self, prefix: &str, f: &mut dyn FnMut(&str, Buffer<D, E>)) {
+        // Handles, taken before `f` runs: `f` may use the layer (its forward locks too).
+        let Some((mean, var, count)) = self
+            .stats()
+            .map(|s| (s.mean.clone(), s.var.clone(), s.count))
+        else {
+            return;
+        };
+        f(&join_name(prefix, "running_mean"), Buffer::Tensor(mean));
+        f(&join_name(prefix, "running_var"), Buffer::Tensor(var));
+        f(
+            &join_name(prefix, "num_batches_tracked"),
+            Buffer::Count(count),
+        );
+    }
+
+    fn visit_buffers_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, BufferMut<'_, D, E>)) {
+        let Some(s) = &mut self.stats else {
+            return;
+        };
+        let s = s.get_mut().unwrap_or_else(|e| e.into_inner());
+        f(
+            &join_name(prefix, "running_mean"),
+            BufferMut::Tensor(&mut s.mean),
+        );
+        f(
+            &join_name(prefix, "running_var"),
+            BufferMut::Tensor(&mut s.var),
+        );
+        f(
+            &join_name(prefix, "num_batches_tracked"),
+            BufferMut::Count(&mut s.count),
+        );
+    }
+}
+
+impl<D: Device, E: Float> Clone for BatchNormState<D, E> {
+    /// A copy whose running statistics go their own way from here (as `copy.deepcopy`'s);
+    /// the parameters are the same handles, as every layer's `clone`.
+    fn clone(&self) -> Self {
+        BatchNormState {
+            weight: self.weight.clone(),
+            bias: self.bias.clone(),
+            stats: self.stats().map(|s| std::sync::Mutex::new(s.clone())),
+            num_features: self.num_features,
+            eps: self.eps,
+            momentum: self.momentum,
+            training: self.training,
+        }
+    }
+}
+
+/// `y · weight + bias`, the per-channel parameters viewed as `channel_shape`.
+fn affine<D: Device, E: Float>(
+    mut y: Tensor<D, E>,
+    weight: Option<&Tensor<D, E>>,
+    bias: Option<&Tensor<D, E>>,
+    channel_shape: &[isize],
+) -> Result<Tensor<D, E>> {
+    if let Some(w) = weight {
+        y = y.try_mul(&w.try_reshape(channel_shape)?)?;
+    }
+    if let Some(b) = bias {
+        y = y.try_add(&b.try_reshape(channel_shape)?)?;
+    }
+    Ok(y)
+}
+
+macro_rules! batch_norm {
+    ($(#[$doc:meta])* $name:ident, $kind:ident, $torch:literal, $accepts:expr, $rank_error:expr) => {
+        /// The input ranks of
+        #[doc = concat!("[`", stringify!($name), "`].")]
+        struct $kind;
+
+        impl BatchNormKind for $kind {
+            fn accepts(ndim: usize) -> bool {
+                ($accepts)(ndim)
+            }
+            fn rank_error(ndim: usize) -> String {
+                ($rank_error)(ndim)
+            }
+        }
+
+        $(#[$doc])*
+        #[derive(Clone)]
+        pub struct $name<D: Device, E: Float = f32>(BatchNormState<D, E>);
+
+        impl<D: crate::device::HostSync, E: Float> std::fmt::Debug for $name<D, E> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                let s = &self.0;
+                f.debug_struct(stringify!($name))
+                    .field("num_features", &s.num_features)
+                    .field("eps", &s.eps)
+                    .field("momentum", &s.momentum)
+                    .field("affine", &s.weight.is_some())
+                    .field("track_running_stats", &s.stats.is_some())
+                    .field("training", &s.training)
+                    .finish()
+            }
+        }
+
+        impl<D: Device> $name<D, f32> {
+            #[doc = concat!("`nn.", $torch, "(num_features)`: `eps = 1e-5`, `momentum = 0.1`, ")]
+            /// affine, tracking running statistics, in `f32`, in training mode.
+            #[track_caller]
+            pub fn new(num_features: usize, dev: D) -> Self {
+                or_panic(Self::try_with_options(num_features, 1e-5, Some(0.1), true, true, dev))
+            }
+        }
+
+        impl<D: Device, E: Float> $name<D, E> {
+            #[doc = concat!("`nn.", $torch, "(num_features, eps, momentum, affine, track_running_stats)` of `E`, on `dev`.")]
+            ///
+            /// `momentum` `None` is a cumulative moving average (each batch weighs
+            /// `1 / num_batches_tracked`), as PyTorch's. Without `affine` there is no `weight`
+            /// or `bias`; without `track_running_stats` there are no buffers, and batch
+            /// statistics are used in evaluation mode too.
+            pub fn try_with_options(
+                num_features: usize,
+                eps: f64,
+                momentum: Option<f64>,
+                affine: bool,
+                track_running_stats: bool,
+                dev: D,
+            ) -> Result<Self> {
+                BatchNormState::new(num_features, eps, momentum, affine, track_running_stats, dev)
+                    .map($name)
+            }
+
+            /// The scale, a parameter of `[num_features]` (ones), if the layer is affine.
+            pub fn weight(&self) -> Option<&Tensor<D, E>> {
+                self.0.weight.as_ref()
+            }
+
+            /// The shift, a parameter of `[num_features]` (zeros), if the layer is affine.
+            pub fn bias(&self) -> Option<&Tensor<D, E>> {
+                self.0.bias.as_ref()
+            }
+
+            /// The running mean (a handle to its current value; zeros at first), if the layer
+            /// tracks running statistics.
+            pub fn running_mean(&self) -> Option<Tensor<D, E>> {
+                self.0.stats().map(|s| s.mean.clone())
+            }
+
+            /// The running (unbiased) variance (a handle to its current value; ones at first),
+            /// if the layer tracks running statistics.
+            pub fn running_var(&self) -> Option<Tensor<D, E>> {
+                self.0.stats().map(|s| s.var.clone())
+            }
+
+            /// The number of training batches seen, if the layer tracks running statistics.
+            pub fn num_batches_tracked(&self) -> Option<i64> {
+                self.0.stats().map(|s| s.count)
+            }
+
+            /// The number of channels.
+            pub fn num_features(&self) -> usize {
+                self.0.num_features
+            }
+
+            /// Whether the layer is in training mode (batch statistics, running statistics
+            /// updated); new layers are, as PyTorch's.
+            pub fn is_training(&self) -> bool {
+                self.0.training
+            }
+
+            /// The normalised input, scaled and shifted, recorded. In training mode the
+            /// running statistics are updated too (not recorded, on the device).
+            pub fn try_forward<I: ModuleInput<D> + HasDevice<Element = E>>(
+                &self,
+                input: I,
+            ) -> Result<Tensor<D, E>> {
+                self.0.forward::<$kind>(&input_tensor(&input))
+            }
+        }
+
+        impl<D: Device, E: Float> Forward<D, E> for $name<D, E> {
+            #[track_caller]
+            fn forward<I: ModuleInput<D> + HasDevice<Element = E>>(&self, input: I) -> Tensor<D, E> {
+                or_panic(self.try_forward(input))
+            }
+        }
+
+        impl<D: Device, E: Float> Placement for $name<D, E> {
+            type Device = D;
+        }
+
+        impl<D: Device, E: Float> super::Precision for $name<D, E> {
+            type Element = E;
+        }
+
+        impl<D: Device, E: Float> Module<D, E> for $name<D, E> {
+            type On<D2: Device> = $name<D2, E>;
+
+            fn try_to<D2: Device>(&self, dev: D2) -> Result<$name<D2, E>>
+            where
+                D: crate::device::CopyTo<D2>,
+            {
+                self.0.try_to(dev).map($name)
+            }
+
+            fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &Tensor<D, E>)) {
+                self.0.visit_parameters(prefix, f)
+            }
+
+            fn visit_parameters_mut(
+                &mut self,
+                prefix: &str,
+                f: &mut dyn FnMut(&str, &mut Tensor<D, E>),
+            ) {
+                self.0.visit_parameters_mut(prefix, f)
+            }
+
+            fn visit_buffers(&self, prefix: &str, f: &mut dyn FnMut(&str, Buffer<D, E>)) {
+                self.0.visit_buffers(prefix, f)
+            }
+
+            fn visit_buffers_mut(
+                &mut self,
+                prefix: &str,
+                f: &mut dyn FnMut(&str, BufferMut<'_, D, E>),
+            ) {
+                self.0.visit_buffers_mut(prefix, f)
+            }
+
+            fn set_training(&mut self, training: bool) {
+                self.0.training = training;
+            }
+        }
+    };
+}
+
+batch_norm!(
+    /// Batch normalisation over `(N, C)` or `(N, C, L)` inputs (`nn.BatchNorm1d(num_features,
+    /// eps, momentum, affine, track_running_stats)`): each channel normalised with the
+    /// batch's mean and biased variance in training mode, with `running_mean` and
+    /// `running_var` in evaluation mode; `weight` (ones) and `bias` (zeros) per channel.
+    ///
+    /// The running statistics are buffers, not parameters: they move with the layer, are
+    /// saved and loaded with it (`running_mean`, `running_var`, `num_batches_tracked`, as
+    /// PyTorch's `state_dict`), and are updated by every training-mode `forward` with
+    /// `momentum` (0.1) and the unbiased variance, on the device and unrecorded.
+    ///
+    /// ```
+    /// use devtype::prelude::*;
+    /// use devtype::nn::BatchNorm1d;
+    ///
+    /// let dev = Cpu;                                   // or Cuda::<0>::open()?
+    /// let mut bn = BatchNorm1d::new(3, Cpu).to(dev);
+    /// let y = bn.forward(&Tensor::randn([8, 3], Cpu).to(dev));
+    /// assert_eq!(y.shape(), &[8, 3]);
+    /// assert_eq!(bn.num_batches_tracked(), Some(1));
+    /// bn.eval();                                       // running statistics from now on
+    /// let y = bn.forward(&Tensor::randn([2, 3, 5], Cpu).to(dev));
+    /// assert_eq!(y.shape(), &[2, 3, 5]);
+    /// assert_eq!(bn.parameters().len(), 2);            // weight, bias: the buffers are not trained
+    /// ```
+    BatchNorm1d,
+    Rank1d,
+    "BatchNorm1d",
+    |ndim| ndim == 2 || ndim == 3,
+    |ndim| format!("expected 2D or 3D input (got {ndim}D input)")
+);
+
+batch_norm!(
+    /// Batch normalisation over `(N, C, H, W)` inputs (`nn.BatchNorm2d(num_features, eps,
+    /// momentum, affine, track_running_stats)`): each channel normalised over the batch and
+    /// the image, as [`BatchNorm1d`] (the same buffers, updates and modes).
+    ///
+    /// ```
+    /// use devtype::prelude::*;
+    /// use devtype::nn::{BatchNorm2d, Conv2d};
+    ///
+    /// let dev = Cpu;                                   // or Cuda::<0>::open()?
+    /// let conv = Conv2d::new(3, 4, (3, 3), Cpu).to(dev);
+    /// let bn = BatchNorm2d::new(4, Cpu).to(dev);      // moves the running statistics too
+    /// let y = bn.forward(conv.forward(&Tensor::randn([2, 3, 6, 6], Cpu).to(dev)));
+    /// assert_eq!(y.shape(), &[2, 4, 4, 4]);
+    /// let names: Vec<String> = bn.named_buffers().into_iter().map(|(n, _)| n).collect();
+    /// assert_eq!(names, ["running_mean", "running_var", "num_batches_tracked"]);
+    /// ```
+    BatchNorm2d,
+    Rank2d,
+    "BatchNorm2d",
+    |ndim| ndim == 4,
+    |ndim| format!("expected 4D input (got {ndim}D input)")
+);
+
+/// Group normalisation (`nn.GroupNorm(num_groups, num_channels, eps, affine)`): the channels
+/// of each sample split into `num_groups` groups, each normalised with its own mean and biased
+/// variance over its channels and every position; `weight` (ones) and `bias` (zeros) per
+/// channel. The same in training and evaluation mode (no buffers).
+///
+/// ```
+/// use devtype::prelude::*;
+/// use devtype::nn::GroupNorm;
+///
+/// let dev = Cpu;                                   // or Cuda::<0>::open()?
+/// let gn = GroupNorm::new(2, 6, Cpu).to(dev);
+/// let y = gn.forward(&Tensor::randn([4, 6, 5, 5], Cpu).to(dev));
+/// assert_eq!(y.shape(), &[4, 6, 5, 5]);
+/// assert!(GroupNorm::<Cpu>::try_with_options(4, 6, 1e-5, true, Cpu).is_err()); // 6 % 4 != 0
+/// ```
+#[derive(Clone)]
+pub struct GroupNorm<D: Device, E: Float = f32> {
+    weight: Option<Tensor<D, E>>,
+    bias: Option<Tensor<D, E>>,
+    num_groups: usize,
+    num_channels: usize,
+    eps: f64,
+}
+
+crate::tensor::debug_on_host!(GroupNorm<D, E: crate::tensor::Float> { weight, bias, num_groups, num_channels, eps });
+
+impl<D: Device> GroupNorm<D, f32> {
+    /// `nn.GroupNorm(num_groups, num_channels)`: `eps = 1e-5`, affine, in `f32`. Panics with
+    /// PyTorch's text where `num_channels` is not a multiple of `num_groups`.
+    #[track_caller]
+    pub fn new(num_groups: usize, num_channels: usize, dev: D) -> Self {
+        or_panic(Self::try_with_options(
+            num_groups,
+            num_channels,
+            1e-5,
+            true,
+            dev,
+        ))
+    }
+}
+
+impl<D: Device, E: Float> GroupNorm<D, E> {
+    /// `nn.GroupNorm(num_groups, num_channels, eps, affine)` of `E`, on `dev`: an error with
+    /// PyTorch's text where `num_channels` is not a multiple of `num_groups`.
+    pub fn try_with_options(
+        num_groups: usize,
+        num_channels: usize,
+        eps: f64,
+        affine: bool,
+        dev: D,
+    ) -> Result<Self> {
+        if num_groups == 0 || !num_channels.is_multiple_of(num_groups) {
+            return Err(crate::Error::Shape(format!(
+                "num_channels ({num_channels}) must be divisible by num_groups ({num_groups})"
+            )));
+        }
+        let weight = affine
+            .then(|| Tensor::<D, E>::try_ones([num_channels], dev).map(Tensor::parameter))
+            .transpose()?;
+        let bias = affine
+            .then(|| Tensor::<D, E>::try_zeros([num_channels], dev).map(Tensor::parameter))
+            .transpose()?;
+        Ok(GroupNorm {
+            weight,
+            bias,
+            num_groups,
+            num_channels,
+            eps,
+        })
+    }
+
+    /// The scale, a parameter of `[num_channels]`, if the layer is affine.
+    pub fn weight(&self) -> Option<&Tensor<D, E>> {
+        self.weight.as_ref()
+    }
+
+    /// The shift, a parameter of `[num_channels]`, if the layer is affine.
+    pub fn bias(&self) -> Option<&Tensor<D, E>> {
+        self.bias.as_ref()
+    }
+
+    /// The number of groups.
+    pub fn num_groups(&self) -> usize {
+        self.num_groups
+    }
+
+    /// The normalised input `(N, C, *)`, scaled and shifted, recorded.
+    pub fn try_forward<I: ModuleInput<D> + HasDevice<Element = E>>(
+        &self,
+        input: I,
+    ) -> Result<Tensor<D, E>> {
+        let x = input_tensor(&input);
+        let shape = x.shape().to_vec();
+        let dims = |s: &[usize]| {
+            let d: Vec<String> = s.iter().map(|d| d.to_string()).collect();
+            format!("[{}]", d.join(", "))
+        };
+        if shape.len() < 2 {
+            return Err(crate::Error::Shape(format!(
+                "Expected at least 2 dimensions for input tensor but received {}",
+                shape.len()
+            )));
+        }
+        let (n, c, g) = (shape[0], shape[1], self.num_groups);
+        if !c.is_multiple_of(g) {
+            return Err(crate::Error::Shape(format!(
+                "Expected number of channels in input to be divisible by num_groups, but got input of shape {} and num_groups={g}",
+                dims(&shape)
+            )));
+        }
+        if self.weight.is_some() && c != self.num_channels {
+            return Err(crate::Error::Shape(format!(
+                "Expected weight to be a vector of size equal to the number of channels in input, but got weight of shape [{}] and input of shape {}",
+                self.num_channels,
+                dims(&shape)
+            )));
+        }
+        let grouped = x.try_reshape(&[n as isize, g as isize, -1])?;
+        let mean = grouped.try_mean_dims(&[2], true)?;
+        let centred = grouped.try_sub(&mean)?;
+        let var = centred.try_square()?.try_mean_dims(&[2], true)?;
+        let rstd = var
+            .try_add_scalar(E::from_f64(self.eps))?
+            .try_sqrt()?
+            .try_reciprocal()?;
+        let shape_isize: Vec<isize> = shape.iter().map(|&d| d as isize).collect();
+        let y = centred.try_mul(&rstd)?.try_reshape(&shape_isize)?;
+        let mut channel_shape = vec![1isize; shape.len()];
+        channel_shape[1] = c as isize;
+        affine(y, self.weight.as_ref(), self.bias.as_ref(), &channel_shape)
+    }
+}
+
+impl<D: Device, E: Float> Forward<D, E> for GroupNorm<D, E> {
+    #[track_caller]
+    fn forward<I: ModuleInput<D> + HasDevice<Element = E>>(&self, input: I) -> Tensor<D, E> {
+        or_panic(self.try_forward(input))
+    }
+}
+
+impl<D: Device, E: Float> Placement for GroupNorm<D, E> {
+    type Device = D;
+}
+
+impl<D: Device, E: Float> super::Precision for GroupNorm<D, E> {
+    type Element = E;
+}
+
+impl<D: Device, E: Float> Module<D, E> for GroupNorm<D, E> {
+    type On<D2: Device> = GroupNorm<D2, E>;
+
+    fn try_to<D2: Device>(&self, dev: D2) -> Result<GroupNorm<D2, E>>
+    where
+        D: crate::device::CopyTo<D2>,
+    {
+        Ok(GroupNorm {
+            weight: move_opt(&self.weight, dev)?,
+            bias: move_opt(&self.bias, dev)?,
+            num_groups: self.num_groups,
+            num_channels: self.num_channels,
+            eps: self.eps,
+        })
+    }
+
+    fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &Tensor<D, E>)) {
+        if let Some(w) = &self.weight {
+            f(&join_name(prefix, "weight"), w);
+        }
+        if let Some(b) = &self.bias {
+            f(&join_name(prefix, "bias"), b);
+        }
+    }
+
+    fn visit_parameters_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut Tensor<D, E>)) {
+        if let Some(w) = &mut self.weight {
+            f(&join_name(prefix, "weight"), w);
+        }
+        if let Some(b) = &mut self.bias {
+            f(&join_name(prefix, "bias"), b);
         }
     }
 }

@@ -81,6 +81,14 @@ macro_rules! sequential {
                 $(self.0.$i.visit_parameters_mut(&join_name(prefix, stringify!($i)), f);)+
             }
 
+            fn visit_buffers(&self, prefix: &str, f: &mut dyn FnMut(&str, super::Buffer<D, E>)) {
+                $(self.0.$i.visit_buffers(&join_name(prefix, stringify!($i)), f);)+
+            }
+
+            fn visit_buffers_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, super::BufferMut<'_, D, E>)) {
+                $(self.0.$i.visit_buffers_mut(&join_name(prefix, stringify!($i)), f);)+
+            }
+
             fn set_training(&mut self, training: bool) {
                 $(self.0.$i.set_training(training);)+
             }

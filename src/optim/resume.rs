@@ -102,7 +102,8 @@ fn param_names<D: Device, E: Float, M: Module<D, E>>(
 }
 
 /// Saves everything a training run needs to resume exactly, in one safetensors file: the
-/// model's parameters (`model.{name}`), the optimizer's hyper-parameters (metadata
+/// model's parameters and buffers (`model.{name}`: `model.bn.running_mean`, a count as a
+/// 0-dim `i64`), the optimizer's hyper-parameters (metadata
 /// `optimizer.param_groups.0.lr`, ...) and state tensors (`optimizer.state.{name}.momentum_buffer`,
 /// `.exp_avg`, `.exp_avg_sq`, `.step`: PyTorch's `state_dict` names, keyed by parameter name
 /// rather than index), the `GradScaler`'s scale and growth tracker (`scaler.scale`,
@@ -154,6 +155,11 @@ pub fn save_checkpoint<D: Device, E: Float, M: Module<D, E>, O: OptimizerState<D
         .iter()
         .map(|(n, p)| (format!("model.{n}"), p.raw.clone()))
         .collect();
+    tensors.extend(
+        crate::nn::checkpoint_buffer_tensors(model)?
+            .into_iter()
+            .map(|(n, b)| (format!("model.{n}"), b)),
+    );
     let (state, mut meta) = opt.export_state()?;
     tensors.extend(state);
     if let Some(s) = scaler {
@@ -175,7 +181,7 @@ pub fn save_checkpoint<D: Device, E: Float, M: Module<D, E>, O: OptimizerState<D
 
 /// Loads a checkpoint of [`save_checkpoint`] into objects built as the saved run built them
 /// (the same model, the same kind of optimizer and schedule; their settings come from the
-/// file): the model's parameters, the optimizer's hyper-parameters and state, the scaler's
+/// file): the model's parameters and buffers, the optimizer's hyper-parameters and state, the scaler's
 /// scale and growth tracker, the schedule's position, and the random generator's state.
 ///
 /// The state goes to the model's device `D`, whatever device it was saved from. Everything
@@ -197,6 +203,15 @@ pub fn load_checkpoint<D: Device, E: Float, M: Module<D, E>, O: OptimizerState<D
     let mut rest = HashMap::new();
     for (name, raw) in tensors {
         match name.strip_prefix("model.") {
+            Some(n) if raw.dtype == crate::DType::I64 => {
+                // A count buffer (`num_batches_tracked`): `prepare_load` checks the name.
+                model_part.push(crate::nn::Loaded {
+                    name: n.to_string(),
+                    shape: raw.shape().to_vec(),
+                    values: Vec::new(),
+                    counts: Some(raw.to_vec::<i64>()?),
+                });
+            }
             Some(n) => {
                 if !raw.dtype.is_float() {
                     return Err(bad(
@@ -209,6 +224,7 @@ pub fn load_checkpoint<D: Device, E: Float, M: Module<D, E>, O: OptimizerState<D
                     name: n.to_string(),
                     shape: raw.shape().to_vec(),
                     values,
+                    counts: None,
                 });
             }
             None => {

@@ -126,6 +126,18 @@ impl<D: Device, const IN: usize, const OUT: usize, E: Float> Module<D, E>
     fn visit_parameters_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut Tensor<D, E>)) {
         self.inner.visit_parameters_mut(prefix, f)
     }
+
+    fn visit_buffers(&self, prefix: &str, f: &mut dyn FnMut(&str, crate::nn::Buffer<D, E>)) {
+        self.inner.visit_buffers(prefix, f)
+    }
+
+    fn visit_buffers_mut(
+        &mut self,
+        prefix: &str,
+        f: &mut dyn FnMut(&str, crate::nn::BufferMut<'_, D, E>),
+    ) {
+        self.inner.visit_buffers_mut(prefix, f)
+    }
 }
 
 /// A layer of a [`Seq`]: what it makes of `F` input features.
@@ -207,6 +219,15 @@ pub trait LayerStack<D: Device, E: Float> {
     fn visit(&self, prefix: &str, f: &mut dyn FnMut(&str, &Tensor<D, E>));
     /// Every parameter, mutably, named by position.
     fn visit_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut Tensor<D, E>));
+    /// Every buffer, named by position.
+    fn visit_buffers(&self, _prefix: &str, _f: &mut dyn FnMut(&str, crate::nn::Buffer<D, E>)) {}
+    /// Every buffer, mutably, named by position.
+    fn visit_buffers_mut(
+        &mut self,
+        _prefix: &str,
+        _f: &mut dyn FnMut(&str, crate::nn::BufferMut<'_, D, E>),
+    ) {
+    }
     /// Training mode on or off.
     fn training(&mut self, on: bool);
     /// The device of the parameters, `None` for layers without any.
@@ -230,6 +251,16 @@ impl<D: Device, E: Float, L: Layer<D, E>> LayerStack<D, E> for (L,) {
     }
     fn visit_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut Tensor<D, E>)) {
         self.0.visit_parameters_mut(&join_name(prefix, "0"), f)
+    }
+    fn visit_buffers(&self, prefix: &str, f: &mut dyn FnMut(&str, crate::nn::Buffer<D, E>)) {
+        self.0.visit_buffers(&join_name(prefix, "0"), f)
+    }
+    fn visit_buffers_mut(
+        &mut self,
+        prefix: &str,
+        f: &mut dyn FnMut(&str, crate::nn::BufferMut<'_, D, E>),
+    ) {
+        self.0.visit_buffers_mut(&join_name(prefix, "0"), f)
     }
     fn training(&mut self, on: bool) {
         self.0.set_training(on)
@@ -260,6 +291,20 @@ impl<D: Device, E: Float, P: LayerStack<D, E>, L: Layer<D, E>> LayerStack<D, E> 
         self.0.visit_mut(prefix, f);
         self.1
             .visit_parameters_mut(&join_name(prefix, &P::LEN.to_string()), f)
+    }
+    fn visit_buffers(&self, prefix: &str, f: &mut dyn FnMut(&str, crate::nn::Buffer<D, E>)) {
+        self.0.visit_buffers(prefix, f);
+        self.1
+            .visit_buffers(&join_name(prefix, &P::LEN.to_string()), f)
+    }
+    fn visit_buffers_mut(
+        &mut self,
+        prefix: &str,
+        f: &mut dyn FnMut(&str, crate::nn::BufferMut<'_, D, E>),
+    ) {
+        self.0.visit_buffers_mut(prefix, f);
+        self.1
+            .visit_buffers_mut(&join_name(prefix, &P::LEN.to_string()), f)
     }
     fn training(&mut self, on: bool) {
         self.0.training(on);
@@ -395,6 +440,18 @@ impl<D: Device, E: Float, L: LayerStack<D, E>, In: 'static, First: 'static, Out:
 
     fn visit_parameters_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut Tensor<D, E>)) {
         self.layers.visit_mut(prefix, f)
+    }
+
+    fn visit_buffers(&self, prefix: &str, f: &mut dyn FnMut(&str, crate::nn::Buffer<D, E>)) {
+        LayerStack::visit_buffers(&self.layers, prefix, f)
+    }
+
+    fn visit_buffers_mut(
+        &mut self,
+        prefix: &str,
+        f: &mut dyn FnMut(&str, crate::nn::BufferMut<'_, D, E>),
+    ) {
+        LayerStack::visit_buffers_mut(&mut self.layers, prefix, f)
     }
 
     fn set_training(&mut self, training: bool) {
