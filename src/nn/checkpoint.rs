@@ -22,6 +22,30 @@ fn st_dtype(dtype: DType) -> Dtype {
     }
 }
 
+/// An error unless `view`'s bytes are exactly its shape's elements of `width` bytes each.
+fn check_byte_len(
+    path: &std::path::Path,
+    name: &str,
+    view: &safetensors::tensor::TensorView<'_>,
+    width: usize,
+) -> Result<()> {
+    let numel = view
+        .shape()
+        .iter()
+        .try_fold(1usize, |acc, &d| acc.checked_mul(d));
+    if numel.and_then(|n| n.checked_mul(width)) != Some(view.data().len()) {
+        return Err(checkpoint_error(
+            path,
+            format!(
+                "tensor \"{name}\": shape {:?} does not match its {} bytes of data",
+                view.shape(),
+                view.data().len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 fn checkpoint_error(path: &Path, message: impl std::fmt::Display) -> Error {
     Error::Checkpoint {
         path: path.display().to_string(),
@@ -465,20 +489,7 @@ fn read_with_counts<E: Float>(path: &Path, counts: bool) -> Result<Vec<Loaded<E>
             ));
         }
         if counts && view.dtype() == Dtype::I64 {
-            let numel = view
-                .shape()
-                .iter()
-                .try_fold(1usize, |acc, &d| acc.checked_mul(d));
-            if numel.and_then(|n| n.checked_mul(8)) != Some(view.data().len()) {
-                return Err(checkpoint_error(
-                    path,
-                    format!(
-                        "tensor \"{name}\": shape {:?} does not match its {} bytes of data",
-                        view.shape(),
-                        view.data().len()
-                    ),
-                ));
-            }
+            check_byte_len(path, &name, &view, 8)?;
             let values = view
                 .data()
                 .chunks_exact(8)
@@ -506,20 +517,7 @@ fn read_with_counts<E: Float>(path: &Path, counts: bool) -> Result<Vec<Loaded<E>
             ));
         };
         let width = file_dtype.size_in_bytes();
-        let numel = view
-            .shape()
-            .iter()
-            .try_fold(1usize, |acc, &d| acc.checked_mul(d));
-        if numel.and_then(|n| n.checked_mul(width)) != Some(view.data().len()) {
-            return Err(checkpoint_error(
-                path,
-                format!(
-                    "tensor \"{name}\": shape {:?} does not match its {} bytes of data",
-                    view.shape(),
-                    view.data().len()
-                ),
-            ));
-        }
+        check_byte_len(path, &name, &view, width)?;
         let values = view
             .data()
             .chunks_exact(width)

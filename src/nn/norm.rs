@@ -18,6 +18,32 @@ fn move_opt<D: crate::device::CopyTo<D2>, E: Float, D2: Device>(
         .transpose()
 }
 
+/// Visits an optional `weight` and `bias`, under those names.
+fn visit_affine<D: Device, E: Float>(
+    [weight, bias]: [&Option<Tensor<D, E>>; 2],
+    prefix: &str,
+    f: &mut dyn FnMut(&str, &Tensor<D, E>),
+) {
+    for (name, p) in [("weight", weight), ("bias", bias)] {
+        if let Some(p) = p {
+            f(&join_name(prefix, name), p);
+        }
+    }
+}
+
+/// [`visit_affine`], mutably.
+fn visit_affine_mut<D: Device, E: Float>(
+    [weight, bias]: [&mut Option<Tensor<D, E>>; 2],
+    prefix: &str,
+    f: &mut dyn FnMut(&str, &mut Tensor<D, E>),
+) {
+    for (name, p) in [("weight", weight), ("bias", bias)] {
+        if let Some(p) = p {
+            f(&join_name(prefix, name), p);
+        }
+    }
+}
+
 /// Layer normalisation over the last dims (`nn.LayerNorm(normalized_shape, eps,
 /// elementwise_affine, bias)`): `weight` (ones) and `bias` (zeros) of `normalized_shape`.
 ///
@@ -135,21 +161,11 @@ impl<D: Device, E: Float> Module<D, E> for LayerNorm<D, E> {
     }
 
     fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &Tensor<D, E>)) {
-        if let Some(w) = &self.weight {
-            f(&join_name(prefix, "weight"), w);
-        }
-        if let Some(b) = &self.bias {
-            f(&join_name(prefix, "bias"), b);
-        }
+        visit_affine([&self.weight, &self.bias], prefix, f);
     }
 
     fn visit_parameters_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut Tensor<D, E>)) {
-        if let Some(w) = &mut self.weight {
-            f(&join_name(prefix, "weight"), w);
-        }
-        if let Some(b) = &mut self.bias {
-            f(&join_name(prefix, "bias"), b);
-        }
+        visit_affine_mut([&mut self.weight, &mut self.bias], prefix, f);
     }
 }
 
@@ -472,21 +488,11 @@ impl<D: Device, E: Float> BatchNormState<D, E> {
     }
 
     fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &Tensor<D, E>)) {
-        if let Some(w) = &self.weight {
-            f(&join_name(prefix, "weight"), w);
-        }
-        if let Some(b) = &self.bias {
-            f(&join_name(prefix, "bias"), b);
-        }
+        visit_affine([&self.weight, &self.bias], prefix, f);
     }
 
     fn visit_parameters_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut Tensor<D, E>)) {
-        if let Some(w) = &mut self.weight {
-            f(&join_name(prefix, "weight"), w);
-        }
-        if let Some(b) = &mut self.bias {
-            f(&join_name(prefix, "bias"), b);
-        }
+        visit_affine_mut([&mut self.weight, &mut self.bias], prefix, f);
     }
 
     fn visit_buffers(&self, prefix: &str, f: &mut dyn FnMut(&str, Buffer<D, E>)) {
@@ -943,20 +949,10 @@ impl<D: Device, E: Float> Module<D, E> for GroupNorm<D, E> {
     }
 
     fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &Tensor<D, E>)) {
-        if let Some(w) = &self.weight {
-            f(&join_name(prefix, "weight"), w);
-        }
-        if let Some(b) = &self.bias {
-            f(&join_name(prefix, "bias"), b);
-        }
+        visit_affine([&self.weight, &self.bias], prefix, f);
     }
 
     fn visit_parameters_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut Tensor<D, E>)) {
-        if let Some(w) = &mut self.weight {
-            f(&join_name(prefix, "weight"), w);
-        }
-        if let Some(b) = &mut self.bias {
-            f(&join_name(prefix, "bias"), b);
-        }
+        visit_affine_mut([&mut self.weight, &mut self.bias], prefix, f);
     }
 }
