@@ -27,7 +27,7 @@ struct Train {
 
 impl DeviceJob for Train {
     type Output = f32;
-    fn run<D: Device>(self, dev: D) -> f32 {
+    fn run<D: Device + HostSync>(self, dev: D) -> f32 {
         devtype::manual_seed(0);
         let data = spirals(4_000, 2024);
         let model = Mlp {
