@@ -26,7 +26,7 @@
 //! example exits with status 1 when a full run misses it. `--steps N` shortens the run to one
 //! epoch of `N` batches on `N · 64` generated images, held out on 500 (a smoke test: CI runs
 //! `--steps 30` on the simulated GPU, 27% held out), and only asks for twice chance (20%). In
-//! release, on two CPU cores, the full generated run takes about 20 s.
+//! release, on two CPU cores, the full generated run takes 20 to 30 s.
 //!
 //! As in `examples/train.rs`, a `DataLoader` for the model's device shuffles and assembles every
 //! batch (on two worker threads) and hands it over on the device; the loss is summed on the
@@ -114,8 +114,14 @@ impl Rng {
     }
 }
 
-/// A stroke: a polyline in the unit square (x right, y down).
-type Stroke = Vec<(f32, f32)>;
+/// A point `(x, y)`, x to the right and y down.
+type Point = (f32, f32);
+
+/// A stroke: a polyline in the unit square.
+type Stroke = Vec<Point>;
+
+/// A drawn segment in pixels: its ends and its ink's strength.
+type Segment = (Point, Point, f32);
 
 /// The points of an elliptic arc around `(cx, cy)` from angle `a0` to `a1` (degrees; 0 is to the
 /// right, 90 below).
@@ -210,15 +216,15 @@ fn draw(seed: u64, index: usize) -> (i64, Vec<f32>) {
         let x = x + shear * y;
         (cx + cos * x - sin * y, cy + sin * x + cos * y)
     };
-    let mut segments: Vec<((f32, f32), (f32, f32), f32)> = Vec::new();
+    let mut segments: Vec<Segment> = Vec::new();
     for stroke in glyph(label) {
-        let points: Vec<(f32, f32)> = stroke.into_iter().map(place).collect();
+        let points: Vec<Point> = stroke.into_iter().map(place).collect();
         for w in points.windows(2) {
             segments.push((w[0], w[1], 1.0));
         }
     }
     // A stray stroke, fainter, half of the time.
-    if rng.next() % 2 == 0 {
+    if rng.next().is_multiple_of(2) {
         let a = (rng.uniform(2.0, 26.0), rng.uniform(2.0, 26.0));
         let b = (a.0 + rng.uniform(-6.0, 6.0), a.1 + rng.uniform(-6.0, 6.0));
         segments.push((a, b, rng.uniform(0.3, 0.7)));
