@@ -8,10 +8,15 @@
 //! cargo bench --bench cpu -- H         # f32 vs f16 vs bf16, per element
 //! cargo bench --bench cpu -- S         # optimizer steps, plain and under a GradScaler
 //! cargo bench --bench cpu -- K         # clip_grad_norm_ over a 4.2M-parameter model
+//! cargo bench --bench cpu -- V         # conv2d forward and backward, LeNet and ResNet shapes
+//! cargo bench --bench cpu -- T         # training steps: LeNet and examples/transformer.rs
 //! ```
 
 use devtype::amp::GradScaler;
-use devtype::nn::Linear;
+use devtype::nn::{
+    Approximate, Conv2d, Embedding, Flatten, LayerNorm, Linear, MaxPool2d, Module,
+    MultiheadAttention, ReLU, GELU,
+};
 use devtype::optim::{Adam, Optimizer, Sgd};
 use devtype::prelude::*;
 use std::hint::black_box;
@@ -22,7 +27,7 @@ const TINY_REPS: usize = 100_000;
 
 mod common;
 
-use common::{det_sym, median, time_fixed};
+use common::{det_sym, det_uniform, median, time_fixed};
 
 #[derive(Clone, Copy)]
 struct Cfg {
@@ -547,6 +552,317 @@ fn lines_workload(cfg: Cfg) {
     );
 }
 
+/// The convolutions of workload V: `(name, batch, in channels, side, out channels, kernel,
+/// padding)`, square inputs and kernels, stride 1. The two of LeNet (batch 64) and the 3x3
+/// convolution of a ResNet basic block at its first stage (batch 32, 64 channels, 56x56).
+const CONVS: [(&str, usize, usize, usize, usize, usize, usize); 3] = [
+    ("lenet conv1 64x1x28x28 -> 6 k5 p2", 64, 1, 28, 6, 5, 2),
+    ("lenet conv2 64x6x14x14 -> 16 k5", 64, 6, 14, 16, 5, 0),
+    ("resnet 32x64x56x56 -> 64 k3 p1", 32, 64, 56, 64, 3, 1),
+];
+
+/// Workload V: `conv2d` (with a bias) at LeNet's and a ResNet block's shapes, side by side with
+/// `scripts/torch_cpu_bench.py V`. The forward runs without recording (as `torch.no_grad()`);
+/// forward+backward records it with the input, weight and bias requiring gradients and runs
+/// `backward_with` a fixed output gradient (each call starts with no gradients, as PyTorch's
+/// `grad = None`). GFLOP/s count `2·N·Cout·Hout·Wout·Cin·k·k` for the forward and three times
+/// that for forward+backward (the input's and the weight's gradients each cost a forward);
+/// divide by `cargo bench --bench peak`'s FMA ceiling for the fraction of the machine.
+fn conv_workload(cfg: Cfg) {
+    for (name, n, cin, side, cout, k, p) in CONVS {
+        let out = side + 2 * p - k + 1;
+        let flops = 2.0 * (n * cout * out * out * cin * k * k) as f64;
+        let x = Tensor::from_vec(
+            det_sym(n * cin * side * side, 1, 1.0),
+            [n, cin, side, side],
+            Cpu,
+        );
+        let scale = 1.0 / ((cin * k * k) as f32).sqrt();
+        let w = Tensor::from_vec(
+            det_sym(cout * cin * k * k, 2, scale),
+            [cout, cin, k, k],
+            Cpu,
+        );
+        let b = Tensor::from_vec(det_sym(cout, 3, scale), [cout], Cpu);
+        let g = Tensor::from_vec(
+            det_sym(n * cout * out * out, 4, 1.0),
+            [n, cout, out, out],
+            Cpu,
+        );
+        let conv = |x: &Tensor<Cpu>, w: &Tensor<Cpu>, b: &Tensor<Cpu>| {
+            x.conv2d(w, Some(b), (1, 1), (p, p), (1, 1), 1)
+        };
+        let y = no_grad(|| conv(&x, &w, &b));
+        assert_eq!(y.shape(), &[n, cout, out, out]);
+        assert!(y.to_vec().iter().all(|v| v.is_finite()), "{name}: forward");
+        let t = time_per_call(cfg, || {
+            black_box(no_grad(|| conv(&x, &w, &b)));
+        });
+        report(
+            "devtype",
+            "V",
+            &format!("{name} fwd"),
+            "GFLOP/s",
+            &t,
+            gflops(flops),
+        );
+        report("devtype", "V", &format!("{name} fwd time"), "ms", &t, ms);
+        let (x, w, b) = (
+            Tensor::parameter(x),
+            Tensor::parameter(w),
+            Tensor::parameter(b),
+        );
+        let step = || {
+            x.zero_grad();
+            w.zero_grad();
+            b.zero_grad();
+            conv(&x, &w, &b).backward_with(&g);
+        };
+        step();
+        for t in [&x, &w, &b] {
+            let grad = t.grad().expect("a gradient");
+            assert!(
+                grad.to_vec().iter().all(|v| v.is_finite()),
+                "{name}: backward"
+            );
+        }
+        let t = time_per_call(cfg, step);
+        report(
+            "devtype",
+            "V",
+            &format!("{name} fwd+bwd"),
+            "GFLOP/s",
+            &t,
+            gflops(3.0 * flops),
+        );
+        report(
+            "devtype",
+            "V",
+            &format!("{name} fwd+bwd time"),
+            "ms",
+            &t,
+            ms,
+        );
+    }
+}
+
+/// Gives every parameter of `model`, in `named_parameters` order, deterministic values that
+/// `scripts/torch_cpu_bench.py` gives PyTorch's model (the same names in the same order):
+/// parameter `i` of shape `[a, b..]` is `det_sym(numel, 100 + i, 1/√(b·..))`; a vector is
+/// `det_sym(numel, 100 + i, 0.1)`, plus 1 for a norm's weight (a vector named `weight`).
+fn det_parameters<M: Module<Cpu>>(model: &mut M) {
+    let mut i = 0;
+    model.visit_parameters_mut("", &mut |name, p| {
+        let shape = p.shape().to_vec();
+        let numel: usize = shape.iter().product();
+        let values = if shape.len() >= 2 {
+            let fan_in: usize = shape[1..].iter().product();
+            det_sym(numel, 100 + i, 1.0 / (fan_in as f32).sqrt())
+        } else if name.ends_with("weight") {
+            det_sym(numel, 100 + i, 0.1)
+                .into_iter()
+                .map(|v| 1.0 + v)
+                .collect()
+        } else {
+            det_sym(numel, 100 + i, 0.1)
+        };
+        *p = Tensor::parameter(Tensor::from_vec(values, shape, Cpu));
+        i += 1;
+    });
+}
+
+/// LeNet-5 as `examples/cnn.rs` has it.
+struct LeNet<D: Device> {
+    conv1: Conv2d<D>,
+    conv2: Conv2d<D>,
+    act: ReLU,
+    pool: MaxPool2d,
+    flatten: Flatten,
+    fc1: Linear<D>,
+    fc2: Linear<D>,
+    fc3: Linear<D>,
+}
+devtype::module!(LeNet<D> { conv1, conv2, act, pool, flatten, fc1, fc2, fc3 });
+
+impl LeNet<Cpu> {
+    fn new() -> Self {
+        LeNet {
+            conv1: Conv2d::new(1, 6, (5, 5), Cpu).with_padding((2, 2)),
+            conv2: Conv2d::new(6, 16, (5, 5), Cpu),
+            act: ReLU,
+            pool: MaxPool2d::new((2, 2)),
+            flatten: Flatten::default(),
+            fc1: Linear::new(400, 120, Cpu),
+            fc2: Linear::new(120, 84, Cpu),
+            fc3: Linear::new(84, 10, Cpu),
+        }
+    }
+
+    fn forward(&self, x: &Tensor<Cpu>) -> Tensor<Cpu> {
+        let x = self.pool.forward(self.act.forward(self.conv1.forward(x)));
+        let x = self.pool.forward(self.act.forward(self.conv2.forward(&x)));
+        let x = self.act.forward(self.fc1.forward(self.flatten.forward(&x)));
+        let x = self.act.forward(self.fc2.forward(&x));
+        self.fc3.forward(&x)
+    }
+}
+
+/// `examples/transformer.rs`'s decoder block: pre-norm causal self-attention and a GELU MLP.
+struct Block<D: Device> {
+    ln1: LayerNorm<D>,
+    attn: MultiheadAttention<D>,
+    ln2: LayerNorm<D>,
+    fc1: Linear<D>,
+    act: GELU,
+    fc2: Linear<D>,
+}
+devtype::module!(Block<D> { ln1, attn, ln2, fc1, act, fc2 });
+
+/// `examples/transformer.rs`'s decoder: token and position embeddings, blocks, norm, head.
+struct Decoder<D: Device> {
+    tok: Embedding<D>,
+    pos: Embedding<D>,
+    blocks: Vec<Block<D>>,
+    ln_f: LayerNorm<D>,
+    head: Linear<D>,
+}
+devtype::module!(Decoder<D> { tok, pos, blocks, ln_f, head });
+
+/// The transformer example's sizes: digits 0..9 and a separator, 8 digits reversed (16
+/// tokens), d_model 64, 4 heads, 2 layers, batch 64.
+const T_VOCAB: usize = 11;
+const T_LEN: usize = 8;
+const T_D: usize = 64;
+const T_HEADS: usize = 4;
+const T_LAYERS: usize = 2;
+const T_BATCH: usize = 64;
+
+impl Decoder<Cpu> {
+    fn new() -> Self {
+        let d = T_D;
+        let block = || Block {
+            ln1: LayerNorm::new(&[d], Cpu),
+            attn: MultiheadAttention::new(d, T_HEADS, Cpu),
+            ln2: LayerNorm::new(&[d], Cpu),
+            fc1: Linear::new(d, 4 * d, Cpu),
+            act: GELU::new(Approximate::Tanh),
+            fc2: Linear::new(4 * d, d, Cpu),
+        };
+        Decoder {
+            tok: Embedding::new(T_VOCAB, d, Cpu),
+            pos: Embedding::new(2 * T_LEN, d, Cpu),
+            blocks: (0..T_LAYERS).map(|_| block()).collect(),
+            ln_f: LayerNorm::new(&[d], Cpu),
+            head: Linear::new(d, T_VOCAB, Cpu),
+        }
+    }
+
+    /// The logits of the reversed half, `[batch · LEN, VOCAB]`.
+    fn answer_logits(&self, ids: &Tensor<Cpu, i64>) -> Tensor<Cpu> {
+        let positions = Tensor::<Cpu, i64>::arange(ids.shape()[1], Cpu);
+        let mut x = self.tok.forward(ids) + &self.pos.forward(&positions);
+        for b in &self.blocks {
+            let h = b.ln1.forward(&x);
+            x = &x + &b.attn.forward(&h, &h, &h, None, true);
+            let h = b.act.forward(b.fc1.forward(b.ln2.forward(&x)));
+            x = &x + &b.fc2.forward(&h);
+        }
+        let logits = self.head.forward(self.ln_f.forward(&x));
+        logits
+            .narrow(1, T_LEN, T_LEN)
+            .reshape(&[-1, T_VOCAB as isize])
+    }
+}
+
+/// Workload T: whole training steps on the CPU, ms per step, side by side with
+/// `scripts/torch_cpu_bench.py T` (the same models, deterministic parameters and data, so
+/// the losses printed to stderr can be compared too):
+///
+/// - LeNet-5 (`examples/cnn.rs`'s), batch 64 of 1x28x28: forward, cross-entropy, backward,
+///   plain SGD (lr 0.05);
+/// - `examples/transformer.rs`'s decoder (2 layers, d_model 64, 4 heads, 16 tokens), its batch
+///   of 64 sequences: forward, cross-entropy on the reversed half, backward, Adam (lr 2e-3).
+fn train_steps(cfg: Cfg) {
+    // LeNet.
+    let x = Tensor::from_vec(det_uniform(64 * 28 * 28, 1), [64, 1, 28, 28], Cpu);
+    let y = Tensor::<Cpu, i64>::from_vec(
+        (0..64).map(|k| ((7 * k + 3) % 10) as i64).collect(),
+        [64],
+        Cpu,
+    );
+    let mut lenet = LeNet::new();
+    det_parameters(&mut lenet);
+    let mut sgd = Sgd::new(0.05);
+    let loss0 = no_grad(|| lenet.forward(&x).cross_entropy(&y).item());
+    let step = |lenet: &mut LeNet<Cpu>, sgd: &mut Sgd<Cpu>| {
+        lenet.zero_grad();
+        let loss = lenet.forward(&x).cross_entropy(&y);
+        loss.backward();
+        sgd.step(lenet);
+        loss
+    };
+    for _ in 0..20 {
+        step(&mut lenet, &mut sgd);
+    }
+    let loss20 = no_grad(|| lenet.forward(&x).cross_entropy(&y).item());
+    eprintln!("T lenet: loss before training {loss0:.6}, after 20 steps {loss20:.6}");
+    assert!(
+        loss0.is_finite() && loss20 < loss0,
+        "LeNet's loss did not fall"
+    );
+    let t = time_per_call(cfg, || {
+        black_box(step(&mut lenet, &mut sgd));
+    });
+    report("devtype", "T", "lenet train step (b=64, SGD)", "ms", &t, ms);
+
+    // The transformer.
+    let digits: Vec<i64> = det_uniform(T_BATCH * T_LEN, 2)
+        .into_iter()
+        .map(|u| ((u * 10.0) as i64).min(9))
+        .collect();
+    let (mut inputs, mut targets) = (Vec::new(), Vec::new());
+    for a in digits.chunks(T_LEN) {
+        let rev: Vec<i64> = a.iter().rev().copied().collect();
+        inputs.extend_from_slice(a);
+        inputs.push(T_VOCAB as i64 - 1);
+        inputs.extend_from_slice(&rev[..T_LEN - 1]);
+        targets.extend_from_slice(&rev);
+    }
+    let ids = Tensor::<Cpu, i64>::from_vec(inputs, [T_BATCH, 2 * T_LEN], Cpu);
+    let targets = Tensor::<Cpu, i64>::from_vec(targets, [T_BATCH * T_LEN], Cpu);
+    let mut model = Decoder::new();
+    det_parameters(&mut model);
+    let mut adam = Adam::new(2e-3);
+    let loss0 = no_grad(|| model.answer_logits(&ids).cross_entropy(&targets).item());
+    let step = |model: &mut Decoder<Cpu>, adam: &mut Adam<Cpu>| {
+        model.zero_grad();
+        let loss = model.answer_logits(&ids).cross_entropy(&targets);
+        loss.backward();
+        adam.step(model);
+        loss
+    };
+    for _ in 0..20 {
+        step(&mut model, &mut adam);
+    }
+    let loss20 = no_grad(|| model.answer_logits(&ids).cross_entropy(&targets).item());
+    eprintln!("T transformer: loss before training {loss0:.6}, after 20 steps {loss20:.6}");
+    assert!(
+        loss0.is_finite() && loss20 < loss0,
+        "the transformer's loss did not fall"
+    );
+    let t = time_per_call(cfg, || {
+        black_box(step(&mut model, &mut adam));
+    });
+    report(
+        "devtype",
+        "T",
+        "transformer train step (2x64, 4 heads, 16 tokens, b=64, Adam)",
+        "ms",
+        &t,
+        ms,
+    );
+}
+
 fn main() {
     let args: Vec<String> = std::env::args()
         .skip(1)
@@ -577,5 +893,11 @@ fn main() {
     }
     if want("K") {
         clip_workload(cfg);
+    }
+    if want("V") {
+        conv_workload(cfg);
+    }
+    if want("T") {
+        train_steps(cfg);
     }
 }

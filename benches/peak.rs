@@ -12,6 +12,10 @@
 //! devtype's GEMM once lost half its speed unnoticed. `matmul` must stay level with the
 //! column-major call.
 //!
+//! Last, `conv2d` (with a bias) at LeNet's two shapes and a ResNet block's (those of
+//! `cargo bench --bench cpu -- V`), forward and forward+backward, as fractions of the ceiling
+//! (`2·N·Cout·Hout·Wout·Cin·k·k` flop forward, three times that forward+backward).
+//!
 //! ```sh
 //! cargo bench --bench peak                      # every thread
 //! RAYON_NUM_THREADS=1 cargo bench --bench peak  # the GEMMs on one thread
@@ -189,6 +193,45 @@ fn gemms(n: usize, ceiling: f64) {
     }
 }
 
+/// `conv2d` at LeNet's and a ResNet block's shapes (`benches/cpu.rs`'s workload V), forward
+/// without recording and forward+backward (input, weight and bias requiring gradients), each
+/// printed with its fraction of `ceiling`.
+fn convs(ceiling: f64) {
+    use devtype::prelude::*;
+    let threads = rayon::current_num_threads();
+    // (name, batch, in channels, side, out channels, kernel, padding)
+    let shapes = [
+        ("lenet conv1 64x1x28x28 -> 6 k5 p2", 64, 1, 28, 6, 5, 2),
+        ("lenet conv2 64x6x14x14 -> 16 k5", 64, 6, 14, 16, 5, 0),
+        ("resnet 32x64x56x56 -> 64 k3 p1", 32, 64, 56, 64, 3, 1),
+    ];
+    for (name, n, cin, side, cout, k, p) in shapes {
+        let out = side + 2 * p - k + 1;
+        let flops = 2.0 * (n * cout * out * out * cin * k * k) as f64;
+        let x = Tensor::parameter(Tensor::<Cpu>::randn([n, cin, side, side], Cpu));
+        let w = Tensor::parameter(Tensor::<Cpu>::randn([cout, cin, k, k], Cpu));
+        let b = Tensor::parameter(Tensor::<Cpu>::randn([cout], Cpu));
+        let g = Tensor::<Cpu>::randn([n, cout, out, out], Cpu);
+        let conv = || x.conv2d(&w, Some(&b), (1, 1), (p, p), (1, 1), 1);
+        let fwd = median_secs(|| {
+            black_box(no_grad(conv));
+        });
+        let both = median_secs(|| {
+            for t in [&x, &w, &b] {
+                t.zero_grad();
+            }
+            conv().backward_with(&g);
+        });
+        for (how, secs, flops) in [("fwd", fwd, flops), ("fwd+bwd", both, 3.0 * flops)] {
+            let gf = flops / secs / 1e9;
+            println!(
+                "{{\"peer\":\"devtype\",\"workload\":\"peak\",\"case\":\"conv2d {name} {how}, {threads} threads\",\"value\":{gf:.1},\"unit\":\"GFLOP/s\",\"of_ceiling\":{:.3}}}",
+                gf / ceiling
+            );
+        }
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 fn main() {
     let all = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -219,6 +262,7 @@ fn main() {
         for n in [1024, 2048] {
             gemms(n, ceiling);
         }
+        convs(ceiling);
     }
 }
 

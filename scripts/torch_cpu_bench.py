@@ -12,10 +12,21 @@ the same JSON lines, so the two can be run one after the other and read side by 
 - S: one optimizer step of a 2048x2048 Linear (4.2M f32 parameters), plain and under a
   GradScaler (unscale_, the step it may skip, update; scale 1 so repeated unscaling keeps the
   gradients), for SGD with momentum and for Adam, in PyTorch's default (foreach) and fused
-  implementations.
+  implementations;
+- L: issue 29's tensor API on a 16M-element tensor;
+- K: clip_grad_norm_ over a 2048x2048 Linear;
+- V: conv2d (with a bias) forward (no_grad) and forward+backward (input, weight and bias
+  requiring gradients, backward with a fixed output gradient, gradients set to None first) at
+  LeNet's shapes (batch 64: 1x28x28 -> 6 k5 pad 2; 6x14x14 -> 16 k5) and a ResNet block's
+  (batch 32, 64x56x56 -> 64 k3 pad 1), GFLOP/s (2*N*Cout*Hout*Wout*Cin*k*k forward, three
+  times that forward+backward) and ms;
+- T: training steps, ms per step: LeNet-5 (examples/cnn.rs) on a batch of 64, SGD; the decoder
+  of examples/transformer.rs (2 layers, d_model 64, 4 heads, 16 tokens) on its batch of 64,
+  Adam. The parameters and data are benches/cpu.rs's deterministic ones, so the losses printed
+  on stderr match devtype's.
 
     python3 -m venv .venv && .venv/bin/pip install torch numpy
-    BENCH_THREADS=2 .venv/bin/python scripts/torch_cpu_bench.py [A] [B] [C] [E] [H] [S]
+    BENCH_THREADS=2 .venv/bin/python scripts/torch_cpu_bench.py [A] [B] [C] [E] [H] [S] [L] [K] [V] [T]
 
 Env: BENCH_THREADS (default 2, torch.set_num_threads), BENCH_QUICK=1 (short smoke run),
 BENCH_SAMPLES (samples per measurement, default 9).
@@ -103,6 +114,12 @@ def time_fixed(fn, reps=TINY_REPS, warmup=2):
             fn()
         res.append((time.perf_counter() - t) / reps)
     return res
+
+
+def det_uniform(n, seed):
+    """`benches/common/mod.rs`'s det_uniform: ((i + seed) * golden) >> 40, to [0, 1)."""
+    i = np.arange(n, dtype=np.uint64) + np.uint64(seed)
+    return ((i * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(40)).astype(np.float32) / np.float32(16777216.0)
 
 
 def det_sym(n, seed, scale):
@@ -257,9 +274,181 @@ def lines_workload():
             report("L", case, "ms", time_per_call(fn))
 
 
+CONVS = [
+    ("lenet conv1 64x1x28x28 -> 6 k5 p2", 64, 1, 28, 6, 5, 2),
+    ("lenet conv2 64x6x14x14 -> 16 k5", 64, 6, 14, 16, 5, 0),
+    ("resnet 32x64x56x56 -> 64 k3 p1", 32, 64, 56, 64, 3, 1),
+]
+
+
+def t(values, *shape):
+    return torch.from_numpy(np.ascontiguousarray(values).reshape(shape))
+
+
+def conv_workload():
+    """Workload V: conv2d at LeNet's and a ResNet block's shapes (benches/cpu.rs's conv_workload)."""
+    import torch.nn.functional as F
+    for name, n, cin, side, cout, k, p in CONVS:
+        out = side + 2 * p - k + 1
+        flops = 2.0 * n * cout * out * out * cin * k * k
+        scale = 1.0 / np.sqrt(cin * k * k)
+        x = t(det_sym(n * cin * side * side, 1, 1.0), n, cin, side, side)
+        w = t(det_sym(cout * cin * k * k, 2, scale), cout, cin, k, k)
+        b = t(det_sym(cout, 3, scale), cout)
+        g = t(det_sym(n * cout * out * out, 4, 1.0), n, cout, out, out)
+        with torch.no_grad():
+            secs = time_per_call(lambda: F.conv2d(x, w, b, 1, p))
+        report("V", f"{name} fwd", "gflops", secs, flops)
+        report("V", f"{name} fwd time", "ms", secs)
+        x, w, b = (v.clone().requires_grad_() for v in (x, w, b))
+
+        def step():
+            x.grad = w.grad = b.grad = None
+            F.conv2d(x, w, b, 1, p).backward(g)
+
+        secs = time_per_call(step)
+        report("V", f"{name} fwd+bwd", "gflops", secs, 3.0 * flops)
+        report("V", f"{name} fwd+bwd time", "ms", secs)
+
+
+def det_parameters(model):
+    """benches/cpu.rs's det_parameters: parameter i (named_parameters order) of shape [a, b..] is
+    det_sym(numel, 100 + i, 1/sqrt(b..)); a vector det_sym(numel, 100 + i, 0.1), plus 1 for a
+    norm's weight."""
+    with torch.no_grad():
+        for i, (name, p) in enumerate(model.named_parameters()):
+            numel = p.numel()
+            if p.dim() >= 2:
+                v = det_sym(numel, 100 + i, 1.0 / np.sqrt(numel // p.shape[0]))
+            elif name.endswith("weight"):
+                v = det_sym(numel, 100 + i, 0.1) + np.float32(1.0)
+            else:
+                v = det_sym(numel, 100 + i, 0.1)
+            p.copy_(t(v, *p.shape))
+
+
+class LeNet(torch.nn.Module):
+    """examples/cnn.rs's LeNet-5."""
+
+    def __init__(self):
+        super().__init__()
+        nn = torch.nn
+        self.conv1 = nn.Conv2d(1, 6, 5, padding=2)
+        self.conv2 = nn.Conv2d(6, 16, 5)
+        self.act = nn.ReLU()
+        self.pool = nn.MaxPool2d(2)
+        self.flatten = nn.Flatten()
+        self.fc1 = nn.Linear(400, 120)
+        self.fc2 = nn.Linear(120, 84)
+        self.fc3 = nn.Linear(84, 10)
+
+    def forward(self, x):
+        x = self.pool(self.act(self.conv1(x)))
+        x = self.pool(self.act(self.conv2(x)))
+        x = self.act(self.fc1(self.flatten(x)))
+        x = self.act(self.fc2(x))
+        return self.fc3(x)
+
+
+T_VOCAB, T_LEN, T_D, T_HEADS, T_LAYERS, T_BATCH = 11, 8, 64, 4, 2, 64
+
+
+class Block(torch.nn.Module):
+    """examples/transformer.rs's pre-norm decoder block."""
+
+    def __init__(self, d):
+        super().__init__()
+        nn = torch.nn
+        self.ln1 = nn.LayerNorm(d)
+        self.attn = nn.MultiheadAttention(d, T_HEADS, batch_first=True)
+        self.ln2 = nn.LayerNorm(d)
+        self.fc1 = nn.Linear(d, 4 * d)
+        self.act = nn.GELU(approximate="tanh")
+        self.fc2 = nn.Linear(4 * d, d)
+
+    def forward(self, x, mask):
+        h = self.ln1(x)
+        x = x + self.attn(h, h, h, attn_mask=mask, need_weights=False, is_causal=True)[0]
+        return x + self.fc2(self.act(self.fc1(self.ln2(x))))
+
+
+class Decoder(torch.nn.Module):
+    """examples/transformer.rs's decoder."""
+
+    def __init__(self):
+        super().__init__()
+        nn = torch.nn
+        self.tok = nn.Embedding(T_VOCAB, T_D)
+        self.pos = nn.Embedding(2 * T_LEN, T_D)
+        self.blocks = nn.ModuleList([Block(T_D) for _ in range(T_LAYERS)])
+        self.ln_f = nn.LayerNorm(T_D)
+        self.head = nn.Linear(T_D, T_VOCAB)
+
+    def answer_logits(self, ids):
+        n = ids.shape[1]
+        mask = torch.nn.Transformer.generate_square_subsequent_mask(n)
+        x = self.tok(ids) + self.pos(torch.arange(n))
+        for block in self.blocks:
+            x = block(x, mask)
+        return self.head(self.ln_f(x))[:, T_LEN:].reshape(-1, T_VOCAB)
+
+
+def train_steps():
+    """Workload T: LeNet and the transformer's training steps (benches/cpu.rs's train_steps)."""
+    F = torch.nn.functional
+    x = t(det_uniform(64 * 28 * 28, 1), 64, 1, 28, 28)
+    y = torch.tensor([(7 * k + 3) % 10 for k in range(64)])
+    lenet = LeNet()
+    det_parameters(lenet)
+    sgd = torch.optim.SGD(lenet.parameters(), lr=0.05)
+
+    def lenet_step():
+        sgd.zero_grad()
+        loss = F.cross_entropy(lenet(x), y)
+        loss.backward()
+        sgd.step()
+        return loss
+
+    with torch.no_grad():
+        loss0 = F.cross_entropy(lenet(x), y).item()
+    for _ in range(20):
+        lenet_step()
+    with torch.no_grad():
+        loss20 = F.cross_entropy(lenet(x), y).item()
+    print(f"T lenet: loss before training {loss0:.6f}, after 20 steps {loss20:.6f}", file=sys.stderr)
+    report("T", "lenet train step (b=64, SGD)", "ms", time_per_call(lenet_step))
+
+    digits = np.minimum((det_uniform(T_BATCH * T_LEN, 2) * np.float32(10.0)).astype(np.int64), 9)
+    inputs, targets = [], []
+    for a in digits.reshape(T_BATCH, T_LEN).tolist():
+        rev = a[::-1]
+        inputs.append(a + [T_VOCAB - 1] + rev[:-1])
+        targets.extend(rev)
+    ids, targets = torch.tensor(inputs), torch.tensor(targets)
+    model = Decoder()
+    det_parameters(model)
+    adam = torch.optim.Adam(model.parameters(), lr=2e-3)
+
+    def step():
+        adam.zero_grad()
+        loss = F.cross_entropy(model.answer_logits(ids), targets)
+        loss.backward()
+        adam.step()
+        return loss
+
+    with torch.no_grad():
+        loss0 = F.cross_entropy(model.answer_logits(ids), targets).item()
+    for _ in range(20):
+        step()
+    with torch.no_grad():
+        loss20 = F.cross_entropy(model.answer_logits(ids), targets).item()
+    print(f"T transformer: loss before training {loss0:.6f}, after 20 steps {loss20:.6f}", file=sys.stderr)
+    report("T", "transformer train step (2x64, 4 heads, 16 tokens, b=64, Adam)", "ms", time_per_call(step))
+
+
 def main():
     torch.set_num_threads(THREADS)
-    want = sys.argv[1:] or ["A", "B", "C", "E", "H", "S", "L", "K"]
+    want = sys.argv[1:] or ["A", "B", "C", "E", "H", "S", "L", "K", "V", "T"]
     if "A" in want:
         gemm()
     if "B" in want:
@@ -276,6 +465,10 @@ def main():
         lines_workload()
     if "K" in want:
         clip_workload()
+    if "V" in want:
+        conv_workload()
+    if "T" in want:
+        train_steps()
 
 
 if __name__ == "__main__":

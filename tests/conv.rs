@@ -703,6 +703,148 @@ fn dyn_conv2d_module() {
     assert!(conv.weight.grad().is_some() && conv.bias.as_ref().unwrap().grad().is_some());
 }
 
+/// `DynConv1d`, as `DynConv2d`: its forward is `conv1d` with its fields, its parameters are
+/// named, within PyTorch's bounds and get gradients, and it moves in place; a move that fails
+/// leaves it where it was. (Not compared draw for draw with `Conv1d` under one seed: the
+/// generator is global and this binary's tests draw from it in parallel.)
+#[test]
+fn dyn_conv1d_module() {
+    use devtype::nn::{DynConv1d, DynModule};
+    let cpu = DynDevice::cpu();
+    let mut conv = DynConv1d::new(4, 6, 3, cpu).unwrap();
+    conv.stride = 2;
+    conv.padding = 1;
+    conv.dilation = 2;
+    conv.to(cpu).unwrap();
+    let x = DynTensor::randn([2, 4, 11], cpu).unwrap();
+    let y = conv.forward(&x).unwrap();
+    let want = x
+        .conv1d(&conv.weight, conv.bias.as_ref(), 2, 1, 2, 1)
+        .unwrap();
+    assert_eq!(y.shape(), &[2, 6, 5]);
+    assert_eq!(y.to_vec::<f32>().unwrap(), want.to_vec::<f32>().unwrap());
+    let names: Vec<String> = conv
+        .named_parameters()
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect();
+    assert_eq!(names, ["weight", "bias"]);
+    let bound = 1.0 / 12f32.sqrt();
+    assert!(conv
+        .weight
+        .to_vec::<f32>()
+        .unwrap()
+        .iter()
+        .all(|v| v.abs() <= bound));
+    y.sum_all().unwrap().backward().unwrap();
+    assert!(conv.weight.grad().is_some() && conv.bias.as_ref().unwrap().grad().is_some());
+    // A device that does not exist: an error, and the layer as it was.
+    let before = conv.weight.to_vec::<f32>().unwrap();
+    assert!(conv.to(DynDevice::cuda(63)).is_err());
+    assert_eq!(conv.weight.device(), cpu);
+    assert_eq!(conv.bias.as_ref().unwrap().device(), cpu);
+    assert_eq!(conv.weight.to_vec::<f32>().unwrap(), before);
+    assert!(conv.weight.is_leaf() && conv.weight.requires_grad());
+    // Without a bias.
+    conv.bias = None;
+    let y = conv.forward(&x).unwrap();
+    let want = x.conv1d(&conv.weight, None, 2, 1, 2, 1).unwrap();
+    assert_eq!(y.to_vec::<f32>().unwrap(), want.to_vec::<f32>().unwrap());
+    assert_eq!(conv.named_parameters().len(), 1);
+}
+
+/// `DynConv1d` and `DynConv2d` moved to the GPU in place (the simulator in CI): their
+/// parameters stay leaves that require gradients, and forward and gradients match the same
+/// layers on the CPU.
+#[test]
+fn gpu_dyn_conv_layers_match_cpu() {
+    use devtype::nn::{DynConv1d, DynConv2d, DynModule};
+    let Some(gpu) = common::gpu() else {
+        return;
+    };
+    let (cpu, dev) = (DynDevice::cpu(), DynDevice::from(gpu));
+    let vals = |t: &DynTensor| t.to(cpu).unwrap().to_vec::<f32>().unwrap();
+    // A fresh parameter on the CPU with `t`'s values.
+    let copy = |t: &DynTensor| DynTensor::parameter(t.detach().to(cpu).unwrap()).unwrap();
+    // Runs `layer` (on the GPU) and `reference` (on the CPU) on `x` and compares values and
+    // the gradients of the input and the parameters.
+    let check = |what: &str, layer: &dyn DynModule, reference: &dyn DynModule, x: &DynTensor| {
+        let xg = DynTensor::parameter(x.to(dev).unwrap()).unwrap();
+        let xc = DynTensor::parameter(x.clone()).unwrap();
+        let (yg, yc) = (layer.forward(&xg).unwrap(), reference.forward(&xc).unwrap());
+        assert_eq!(yg.device(), dev, "{what}: output device");
+        let as64 = |v: Vec<f32>| v.into_iter().map(f64::from).collect::<Vec<_>>();
+        close(what, &as64(vals(&yg)), &as64(vals(&yc)), 1e-5);
+        yg.square().unwrap().sum_all().unwrap().backward().unwrap();
+        yc.square().unwrap().sum_all().unwrap().backward().unwrap();
+        close(
+            &format!("{what} grad x"),
+            &as64(vals(&xg.grad().unwrap())),
+            &as64(vals(&xc.grad().unwrap())),
+            1e-4,
+        );
+        let (pg, pc) = (layer.named_parameters(), reference.named_parameters());
+        assert_eq!(pg.len(), pc.len());
+        for ((name, g), (_, c)) in pg.iter().zip(&pc) {
+            assert_eq!(g.device(), dev, "{what}.{name}: device");
+            assert!(
+                g.is_leaf() && g.requires_grad(),
+                "{what}.{name}: a parameter"
+            );
+            close(
+                &format!("{what} grad {name}"),
+                &as64(vals(&g.grad().unwrap())),
+                &as64(vals(&c.grad().unwrap())),
+                1e-4,
+            );
+        }
+    };
+
+    let mut c1 = DynConv1d::new(4, 6, 3, cpu).unwrap();
+    (c1.stride, c1.padding, c1.dilation) = (2, 1, 2);
+    let r1 = DynConv1d {
+        weight: copy(&c1.weight),
+        bias: c1.bias.as_ref().map(copy),
+        ..c1.clone()
+    };
+    let same: *const DynConv1d = c1.to(dev).unwrap();
+    assert!(
+        std::ptr::eq(same, &c1),
+        "DynConv1d::to returns the layer itself"
+    );
+    assert_eq!(c1.weight.device(), dev);
+    check(
+        "DynConv1d",
+        &c1,
+        &r1,
+        &DynTensor::randn([2, 4, 13], cpu).unwrap(),
+    );
+
+    let mut c2 = DynConv2d::new(6, 4, (3, 2), cpu).unwrap();
+    (c2.stride, c2.padding, c2.groups) = ((2, 1), (1, 0), 2);
+    c2.weight =
+        DynTensor::parameter(c2.weight.narrow(1, 0, 3).unwrap().contiguous().unwrap()).unwrap();
+    let r2 = DynConv2d {
+        weight: copy(&c2.weight),
+        bias: c2.bias.as_ref().map(copy),
+        ..c2.clone()
+    };
+    c2.to(dev).unwrap();
+    check(
+        "DynConv2d",
+        &c2,
+        &r2,
+        &DynTensor::randn([2, 6, 7, 5], cpu).unwrap(),
+    );
+    // And back: the layer on the CPU gives the reference's values.
+    c1.to(cpu).unwrap();
+    let x = DynTensor::randn([1, 4, 9], cpu).unwrap();
+    assert_eq!(
+        vals(&c1.forward(&x).unwrap()),
+        vals(&r1.forward(&x).unwrap())
+    );
+}
+
 /// The GPU (the simulator in CI) gives PyTorch's values and gradients too, in f64.
 #[test]
 fn gpu_matches_pytorch() {

@@ -1,6 +1,7 @@
 //! Convolution and pooling layers: `Conv1d` and `Conv2d` (with PyTorch's default
-//! initialisation), and the parameter-free `MaxPool2d`, `AvgPool2d` and `AdaptiveAvgPool2d`,
-//! which run on whatever device their input is on, on both fronts.
+//! initialisation) and their dynamic fronts `DynConv1d` and `DynConv2d`, and the parameter-free
+//! `MaxPool2d`, `AvgPool2d` and `AdaptiveAvgPool2d`, which run on whatever device their input
+//! is on, on both fronts.
 
 use super::activations::pointwise;
 use super::functional::{input_tensor, or_panic};
@@ -512,23 +513,13 @@ impl DynConv2d {
         kernel_size: Size2,
         dev: DynDevice,
     ) -> Result<Self> {
-        check_channels(in_channels, out_channels, 1)?;
-        let fan_in = in_channels * kernel_size.0 * kernel_size.1;
-        let bound = if fan_in > 0 {
-            1.0 / (fan_in as f64).sqrt()
-        } else {
-            0.0
-        };
-        let uniform = |shape: &[usize]| -> Result<DynTensor> {
-            DynTensor::parameter(
-                DynTensor::rand(shape, dev)?
-                    .mul_scalar(2.0 * bound)?
-                    .add_scalar(-bound)?,
-            )
-        };
+        let (weight, bias) = dyn_default_parameters(
+            &[out_channels, in_channels, kernel_size.0, kernel_size.1],
+            dev,
+        )?;
         Ok(DynConv2d {
-            weight: uniform(&[out_channels, in_channels, kernel_size.0, kernel_size.1])?,
-            bias: Some(uniform(&[out_channels])?),
+            weight,
+            bias: Some(bias),
             stride: (1, 1),
             padding: (0, 0),
             dilation: (1, 1),
@@ -537,9 +528,115 @@ impl DynConv2d {
     }
 }
 
+/// A dynamic convolution layer's parameters with PyTorch's default initialisation, one group:
+/// weight `[out, in, kernel..]` and bias `[out]` uniform in `[-1/√fan_in, 1/√fan_in]`, `fan_in`
+/// being `in · kernel..` (the weight first, then the bias, as the typed layers draw them).
+fn dyn_default_parameters(
+    weight_shape: &[usize],
+    dev: DynDevice,
+) -> Result<(DynTensor, DynTensor)> {
+    check_channels(weight_shape[1], weight_shape[0], 1)?;
+    let fan_in: usize = weight_shape[1..].iter().product();
+    let bound = if fan_in > 0 {
+        1.0 / (fan_in as f64).sqrt()
+    } else {
+        0.0
+    };
+    let uniform = |shape: &[usize]| -> Result<DynTensor> {
+        DynTensor::parameter(
+            DynTensor::rand(shape, dev)?
+                .mul_scalar(2.0 * bound)?
+                .add_scalar(-bound)?,
+        )
+    };
+    Ok((uniform(weight_shape)?, uniform(&weight_shape[..1])?))
+}
+
 impl DynModule for DynConv2d {
     fn forward(&self, input: &DynTensor) -> Result<DynTensor> {
         input.conv2d(
+            &self.weight,
+            self.bias.as_ref(),
+            self.stride,
+            self.padding,
+            self.dilation,
+            self.groups,
+        )
+    }
+
+    fn move_to(&mut self, dev: DynDevice) -> Result<()> {
+        super::dynamic::move_weight_and_bias(&mut self.weight, &mut self.bias, dev)
+    }
+
+    fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &DynTensor)) {
+        f(&super::join_name(prefix, "weight"), &self.weight);
+        if let Some(b) = &self.bias {
+            f(&super::join_name(prefix, "bias"), b);
+        }
+    }
+
+    fn visit_parameters_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut DynTensor)) {
+        f(&super::join_name(prefix, "weight"), &mut self.weight);
+        if let Some(b) = &mut self.bias {
+            f(&super::join_name(prefix, "bias"), b);
+        }
+    }
+}
+
+/// `nn.Conv1d` with a run-time device (the dynamic front's layer): weight
+/// `[out, in / groups, k]` and bias `[out]` are parameters, the options plain fields.
+///
+/// ```
+/// use devtype::nn::{DynConv1d, DynModule};
+/// use devtype::{DynDevice, DynTensor};
+///
+/// let mut conv = DynConv1d::new(4, 2, 3, DynDevice::cpu())?;
+/// conv.stride = 2;
+/// let y = conv.forward(&DynTensor::randn([1, 4, 9], DynDevice::cpu())?)?;
+/// assert_eq!(y.shape(), &[1, 2, 4]);
+/// # Ok::<(), devtype::Error>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct DynConv1d {
+    /// `[out, in / groups, k]`, a parameter.
+    pub weight: DynTensor,
+    /// `[out]`, a parameter, if any.
+    pub bias: Option<DynTensor>,
+    /// The stride.
+    pub stride: usize,
+    /// The zero padding on each side.
+    pub padding: usize,
+    /// The dilation.
+    pub dilation: usize,
+    /// The number of groups.
+    pub groups: usize,
+}
+
+impl DynConv1d {
+    /// PyTorch's default initialisation (weight and bias uniform in
+    /// `[-1/√fan_in, 1/√fan_in]`), `f32`, stride 1, no padding, one group; created on `dev`.
+    pub fn new(
+        in_channels: usize,
+        out_channels: usize,
+        kernel_size: usize,
+        dev: DynDevice,
+    ) -> Result<Self> {
+        let (weight, bias) =
+            dyn_default_parameters(&[out_channels, in_channels, kernel_size], dev)?;
+        Ok(DynConv1d {
+            weight,
+            bias: Some(bias),
+            stride: 1,
+            padding: 0,
+            dilation: 1,
+            groups: 1,
+        })
+    }
+}
+
+impl DynModule for DynConv1d {
+    fn forward(&self, input: &DynTensor) -> Result<DynTensor> {
+        input.conv1d(
             &self.weight,
             self.bias.as_ref(),
             self.stride,

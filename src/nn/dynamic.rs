@@ -261,7 +261,8 @@ impl DynModule for DynSequential {
 }
 
 /// Moves a layer's weight and optional bias to `dev` in place: both are copied first, then
-/// swapped in, so a failure leaves the layer where it was (`DynLinear`, `DynConv2d`).
+/// swapped in, so a failure leaves the layer where it was (`DynLinear`, `DynConv1d`,
+/// `DynConv2d`).
 pub(crate) fn move_weight_and_bias(
     weight: &mut DynTensor,
     bias: &mut Option<DynTensor>,

@@ -65,7 +65,7 @@ pub(crate) use checkpoint::{
     write_with_metadata as checkpoint_write_with_metadata, Loaded,
 };
 pub use checkpoint::{load, load_tensors, save};
-pub use conv::{AdaptiveAvgPool2d, AvgPool2d, Conv1d, Conv2d, DynConv2d, MaxPool2d};
+pub use conv::{AdaptiveAvgPool2d, AvgPool2d, Conv1d, Conv2d, DynConv1d, DynConv2d, MaxPool2d};
 pub use dynamic::{
     DynBCEWithLogitsLoss, DynCrossEntropyLoss, DynLinear, DynModule, DynNLLLoss, DynSequential,
 };
