@@ -51,6 +51,10 @@ impl Gemm for f64 {
     }
 }
 
+/// Products of at least this many multiply-adds run on every thread (`m * n * k`); smaller
+/// ones on one (a batch of them is split across threads instead, in `typed`).
+const GEMM_THREADS_FROM: usize = 1 << 18;
+
 /// Products with at most this many multiply-adds use the plain loop.
 const SMALL_PRODUCT: usize = 32 * 32 * 32;
 
@@ -188,7 +192,7 @@ pub(crate) fn gemm_into<T: Gemm>(
     assert!(a.fits(m, k), "gemm lhs out of bounds");
     assert!(b.fits(k, n), "gemm rhs out of bounds");
     let threads = rayon::current_num_threads();
-    let parallelism = if flops >= 1 << 18 && threads > 1 {
+    let parallelism = if flops >= GEMM_THREADS_FROM && threads > 1 {
         gemm_common::Parallelism::Rayon(threads)
     } else {
         gemm_common::Parallelism::None
@@ -330,7 +334,7 @@ fn typed<T: Gemm>(a: &[T], b: &[T], plan: &MatmulPlan) -> Result<RawTensor> {
     }
     let offs_a = batch_offsets(&plan.a, br)?;
     let offs_b = batch_offsets(&plan.b, br)?;
-    for (i, dst) in out.chunks_mut((m * n).max(1)).enumerate().take(batches) {
+    let one = |(i, dst): (usize, &mut [T])| {
         let va = MatrixView {
             data: a,
             offset: offs_a[i],
@@ -344,6 +348,27 @@ fn typed<T: Gemm>(a: &[T], b: &[T], plan: &MatmulPlan) -> Result<RawTensor> {
             col_stride: plan.b.strides[rb - 1],
         };
         gemm_into(dst, (m, k, n), va, vb, false);
+    };
+    let per_product = m * n * k;
+    if batches > 1
+        && per_product < GEMM_THREADS_FROM
+        && per_product.saturating_mul(batches) >= 1 << 16
+        && !cfg!(miri)
+    {
+        // Each product is too small for the GEMM to split (it runs on one thread): split the
+        // batch instead (a convolution's per-image products, attention's per-head ones). Each
+        // product is computed as it would be alone, so the bits do not change.
+        use rayon::prelude::*;
+        out.par_chunks_mut((m * n).max(1))
+            .enumerate()
+            .take(batches)
+            .with_min_len(((1 << 16) / per_product.max(1)).max(1))
+            .for_each(one);
+    } else {
+        out.chunks_mut((m * n).max(1))
+            .enumerate()
+            .take(batches)
+            .for_each(one);
     }
     Ok(RawTensor::from_cpu_vec(out, plan.out_shape))
 }
