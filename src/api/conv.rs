@@ -349,14 +349,15 @@ pub(crate) fn conv(
                 };
                 let gw = match &xs {
                     Some(x4) => {
-                        // [groups, og, n * l] @ [groups, n * l, k]: one product per group,
-                        // the batch summed inside it.
+                        // [n, groups, og, l] @ [n, groups, l, k] (the columns transposed as a
+                        // view, no copy): one product per image and group, split across
+                        // threads when small, then summed over the batch. (One product over
+                        // `n * l` would need both operands permuted and copied first, and a
+                        // GEMM of `og x k` with a long inner dim keeps one thread busy.)
                         let cols = grouped_cols(x4, &g, groups)?;
-                        let cols = ops::shape::permute(&cols, &[1, 0, 3, 2])?.contiguous()?;
-                        let cols = kit::reshape(&cols, &[groups, batch * g.cols(), k])?;
-                        let gp = ops::shape::permute(&gyg, &[1, 2, 0, 3])?.contiguous()?;
-                        let gp = kit::reshape(&gp, &[groups, og, batch * g.cols()])?;
-                        let gw = ops::matmul::matmul(&gp, &cols)?;
+                        let cols_t = ops::shape::transpose(&cols, 2, 3)?;
+                        let per_image = ops::matmul::matmul(&gyg, &cols_t)?;
+                        let gw = ops::reduce::reduce(&per_image, &[0], false, ReduceOp::Sum)?;
                         Some(kit::reshape(&gw, &w_shape)?)
                     }
                     None => None,
