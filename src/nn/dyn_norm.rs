@@ -62,6 +62,25 @@ fn check_input(
     }
 }
 
+/// A layer's `DynModule` methods for its optional `weight` and `bias` fields, its only
+/// tensors: moved in place together, visited under those names.
+macro_rules! affine_layer_parameters {
+    () => {
+        fn move_to(&mut self, dev: DynDevice) -> Result<()> {
+            dev.open()?;
+            move_together([self.weight.as_mut(), self.bias.as_mut()], [], dev)
+        }
+
+        fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &DynTensor)) {
+            visit_affine([&self.weight, &self.bias], prefix, f);
+        }
+
+        fn visit_parameters_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut DynTensor)) {
+            visit_affine_mut([&mut self.weight, &mut self.bias], prefix, f);
+        }
+    };
+}
+
 /// `nn.LayerNorm(normalized_shape, eps, elementwise_affine, bias)` with a run-time device:
 /// [`LayerNorm`](super::LayerNorm)'s math, `weight` (ones) and `bias` (zeros) of
 /// `normalized_shape` as parameters, the options plain fields.
@@ -138,18 +157,7 @@ impl DynModule for DynLayerNorm {
         )
     }
 
-    fn move_to(&mut self, dev: DynDevice) -> Result<()> {
-        dev.open()?;
-        move_together([self.weight.as_mut(), self.bias.as_mut()], [], dev)
-    }
-
-    fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &DynTensor)) {
-        visit_affine([&self.weight, &self.bias], prefix, f);
-    }
-
-    fn visit_parameters_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut DynTensor)) {
-        visit_affine_mut([&mut self.weight, &mut self.bias], prefix, f);
-    }
+    affine_layer_parameters!();
 }
 
 /// `nn.GroupNorm(num_groups, num_channels, eps, affine)` with a run-time device:
@@ -238,18 +246,7 @@ impl DynModule for DynGroupNorm {
         )
     }
 
-    fn move_to(&mut self, dev: DynDevice) -> Result<()> {
-        dev.open()?;
-        move_together([self.weight.as_mut(), self.bias.as_mut()], [], dev)
-    }
-
-    fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &DynTensor)) {
-        visit_affine([&self.weight, &self.bias], prefix, f);
-    }
-
-    fn visit_parameters_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut DynTensor)) {
-        visit_affine_mut([&mut self.weight, &mut self.bias], prefix, f);
-    }
+    affine_layer_parameters!();
 }
 
 /// What both dynamic batch norms do with their shared state.

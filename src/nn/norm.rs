@@ -30,10 +30,11 @@ pub(crate) trait NormTensor: Clone + Sized {
     fn store(&mut self, value: Self) -> Result<()>;
 }
 
+/// Trait methods that call the front's own method of that name (`try_sub => sub`).
 macro_rules! norm_tensor_ops {
-    ($($name:ident($($arg:ident: $ty:ty),*)),* $(,)?) => {
+    ($($name:ident => $target:ident($($arg:ident: $ty:ty),*)),* $(,)?) => {
         $(fn $name(&self, $($arg: $ty),*) -> Result<Self> {
-            Self::$name(self, $($arg),*)
+            Self::$target(self, $($arg),*)
         })*
     };
 }
@@ -43,14 +44,14 @@ impl<D: Device, E: Float> NormTensor for Tensor<D, E> {
         Tensor::shape(self)
     }
     norm_tensor_ops!(
-        try_mean_dims(dims: &[isize], keepdim: bool),
-        try_sub(other: &Self),
-        try_mul(other: &Self),
-        try_add(other: &Self),
-        try_square(),
-        try_sqrt(),
-        try_reciprocal(),
-        try_reshape(shape: &[isize]),
+        try_mean_dims => try_mean_dims(dims: &[isize], keepdim: bool),
+        try_sub => try_sub(other: &Self),
+        try_mul => try_mul(other: &Self),
+        try_add => try_add(other: &Self),
+        try_square => try_square(),
+        try_sqrt => try_sqrt(),
+        try_reciprocal => try_reciprocal(),
+        try_reshape => try_reshape(shape: &[isize]),
     );
     fn try_add_scalar(&self, v: f64) -> Result<Self> {
         Tensor::try_add_scalar(self, E::from_f64(v))
@@ -73,36 +74,18 @@ impl NormTensor for DynTensor {
     fn shape(&self) -> &[usize] {
         DynTensor::shape(self)
     }
-    fn try_mean_dims(&self, dims: &[isize], keepdim: bool) -> Result<Self> {
-        self.mean_dims(dims, keepdim)
-    }
-    fn try_sub(&self, other: &Self) -> Result<Self> {
-        self.sub(other)
-    }
-    fn try_mul(&self, other: &Self) -> Result<Self> {
-        self.mul(other)
-    }
-    fn try_add(&self, other: &Self) -> Result<Self> {
-        self.add(other)
-    }
-    fn try_square(&self) -> Result<Self> {
-        self.square()
-    }
-    fn try_sqrt(&self) -> Result<Self> {
-        self.sqrt()
-    }
-    fn try_reciprocal(&self) -> Result<Self> {
-        self.reciprocal()
-    }
-    fn try_add_scalar(&self, v: f64) -> Result<Self> {
-        self.add_scalar(v)
-    }
-    fn try_mul_scalar(&self, v: f64) -> Result<Self> {
-        self.mul_scalar(v)
-    }
-    fn try_reshape(&self, shape: &[isize]) -> Result<Self> {
-        self.reshape(shape)
-    }
+    norm_tensor_ops!(
+        try_mean_dims => mean_dims(dims: &[isize], keepdim: bool),
+        try_sub => sub(other: &Self),
+        try_mul => mul(other: &Self),
+        try_add => add(other: &Self),
+        try_square => square(),
+        try_sqrt => sqrt(),
+        try_reciprocal => reciprocal(),
+        try_reshape => reshape(shape: &[isize]),
+        try_add_scalar => add_scalar(v: f64),
+        try_mul_scalar => mul_scalar(v: f64),
+    );
     fn detach(&self) -> Self {
         DynTensor::detach(self)
     }
