@@ -525,6 +525,12 @@ fn an_input_on_another_device_is_pytorchs_error() {
         plain.forward(&x4_gpu).unwrap_err().to_string(),
         argument("running_mean", "cpu", &g, "wrapper_CUDA__native_batch_norm")
     );
+    // An eps below cuDNN's minimum: the native kernel, the weight named.
+    let small_eps = DynBatchNorm2d::with_options(3, 1e-6, Some(0.1), true, true, CPU).unwrap();
+    assert_eq!(
+        small_eps.forward(&x4_gpu).unwrap_err().to_string(),
+        argument("weight", "cpu", &g, "wrapper_CUDA__native_batch_norm")
+    );
     let gn = DynGroupNorm::new(1, 3, CPU).unwrap();
     assert_eq!(
         gn.forward(&x_gpu).unwrap_err().to_string(),

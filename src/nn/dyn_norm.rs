@@ -276,11 +276,26 @@ fn batch_norm_new(
     ))
 }
 
-/// PyTorch's device and dtype checks of `F.batch_norm`: cuDNN's kernel for an input on a GPU
-/// and an affine layer (`wrapper_CUDA__cudnn_batch_norm`), the native one otherwise.
+/// PyTorch's device and dtype checks of `F.batch_norm`, in the kernel it picks
+/// (`_batch_norm_impl_index`): cuDNN's (`wrapper_CUDA__cudnn_batch_norm`) for an input on a
+/// GPU, not `bf16`, an affine layer, `eps` at least cuDNN's `1e-5` and a batch within cuDNN's
+/// limits; the native one (`wrapper_CUDA__native_batch_norm`) otherwise.
 fn batch_norm_check(s: &BatchNormState<DynTensor>, input: &DynTensor) -> Result<()> {
     let stats = s.stats_snapshot();
-    let method = if !input.device().is_cpu() && s.weight.is_some() {
+    let training = s.training || stats.is_none();
+    let batch = input.shape().first().copied().unwrap_or(0);
+    let batch_limit = match (input.dim() == 2, training) {
+        (true, true) => 131_070,
+        (true, false) => 262_136,
+        (false, true) => 880_801,
+        (false, false) => 65_535,
+    };
+    let cudnn = !input.device().is_cpu()
+        && input.dtype() != DType::BF16
+        && s.weight.is_some()
+        && s.eps >= 1e-5
+        && batch <= batch_limit;
+    let method = if cudnn {
         "wrapper_CUDA__cudnn_batch_norm"
     } else {
         "wrapper_CUDA__native_batch_norm"
