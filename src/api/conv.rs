@@ -35,7 +35,7 @@ fn sizes(shape: &[usize]) -> String {
 
 /// PyTorch's legacy type name (`torch.FloatTensor`, `torch.cuda.HalfTensor`), or, for a type
 /// without one, its dispatch name (`CPUBFloat16Type`), as `Tensor::toString` prints them.
-fn legacy_type(t: &RawTensor) -> String {
+pub(crate) fn legacy_type(t: &RawTensor) -> String {
     let cpu = t.device.is_cpu();
     if t.dtype == crate::core::DType::BF16 {
         return format!("{}BFloat16Type", if cpu { "CPU" } else { "CUDA" });

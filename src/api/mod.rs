@@ -22,7 +22,7 @@ mod autocast;
 
 mod binary;
 mod cat;
-mod conv;
+pub(crate) mod conv;
 mod copy;
 mod gradcheck;
 mod index;

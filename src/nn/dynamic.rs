@@ -22,8 +22,20 @@ pub trait DynModule {
     /// Calls `f` with the full name of every parameter and the parameter, mutably.
     fn visit_parameters_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut DynTensor));
 
-    /// Switches training behaviour (dropout) on or off.
+    /// Calls `f` with the full name of every buffer and a handle to it (state that moves with
+    /// the module but is not trained, PyTorch's `register_buffer`: a batch norm's running
+    /// statistics). None by default.
+    fn visit_buffers(&self, _prefix: &str, _f: &mut dyn FnMut(&str, DynBuffer)) {}
+
+    /// Switches training behaviour (dropout, batch statistics) on or off.
     fn set_training(&mut self, _training: bool) {}
+
+    /// The buffers with their names (PyTorch's `named_buffers()`), in visiting order.
+    fn named_buffers(&self) -> Vec<(String, DynBuffer)> {
+        let mut out = Vec::new();
+        self.visit_buffers("", &mut |name, b| out.push((name.to_string(), b)));
+        out
+    }
 
     /// Moves every parameter to `dev` in place and returns `&mut self`: both
     /// `model.to(dev)?;` and chaining work.
@@ -64,6 +76,27 @@ pub trait DynModule {
     fn eval(&mut self) {
         self.set_training(false);
     }
+}
+
+/// A buffer of a dynamic module, as [`DynModule::visit_buffers`] gives it (the dynamic
+/// front's [`Buffer`](super::Buffer)).
+///
+/// ```
+/// use devtype::nn::{DynBatchNorm1d, DynBuffer, DynModule};
+/// use devtype::DynDevice;
+///
+/// let bn = DynBatchNorm1d::new(3, DynDevice::cpu())?;
+/// let names: Vec<String> = bn.named_buffers().into_iter().map(|(n, _)| n).collect();
+/// assert_eq!(names, ["running_mean", "running_var", "num_batches_tracked"]);
+/// assert!(matches!(bn.named_buffers()[2].1, DynBuffer::Count(0)));
+/// # Ok::<(), devtype::Error>(())
+/// ```
+#[derive(Clone, Debug)]
+pub enum DynBuffer {
+    /// A tensor on the module's device (`running_mean`), a handle to it.
+    Tensor(DynTensor),
+    /// A count kept on the host (`num_batches_tracked`).
+    Count(i64),
 }
 
 /// `nn.Linear` with a run-time device.
@@ -253,6 +286,12 @@ impl DynModule for DynSequential {
         }
     }
 
+    fn visit_buffers(&self, prefix: &str, f: &mut dyn FnMut(&str, DynBuffer)) {
+        for (i, layer) in self.layers.iter().enumerate() {
+            layer.visit_buffers(&join_name(prefix, &i.to_string()), f);
+        }
+    }
+
     fn set_training(&mut self, training: bool) {
         for layer in &mut self.layers {
             layer.set_training(training);
@@ -268,15 +307,34 @@ pub(crate) fn move_weight_and_bias(
     bias: &mut Option<DynTensor>,
     dev: DynDevice,
 ) -> Result<()> {
+    move_together([Some(weight), bias.as_mut()], [], dev)
+}
+
+/// Moves a layer's parameters and buffers (those present) to `dev` in place: all are copied
+/// first, then swapped in, so a failure leaves every one where it was.
+pub(crate) fn move_together<const P: usize, const B: usize>(
+    params: [Option<&mut DynTensor>; P],
+    buffers: [Option<&mut DynTensor>; B],
+    dev: DynDevice,
+) -> Result<()> {
     // `move_to` keeps a parameter a parameter (a leaf, its gradient moved along); `to` would
-    // make a tracked copy.
-    let (mut moved, mut moved_bias) = (weight.clone(), bias.clone());
-    moved.move_to(dev)?;
-    if let Some(b) = &mut moved_bias {
-        b.move_to(dev)?;
+    // make a tracked copy. A buffer is not tracked: `to` copies it.
+    let mut moved_params = Vec::with_capacity(P);
+    for p in params.iter().flatten() {
+        let mut moved = (**p).clone();
+        moved.move_to(dev)?;
+        moved_params.push(moved);
     }
-    *weight = moved;
-    *bias = moved_bias;
+    let mut moved_buffers = Vec::with_capacity(B);
+    for b in buffers.iter().flatten() {
+        moved_buffers.push(b.to(dev)?);
+    }
+    for (p, moved) in params.into_iter().flatten().zip(moved_params) {
+        *p = moved;
+    }
+    for (b, moved) in buffers.into_iter().flatten().zip(moved_buffers) {
+        *b = moved;
+    }
     Ok(())
 }
 

@@ -7,6 +7,22 @@ use crate::core::error::{Error, Result};
 use crate::device::Device;
 use crate::tensor::{Float, HasDevice, ModuleInput, Tensor};
 
+/// `padding_idx` checked against `num_embeddings` (PyTorch's text), counted from the end when
+/// negative: the row, non-negative.
+pub(crate) fn resolve_padding_idx(
+    padding_idx: Option<i64>,
+    num_embeddings: usize,
+) -> Result<Option<i64>> {
+    let n = num_embeddings as i64;
+    match padding_idx {
+        Some(p) if p >= n || p < -n => Err(Error::Shape(
+            "Padding_idx must be within num_embeddings".into(),
+        )),
+        Some(p) if p < 0 => Ok(Some(p + n)),
+        other => Ok(other),
+    }
+}
+
 /// A lookup table (`nn.Embedding(num_embeddings, embedding_dim, padding_idx)`): `weight`
 /// `[num_embeddings, embedding_dim]`, drawn from N(0, 1) as PyTorch's, the padding row zeroed.
 ///
@@ -53,16 +69,7 @@ impl<D: Device, E: Float> Embedding<D, E> {
         padding_idx: Option<i64>,
         dev: D,
     ) -> Result<Self> {
-        let n = num_embeddings as i64;
-        let padding_idx = match padding_idx {
-            Some(p) if p >= n || p < -n => {
-                return Err(Error::Shape(
-                    "Padding_idx must be within num_embeddings".into(),
-                ))
-            }
-            Some(p) if p < 0 => Some(p + n),
-            other => other,
-        };
+        let padding_idx = resolve_padding_idx(padding_idx, num_embeddings)?;
         let mut weight = Tensor::<D, E>::random([num_embeddings, embedding_dim], dev, true)?;
         if let Some(p) = padding_idx {
             let row = Tensor::<D, E>::try_zeros([embedding_dim], dev)?;

@@ -13,6 +13,7 @@
 //! assert_eq!(y.shape(), &[4, 8]);
 //! ```
 
+use super::norm::NormTensor;
 use crate::core::error::{Error, Result};
 use crate::device::Device;
 use crate::tensor::{Float, HasDevice, Tensor};
@@ -176,6 +177,17 @@ pub fn try_layer_norm<D: Device, E: Float>(
     bias: Option<&Tensor<D, E>>,
     eps: f64,
 ) -> Result<Tensor<D, E>> {
+    layer_norm_on(x, normalized_shape, weight, bias, eps)
+}
+
+/// [`try_layer_norm`] on either front (`LayerNorm`, `DynLayerNorm`).
+pub(crate) fn layer_norm_on<T: NormTensor>(
+    x: &T,
+    normalized_shape: &[usize],
+    weight: Option<&T>,
+    bias: Option<&T>,
+    eps: f64,
+) -> Result<T> {
     let dims = normalized_dims(
         x.shape(),
         normalized_shape,
@@ -187,7 +199,7 @@ pub fn try_layer_norm<D: Device, E: Float>(
     )?;
     let centred = x.try_sub(&x.try_mean_dims(&dims, true)?)?;
     let var = centred.try_square()?.try_mean_dims(&dims, true)?;
-    let rstd = var.try_add_scalar(s(eps))?.try_sqrt()?.try_reciprocal()?;
+    let rstd = var.try_add_scalar(eps)?.try_sqrt()?.try_reciprocal()?;
     let mut y = centred.try_mul(&rstd)?;
     if let Some(w) = weight {
         y = y.try_mul(w)?;
@@ -268,10 +280,70 @@ pub fn try_embedding<D: Device, E: Float>(
     weight: &Tensor<D, E>,
     padding_idx: Option<i64>,
 ) -> Result<Tensor<D, E>> {
+    embedding_on(ids, weight, padding_idx)
+}
+
+/// A table of rows looked up by ids, on either front: `Tensor<D, E>` with `Tensor<D, i64>`
+/// ids, `DynTensor` with `DynTensor` ids.
+pub(crate) trait EmbeddingTable: NormTensor {
+    /// The ids' tensor.
+    type Ids;
+    /// The ids' shape.
+    fn ids_shape(ids: &Self::Ids) -> &[usize];
+    /// The ids as one dim.
+    fn flat_ids(ids: &Self::Ids) -> Result<Self::Ids>;
+    /// The rows at `flat` ids.
+    fn rows(&self, flat: &Self::Ids) -> Result<Self>;
+    /// `on_pad`'s row where `flat` is `p`, else `other`'s.
+    fn where_id(flat: &Self::Ids, p: i64, on_pad: &Self, other: &Self) -> Result<Self>;
+}
+
+impl<D: Device, E: Float> EmbeddingTable for Tensor<D, E> {
+    type Ids = Tensor<D, i64>;
+    fn ids_shape(ids: &Self::Ids) -> &[usize] {
+        ids.shape()
+    }
+    fn flat_ids(ids: &Self::Ids) -> Result<Self::Ids> {
+        ids.try_reshape(&[-1])
+    }
+    fn rows(&self, flat: &Self::Ids) -> Result<Self> {
+        self.try_index_select(0, flat)
+    }
+    fn where_id(flat: &Self::Ids, p: i64, on_pad: &Self, other: &Self) -> Result<Self> {
+        flat.try_eq_scalar(p)?
+            .try_reshape(&[-1, 1])?
+            .try_where_cond(on_pad, other)
+    }
+}
+
+impl EmbeddingTable for crate::DynTensor {
+    type Ids = crate::DynTensor;
+    fn ids_shape(ids: &Self::Ids) -> &[usize] {
+        ids.shape()
+    }
+    fn flat_ids(ids: &Self::Ids) -> Result<Self::Ids> {
+        ids.reshape(&[-1])
+    }
+    fn rows(&self, flat: &Self::Ids) -> Result<Self> {
+        self.index_select(0, flat)
+    }
+    fn where_id(flat: &Self::Ids, p: i64, on_pad: &Self, other: &Self) -> Result<Self> {
+        flat.eq_scalar(p)?
+            .reshape(&[-1, 1])?
+            .where_cond(on_pad, other)
+    }
+}
+
+/// [`try_embedding`] on either front (`Embedding`, `DynEmbedding`).
+pub(crate) fn embedding_on<T: EmbeddingTable>(
+    ids: &T::Ids,
+    weight: &T,
+    padding_idx: Option<i64>,
+) -> Result<T> {
     let rows = weight.shape().first().copied().unwrap_or(0);
     let dim = weight.shape().get(1).copied().unwrap_or(0);
-    let flat = ids.try_reshape(&[-1])?;
-    let mut out = weight.try_index_select(0, &flat)?;
+    let flat = T::flat_ids(ids)?;
+    let mut out = weight.rows(&flat)?;
     if let Some(p) = padding_idx {
         let p = if p < 0 { p + rows as i64 } else { p };
         if !(0..rows as i64).contains(&p) {
@@ -280,11 +352,10 @@ pub fn try_embedding<D: Device, E: Float>(
             ));
         }
         // The padding positions read the detached table, so no gradient reaches that row.
-        let is_pad = flat.try_eq_scalar(p)?.try_reshape(&[-1, 1])?;
-        let frozen = weight.detach().try_index_select(0, &flat)?;
-        out = is_pad.try_where_cond(&frozen, &out)?;
+        let frozen = weight.detach().rows(&flat)?;
+        out = T::where_id(&flat, p, &frozen, &out)?;
     }
-    let mut shape: Vec<isize> = ids.shape().iter().map(|&d| d as isize).collect();
+    let mut shape: Vec<isize> = T::ids_shape(ids).iter().map(|&d| d as isize).collect();
     shape.push(dim as isize);
     out.try_reshape(&shape)
 }

@@ -44,6 +44,7 @@ mod activations;
 mod attention;
 mod checkpoint;
 mod conv;
+mod dyn_norm;
 mod dynamic;
 mod embedding;
 pub mod functional;
@@ -66,8 +67,10 @@ pub(crate) use checkpoint::{
 };
 pub use checkpoint::{load, load_tensors, save};
 pub use conv::{AdaptiveAvgPool2d, AvgPool2d, Conv1d, Conv2d, DynConv1d, DynConv2d, MaxPool2d};
+pub use dyn_norm::{DynBatchNorm1d, DynBatchNorm2d, DynEmbedding, DynGroupNorm, DynLayerNorm};
 pub use dynamic::{
-    DynBCEWithLogitsLoss, DynCrossEntropyLoss, DynLinear, DynModule, DynNLLLoss, DynSequential,
+    DynBCEWithLogitsLoss, DynBuffer, DynCrossEntropyLoss, DynLinear, DynModule, DynNLLLoss,
+    DynSequential,
 };
 pub use embedding::Embedding;
 pub use functional::{Approximate, AttnMask};

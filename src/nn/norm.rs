@@ -7,6 +7,95 @@ use super::{join_name, Buffer, BufferMut, Forward, Module, Placement};
 use crate::core::error::Result;
 use crate::device::Device;
 use crate::tensor::{Float, HasDevice, ModuleInput, Tensor};
+use crate::DynTensor;
+
+/// The recorded ops the normalisation layers are written in, on both fronts (`Tensor<D, E>`'s
+/// `try_` methods, `DynTensor`'s methods), so each layer's math is written once and the
+/// dynamic layers compute exactly what the typed ones do. Scalars are `f64`, converted to the
+/// element type as the typed front converts them (`E::from_f64`).
+pub(crate) trait NormTensor: Clone + Sized {
+    fn shape(&self) -> &[usize];
+    fn try_mean_dims(&self, dims: &[isize], keepdim: bool) -> Result<Self>;
+    fn try_sub(&self, other: &Self) -> Result<Self>;
+    fn try_mul(&self, other: &Self) -> Result<Self>;
+    fn try_add(&self, other: &Self) -> Result<Self>;
+    fn try_square(&self) -> Result<Self>;
+    fn try_sqrt(&self) -> Result<Self>;
+    fn try_reciprocal(&self) -> Result<Self>;
+    fn try_add_scalar(&self, v: f64) -> Result<Self>;
+    fn try_mul_scalar(&self, v: f64) -> Result<Self>;
+    fn try_reshape(&self, shape: &[isize]) -> Result<Self>;
+    fn detach(&self) -> Self;
+    /// `*self = value`, for a running statistic (see [`store_in_place`]).
+    fn store(&mut self, value: Self) -> Result<()>;
+}
+
+/// Trait methods that call the front's own method of that name (`try_sub => sub`).
+macro_rules! norm_tensor_ops {
+    ($($name:ident => $target:ident($($arg:ident: $ty:ty),*)),* $(,)?) => {
+        $(fn $name(&self, $($arg: $ty),*) -> Result<Self> {
+            Self::$target(self, $($arg),*)
+        })*
+    };
+}
+
+impl<D: Device, E: Float> NormTensor for Tensor<D, E> {
+    fn shape(&self) -> &[usize] {
+        Tensor::shape(self)
+    }
+    norm_tensor_ops!(
+        try_mean_dims => try_mean_dims(dims: &[isize], keepdim: bool),
+        try_sub => try_sub(other: &Self),
+        try_mul => try_mul(other: &Self),
+        try_add => try_add(other: &Self),
+        try_square => try_square(),
+        try_sqrt => try_sqrt(),
+        try_reciprocal => try_reciprocal(),
+        try_reshape => try_reshape(shape: &[isize]),
+    );
+    fn try_add_scalar(&self, v: f64) -> Result<Self> {
+        Tensor::try_add_scalar(self, E::from_f64(v))
+    }
+    fn try_mul_scalar(&self, v: f64) -> Result<Self> {
+        Tensor::try_mul_scalar(self, E::from_f64(v))
+    }
+    fn detach(&self) -> Self {
+        Tensor::detach(self)
+    }
+    fn store(&mut self, value: Self) -> Result<()> {
+        if !store_in_place(&mut self.raw, &value.raw)? {
+            *self = value;
+        }
+        Ok(())
+    }
+}
+
+impl NormTensor for DynTensor {
+    fn shape(&self) -> &[usize] {
+        DynTensor::shape(self)
+    }
+    norm_tensor_ops!(
+        try_mean_dims => mean_dims(dims: &[isize], keepdim: bool),
+        try_sub => sub(other: &Self),
+        try_mul => mul(other: &Self),
+        try_add => add(other: &Self),
+        try_square => square(),
+        try_sqrt => sqrt(),
+        try_reciprocal => reciprocal(),
+        try_reshape => reshape(shape: &[isize]),
+        try_add_scalar => add_scalar(v: f64),
+        try_mul_scalar => mul_scalar(v: f64),
+    );
+    fn detach(&self) -> Self {
+        DynTensor::detach(self)
+    }
+    fn store(&mut self, value: Self) -> Result<()> {
+        if !store_in_place(&mut self.raw, &value.raw)? {
+            *self = value;
+        }
+        Ok(())
+    }
+}
 
 /// Moves an optional parameter.
 fn move_opt<D: crate::device::CopyTo<D2>, E: Float, D2: Device>(
@@ -19,10 +108,10 @@ fn move_opt<D: crate::device::CopyTo<D2>, E: Float, D2: Device>(
 }
 
 /// Visits an optional `weight` and `bias`, under those names.
-fn visit_affine<D: Device, E: Float>(
-    [weight, bias]: [&Option<Tensor<D, E>>; 2],
+pub(crate) fn visit_affine<T>(
+    [weight, bias]: [&Option<T>; 2],
     prefix: &str,
-    f: &mut dyn FnMut(&str, &Tensor<D, E>),
+    f: &mut dyn FnMut(&str, &T),
 ) {
     for (name, p) in [("weight", weight), ("bias", bias)] {
         if let Some(p) = p {
@@ -32,10 +121,10 @@ fn visit_affine<D: Device, E: Float>(
 }
 
 /// [`visit_affine`], mutably.
-fn visit_affine_mut<D: Device, E: Float>(
-    [weight, bias]: [&mut Option<Tensor<D, E>>; 2],
+pub(crate) fn visit_affine_mut<T>(
+    [weight, bias]: [&mut Option<T>; 2],
     prefix: &str,
-    f: &mut dyn FnMut(&str, &mut Tensor<D, E>),
+    f: &mut dyn FnMut(&str, &mut T),
 ) {
     for (name, p) in [("weight", weight), ("bias", bias)] {
         if let Some(p) = p {
@@ -274,7 +363,7 @@ impl<D: Device, E: Float> Module<D, E> for RMSNorm<D, E> {
 }
 
 /// Which batch-norm layer: the input ranks it takes and PyTorch's message for another one.
-trait BatchNormKind {
+pub(crate) trait BatchNormKind {
     /// Whether an input of `ndim` dims is accepted.
     fn accepts(ndim: usize) -> bool;
     /// PyTorch's text for an input of `ndim` dims.
@@ -284,53 +373,136 @@ trait BatchNormKind {
 /// The running statistics of a batch-norm layer: `running_mean`, `running_var` on the device,
 /// `num_batches_tracked` on the host.
 #[derive(Clone)]
-struct RunningStats<D: Device, E: Float> {
-    mean: Tensor<D, E>,
-    var: Tensor<D, E>,
-    count: i64,
+pub(crate) struct RunningStats<T> {
+    pub(crate) mean: T,
+    pub(crate) var: T,
+    pub(crate) count: i64,
 }
 
-/// `*dst = value`, for a running statistic. On a GPU, where no other tensor holds `dst`'s
+/// For `*dst = value` on a running statistic: on a GPU, where no other tensor holds `dst`'s
 /// buffer (no handle from `running_mean()`, no view), the values are copied into that buffer
-/// on the stream instead: a CUDA graph that captured the update then updates the statistic at
-/// every replay, as PyTorch's in-place `running_mean` update does (a new buffer would be
-/// rewritten from the captured old one each time). Elsewhere `dst` is rebound (value
-/// semantics: a handle taken earlier keeps its values).
-fn store<D: Device, E: Float>(dst: &mut Tensor<D, E>, value: Tensor<D, E>) -> Result<()> {
-    let raw = &mut dst.raw;
-    let same_shape = raw.shape() == value.raw.shape();
+/// on the stream and `true` is returned: a CUDA graph that captured the update then updates
+/// the statistic at every replay, as PyTorch's in-place `running_mean` update does (a new
+/// buffer would be rewritten from the captured old one each time). Elsewhere `false`: the
+/// caller rebinds `dst` (value semantics: a handle taken earlier keeps its values).
+fn store_in_place(
+    raw: &mut crate::core::raw::RawTensor,
+    value: &crate::core::raw::RawTensor,
+) -> Result<bool> {
+    let same_shape = raw.shape() == value.shape() && raw.dtype == value.dtype;
     if let (Some(ordinal), true) = (raw.device.cuda_index(), same_shape) {
         if raw.storage.get_mut().is_some() {
             let gpu = crate::backend::cuda::context::get(ordinal)?;
             let to = crate::backend::cuda::memory::ptr(raw)?;
-            let from = crate::backend::cuda::memory::ptr(&value.raw)?;
-            return crate::ops::copy::cuda::copy_strided(
+            let from = crate::backend::cuda::memory::ptr(value)?;
+            crate::ops::copy::cuda::copy_strided(
                 gpu,
-                E::DTYPE,
+                raw.dtype,
                 raw.shape(),
                 (to, &raw.layout.strides),
-                (from, &value.raw.layout.strides),
-            );
+                (from, &value.layout.strides),
+            )?;
+            return Ok(true);
         }
     }
-    *dst = value;
-    Ok(())
+    Ok(false)
 }
 
-/// What `BatchNorm1d` and `BatchNorm2d` share: the parameters, the running statistics (behind
-/// a lock, as `forward` takes `&self` and updates them in training, as PyTorch does in place),
-/// and the options.
-struct BatchNormState<D: Device, E: Float> {
-    weight: Option<Tensor<D, E>>,
-    bias: Option<Tensor<D, E>>,
-    stats: Option<std::sync::Mutex<RunningStats<D, E>>>,
-    num_features: usize,
-    eps: f64,
-    momentum: Option<f64>,
-    training: bool,
+/// What the batch-norm layers of both fronts share (`BatchNorm1d`, `BatchNorm2d` over
+/// `Tensor<D, E>`, `DynBatchNorm1d`, `DynBatchNorm2d` over `DynTensor`): the parameters, the
+/// running statistics (behind a lock, as `forward` takes `&self` and updates them in training,
+/// as PyTorch does in place), and the options.
+pub(crate) struct BatchNormState<T> {
+    pub(crate) weight: Option<T>,
+    pub(crate) bias: Option<T>,
+    pub(crate) stats: Option<std::sync::Mutex<RunningStats<T>>>,
+    pub(crate) num_features: usize,
+    pub(crate) eps: f64,
+    pub(crate) momentum: Option<f64>,
+    pub(crate) training: bool,
 }
 
-impl<D: Device, E: Float> BatchNormState<D, E> {
+impl<T: Clone> BatchNormState<T> {
+    /// A layer in training mode with the given tensors: `affine` `[weight, bias]` (ones,
+    /// zeros) and `stats` `[running_mean, running_var]` (zeros, ones) when tracked.
+    pub(crate) fn from_tensors(
+        affine: Option<[T; 2]>,
+        stats: Option<[T; 2]>,
+        num_features: usize,
+        eps: f64,
+        momentum: Option<f64>,
+    ) -> Self {
+        let (weight, bias) = match affine {
+            Some([w, b]) => (Some(w), Some(b)),
+            None => (None, None),
+        };
+        BatchNormState {
+            weight,
+            bias,
+            stats: stats.map(|[mean, var]| {
+                std::sync::Mutex::new(RunningStats {
+                    mean,
+                    var,
+                    count: 0,
+                })
+            }),
+            num_features,
+            eps,
+            momentum,
+            training: true,
+        }
+    }
+
+    /// The running statistics, locked (a panic elsewhere while they were held leaves them
+    /// whole: every update replaces them at once).
+    pub(crate) fn stats(&self) -> Option<std::sync::MutexGuard<'_, RunningStats<T>>> {
+        self.stats
+            .as_ref()
+            .map(|s| s.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// The running statistics, mutably, without locking (`&mut self`).
+    pub(crate) fn stats_mut(&mut self) -> Option<&mut RunningStats<T>> {
+        self.stats
+            .as_mut()
+            .map(|s| s.get_mut().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// The options and mode, as a layer's `Debug` shows them (not the tensors: no host sync).
+    pub(crate) fn debug(&self, name: &str, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct(name)
+            .field("num_features", &self.num_features)
+            .field("eps", &self.eps)
+            .field("momentum", &self.momentum)
+            .field("affine", &self.weight.is_some())
+            .field("track_running_stats", &self.stats.is_some())
+            .field("training", &self.training)
+            .finish()
+    }
+
+    /// A handle to the running mean, if tracked.
+    pub(crate) fn running_mean(&self) -> Option<T> {
+        self.stats().map(|s| s.mean.clone())
+    }
+
+    /// A handle to the running variance, if tracked.
+    pub(crate) fn running_var(&self) -> Option<T> {
+        self.stats().map(|s| s.var.clone())
+    }
+
+    /// The number of training batches seen, if tracked.
+    pub(crate) fn num_batches_tracked(&self) -> Option<i64> {
+        self.stats().map(|s| s.count)
+    }
+
+    /// Handles to the running statistics, taken before a visitor runs (it may use the layer:
+    /// its forward locks too).
+    pub(crate) fn stats_snapshot(&self) -> Option<RunningStats<T>> {
+        self.stats().map(|s| s.clone())
+    }
+}
+
+impl<D: Device, E: Float> BatchNormState<Tensor<D, E>> {
     fn new(
         num_features: usize,
         eps: f64,
@@ -339,41 +511,34 @@ impl<D: Device, E: Float> BatchNormState<D, E> {
         track_running_stats: bool,
         dev: D,
     ) -> Result<Self> {
-        let weight = affine
-            .then(|| Tensor::<D, E>::try_ones([num_features], dev).map(Tensor::parameter))
-            .transpose()?;
-        let bias = affine
-            .then(|| Tensor::<D, E>::try_zeros([num_features], dev).map(Tensor::parameter))
-            .transpose()?;
-        let stats = track_running_stats
+        let filled = |one: bool| {
+            if one {
+                Tensor::<D, E>::try_ones([num_features], dev)
+            } else {
+                Tensor::<D, E>::try_zeros([num_features], dev)
+            }
+        };
+        let affine = affine
             .then(|| -> Result<_> {
-                Ok(std::sync::Mutex::new(RunningStats {
-                    mean: Tensor::try_zeros([num_features], dev)?,
-                    var: Tensor::try_ones([num_features], dev)?,
-                    count: 0,
-                }))
+                Ok([
+                    Tensor::parameter(filled(true)?),
+                    Tensor::parameter(filled(false)?),
+                ])
             })
             .transpose()?;
-        Ok(BatchNormState {
-            weight,
-            bias,
+        let stats = track_running_stats
+            .then(|| -> Result<_> { Ok([filled(false)?, filled(true)?]) })
+            .transpose()?;
+        Ok(Self::from_tensors(
+            affine,
             stats,
             num_features,
             eps,
             momentum,
-            training: true,
-        })
+        ))
     }
 
-    /// The running statistics, locked (a panic elsewhere while they were held leaves them
-    /// whole: every update replaces them at once).
-    fn stats(&self) -> Option<std::sync::MutexGuard<'_, RunningStats<D, E>>> {
-        self.stats
-            .as_ref()
-            .map(|s| s.lock().unwrap_or_else(|e| e.into_inner()))
-    }
-
-    fn try_to<D2: Device>(&self, dev: D2) -> Result<BatchNormState<D2, E>>
+    fn try_to<D2: Device>(&self, dev: D2) -> Result<BatchNormState<Tensor<D2, E>>>
     where
         D: crate::device::CopyTo<D2>,
     {
@@ -396,7 +561,39 @@ impl<D: Device, E: Float> BatchNormState<D, E> {
         })
     }
 
-    fn forward<K: BatchNormKind>(&self, x: &Tensor<D, E>) -> Result<Tensor<D, E>> {
+    fn visit_buffers(&self, prefix: &str, f: &mut dyn FnMut(&str, Buffer<D, E>)) {
+        let Some(s) = self.stats_snapshot() else {
+            return;
+        };
+        f(&join_name(prefix, "running_mean"), Buffer::Tensor(s.mean));
+        f(&join_name(prefix, "running_var"), Buffer::Tensor(s.var));
+        f(
+            &join_name(prefix, "num_batches_tracked"),
+            Buffer::Count(s.count),
+        );
+    }
+
+    fn visit_buffers_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, BufferMut<'_, D, E>)) {
+        let Some(s) = self.stats_mut() else {
+            return;
+        };
+        f(
+            &join_name(prefix, "running_mean"),
+            BufferMut::Tensor(&mut s.mean),
+        );
+        f(
+            &join_name(prefix, "running_var"),
+            BufferMut::Tensor(&mut s.var),
+        );
+        f(
+            &join_name(prefix, "num_batches_tracked"),
+            BufferMut::Count(&mut s.count),
+        );
+    }
+}
+
+impl<T: NormTensor> BatchNormState<T> {
+    pub(crate) fn forward<K: BatchNormKind>(&self, x: &T) -> Result<T> {
         let shape = x.shape().to_vec();
         let ndim = shape.len();
         if !K::accepts(ndim) {
@@ -429,8 +626,7 @@ impl<D: Device, E: Float> BatchNormState<D, E> {
         // `[1, C, 1, ...]`: a per-channel vector broadcast over the input.
         let mut channel_shape = vec![1isize; ndim];
         channel_shape[1] = c as isize;
-        let per_channel_view = |t: &Tensor<D, E>| t.try_reshape(&channel_shape);
-        let one = |v: f64| E::from_f64(v);
+        let per_channel_view = |t: &T| t.try_reshape(&channel_shape);
         let y = if batch_stats {
             let dims: Vec<isize> = std::iter::once(0).chain(2..ndim as isize).collect();
             let mean = x.try_mean_dims(&dims, true)?;
@@ -440,36 +636,28 @@ impl<D: Device, E: Float> BatchNormState<D, E> {
                 if let Some(mut s) = self.stats() {
                     // Not recorded (detached), on the device: no host sync. The running
                     // variance is the unbiased one, as PyTorch's. On a GPU each is written
-                    // back into its own buffer where nothing else holds it (see `store`).
+                    // back into its own buffer where nothing else holds it (see
+                    // `store_in_place`).
                     let count = s.count + 1;
                     let factor = self.momentum.unwrap_or(1.0 / count as f64);
                     let n = per_channel as f64;
                     let batch_mean = mean
                         .detach()
                         .try_reshape(&[c as isize])?
-                        .try_mul_scalar(one(factor))?;
+                        .try_mul_scalar(factor)?;
                     let batch_var = var
                         .detach()
                         .try_reshape(&[c as isize])?
-                        .try_mul_scalar(one(n / (n - 1.0)))?
-                        .try_mul_scalar(one(factor))?;
-                    let new_mean = s
-                        .mean
-                        .try_mul_scalar(one(1.0 - factor))?
-                        .try_add(&batch_mean)?;
-                    let new_var = s
-                        .var
-                        .try_mul_scalar(one(1.0 - factor))?
-                        .try_add(&batch_var)?;
-                    store(&mut s.mean, new_mean)?;
-                    store(&mut s.var, new_var)?;
+                        .try_mul_scalar(n / (n - 1.0))?
+                        .try_mul_scalar(factor)?;
+                    let new_mean = s.mean.try_mul_scalar(1.0 - factor)?.try_add(&batch_mean)?;
+                    let new_var = s.var.try_mul_scalar(1.0 - factor)?.try_add(&batch_var)?;
+                    s.mean.store(new_mean)?;
+                    s.var.store(new_var)?;
                     s.count = count;
                 }
             }
-            let rstd = var
-                .try_add_scalar(one(self.eps))?
-                .try_sqrt()?
-                .try_reciprocal()?;
+            let rstd = var.try_add_scalar(self.eps)?.try_sqrt()?.try_reciprocal()?;
             centred.try_mul(&rstd)?
         } else {
             let s = self
@@ -478,7 +666,7 @@ impl<D: Device, E: Float> BatchNormState<D, E> {
             let mean = per_channel_view(&s.mean)?;
             let rstd = per_channel_view(
                 &s.var
-                    .try_add_scalar(one(self.eps))?
+                    .try_add_scalar(self.eps)?
                     .try_sqrt()?
                     .try_reciprocal()?,
             )?;
@@ -487,51 +675,16 @@ impl<D: Device, E: Float> BatchNormState<D, E> {
         affine(y, self.weight.as_ref(), self.bias.as_ref(), &channel_shape)
     }
 
-    fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &Tensor<D, E>)) {
+    pub(crate) fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &T)) {
         visit_affine([&self.weight, &self.bias], prefix, f);
     }
 
-    fn visit_parameters_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut Tensor<D, E>)) {
+    pub(crate) fn visit_parameters_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut T)) {
         visit_affine_mut([&mut self.weight, &mut self.bias], prefix, f);
-    }
-
-    fn visit_buffers(&self, prefix: &str, f: &mut dyn FnMut(&str, Buffer<D, E>)) {
-        // Handles, taken before `f` runs: `f` may use the layer (its forward locks too).
-        let Some((mean, var, count)) = self
-            .stats()
-            .map(|s| (s.mean.clone(), s.var.clone(), s.count))
-        else {
-            return;
-        };
-        f(&join_name(prefix, "running_mean"), Buffer::Tensor(mean));
-        f(&join_name(prefix, "running_var"), Buffer::Tensor(var));
-        f(
-            &join_name(prefix, "num_batches_tracked"),
-            Buffer::Count(count),
-        );
-    }
-
-    fn visit_buffers_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, BufferMut<'_, D, E>)) {
-        let Some(s) = &mut self.stats else {
-            return;
-        };
-        let s = s.get_mut().unwrap_or_else(|e| e.into_inner());
-        f(
-            &join_name(prefix, "running_mean"),
-            BufferMut::Tensor(&mut s.mean),
-        );
-        f(
-            &join_name(prefix, "running_var"),
-            BufferMut::Tensor(&mut s.var),
-        );
-        f(
-            &join_name(prefix, "num_batches_tracked"),
-            BufferMut::Count(&mut s.count),
-        );
     }
 }
 
-impl<D: Device, E: Float> Clone for BatchNormState<D, E> {
+impl<T: Clone> Clone for BatchNormState<T> {
     /// A copy whose running statistics go their own way from here (as `copy.deepcopy`'s);
     /// the parameters are the same handles, as every layer's `clone`.
     fn clone(&self) -> Self {
@@ -548,12 +701,12 @@ impl<D: Device, E: Float> Clone for BatchNormState<D, E> {
 }
 
 /// `y · weight + bias`, the per-channel parameters viewed as `channel_shape`.
-fn affine<D: Device, E: Float>(
-    mut y: Tensor<D, E>,
-    weight: Option<&Tensor<D, E>>,
-    bias: Option<&Tensor<D, E>>,
+fn affine<T: NormTensor>(
+    mut y: T,
+    weight: Option<&T>,
+    bias: Option<&T>,
     channel_shape: &[isize],
-) -> Result<Tensor<D, E>> {
+) -> Result<T> {
     if let Some(w) = weight {
         y = y.try_mul(&w.try_reshape(channel_shape)?)?;
     }
@@ -567,7 +720,7 @@ macro_rules! batch_norm {
     ($(#[$doc:meta])* $name:ident, $kind:ident, $torch:literal, $accepts:expr, $rank_error:expr) => {
         /// The input ranks of
         #[doc = concat!("[`", stringify!($name), "`].")]
-        struct $kind;
+        pub(crate) struct $kind;
 
         impl BatchNormKind for $kind {
             fn accepts(ndim: usize) -> bool {
@@ -580,19 +733,11 @@ macro_rules! batch_norm {
 
         $(#[$doc])*
         #[derive(Clone)]
-        pub struct $name<D: Device, E: Float = f32>(BatchNormState<D, E>);
+        pub struct $name<D: Device, E: Float = f32>(BatchNormState<Tensor<D, E>>);
 
         impl<D: crate::device::HostSync, E: Float> std::fmt::Debug for $name<D, E> {
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                let s = &self.0;
-                f.debug_struct(stringify!($name))
-                    .field("num_features", &s.num_features)
-                    .field("eps", &s.eps)
-                    .field("momentum", &s.momentum)
-                    .field("affine", &s.weight.is_some())
-                    .field("track_running_stats", &s.stats.is_some())
-                    .field("training", &s.training)
-                    .finish()
+                self.0.debug(stringify!($name), f)
             }
         }
 
@@ -637,18 +782,18 @@ macro_rules! batch_norm {
             /// The running mean (a handle to its current value; zeros at first), if the layer
             /// tracks running statistics.
             pub fn running_mean(&self) -> Option<Tensor<D, E>> {
-                self.0.stats().map(|s| s.mean.clone())
+                self.0.running_mean()
             }
 
             /// The running (unbiased) variance (a handle to its current value; ones at first),
             /// if the layer tracks running statistics.
             pub fn running_var(&self) -> Option<Tensor<D, E>> {
-                self.0.stats().map(|s| s.var.clone())
+                self.0.running_var()
             }
 
             /// The number of training batches seen, if the layer tracks running statistics.
             pub fn num_batches_tracked(&self) -> Option<i64> {
-                self.0.stats().map(|s| s.count)
+                self.0.num_batches_tracked()
             }
 
             /// The number of channels.
@@ -835,11 +980,7 @@ impl<D: Device, E: Float> GroupNorm<D, E> {
         affine: bool,
         dev: D,
     ) -> Result<Self> {
-        if num_groups == 0 || !num_channels.is_multiple_of(num_groups) {
-            return Err(crate::Error::Shape(format!(
-                "num_channels ({num_channels}) must be divisible by num_groups ({num_groups})"
-            )));
-        }
+        check_groups(num_groups, num_channels)?;
         let weight = affine
             .then(|| Tensor::<D, E>::try_ones([num_channels], dev).map(Tensor::parameter))
             .transpose()?;
@@ -875,46 +1016,72 @@ impl<D: Device, E: Float> GroupNorm<D, E> {
         &self,
         input: I,
     ) -> Result<Tensor<D, E>> {
-        let x = input_tensor(&input);
-        let shape = x.shape().to_vec();
-        let dims = |s: &[usize]| {
-            let d: Vec<String> = s.iter().map(|d| d.to_string()).collect();
-            format!("[{}]", d.join(", "))
-        };
-        if shape.len() < 2 {
-            return Err(crate::Error::Shape(format!(
-                "Expected at least 2 dimensions for input tensor but received {}",
-                shape.len()
-            )));
-        }
-        let (n, c, g) = (shape[0], shape[1], self.num_groups);
-        if !c.is_multiple_of(g) {
-            return Err(crate::Error::Shape(format!(
+        group_norm(
+            &input_tensor(&input),
+            self.num_groups,
+            self.num_channels,
+            self.weight.as_ref(),
+            self.bias.as_ref(),
+            self.eps,
+        )
+    }
+}
+
+/// PyTorch's check of `nn.GroupNorm(num_groups, num_channels)`'s arguments.
+pub(crate) fn check_groups(num_groups: usize, num_channels: usize) -> Result<()> {
+    if num_groups == 0 || !num_channels.is_multiple_of(num_groups) {
+        return Err(crate::Error::Shape(format!(
+            "num_channels ({num_channels}) must be divisible by num_groups ({num_groups})"
+        )));
+    }
+    Ok(())
+}
+
+/// Group normalisation of `x` `(N, C, *)` with PyTorch's checks and texts, on either front
+/// (`GroupNorm`, `DynGroupNorm`).
+pub(crate) fn group_norm<T: NormTensor>(
+    x: &T,
+    num_groups: usize,
+    num_channels: usize,
+    weight: Option<&T>,
+    bias: Option<&T>,
+    eps: f64,
+) -> Result<T> {
+    let shape = x.shape().to_vec();
+    let dims = |s: &[usize]| {
+        let d: Vec<String> = s.iter().map(|d| d.to_string()).collect();
+        format!("[{}]", d.join(", "))
+    };
+    if shape.len() < 2 {
+        return Err(crate::Error::Shape(format!(
+            "Expected at least 2 dimensions for input tensor but received {}",
+            shape.len()
+        )));
+    }
+    let (n, c, g) = (shape[0], shape[1], num_groups);
+    if !c.is_multiple_of(g) {
+        return Err(crate::Error::Shape(format!(
                 "Expected number of channels in input to be divisible by num_groups, but got input of shape {} and num_groups={g}",
                 dims(&shape)
             )));
-        }
-        if self.weight.is_some() && c != self.num_channels {
-            return Err(crate::Error::Shape(format!(
+    }
+    if weight.is_some() && c != num_channels {
+        return Err(crate::Error::Shape(format!(
                 "Expected weight to be a vector of size equal to the number of channels in input, but got weight of shape [{}] and input of shape {}",
-                self.num_channels,
+                num_channels,
                 dims(&shape)
             )));
-        }
-        let grouped = x.try_reshape(&[n as isize, g as isize, -1])?;
-        let mean = grouped.try_mean_dims(&[2], true)?;
-        let centred = grouped.try_sub(&mean)?;
-        let var = centred.try_square()?.try_mean_dims(&[2], true)?;
-        let rstd = var
-            .try_add_scalar(E::from_f64(self.eps))?
-            .try_sqrt()?
-            .try_reciprocal()?;
-        let shape_isize: Vec<isize> = shape.iter().map(|&d| d as isize).collect();
-        let y = centred.try_mul(&rstd)?.try_reshape(&shape_isize)?;
-        let mut channel_shape = vec![1isize; shape.len()];
-        channel_shape[1] = c as isize;
-        affine(y, self.weight.as_ref(), self.bias.as_ref(), &channel_shape)
     }
+    let grouped = x.try_reshape(&[n as isize, g as isize, -1])?;
+    let mean = grouped.try_mean_dims(&[2], true)?;
+    let centred = grouped.try_sub(&mean)?;
+    let var = centred.try_square()?.try_mean_dims(&[2], true)?;
+    let rstd = var.try_add_scalar(eps)?.try_sqrt()?.try_reciprocal()?;
+    let shape_isize: Vec<isize> = shape.iter().map(|&d| d as isize).collect();
+    let y = centred.try_mul(&rstd)?.try_reshape(&shape_isize)?;
+    let mut channel_shape = vec![1isize; shape.len()];
+    channel_shape[1] = c as isize;
+    affine(y, weight, bias, &channel_shape)
 }
 
 impl<D: Device, E: Float> Forward<D, E> for GroupNorm<D, E> {
