@@ -552,36 +552,47 @@ fn dyn_default_parameters(
     Ok((uniform(weight_shape)?, uniform(&weight_shape[..1])?))
 }
 
-impl DynModule for DynConv2d {
-    fn forward(&self, input: &DynTensor) -> Result<DynTensor> {
-        input.conv2d(
-            &self.weight,
-            self.bias.as_ref(),
-            self.stride,
-            self.padding,
-            self.dilation,
-            self.groups,
-        )
-    }
+/// `DynModule` for a dynamic convolution: `$op` of the input with the layer's weight, bias and
+/// options; the parameters `weight` and `bias`, moved together.
+macro_rules! dyn_conv_module {
+    ($layer:ident, $op:ident) => {
+        impl DynModule for $layer {
+            fn forward(&self, input: &DynTensor) -> Result<DynTensor> {
+                input.$op(
+                    &self.weight,
+                    self.bias.as_ref(),
+                    self.stride,
+                    self.padding,
+                    self.dilation,
+                    self.groups,
+                )
+            }
 
-    fn move_to(&mut self, dev: DynDevice) -> Result<()> {
-        super::dynamic::move_weight_and_bias(&mut self.weight, &mut self.bias, dev)
-    }
+            fn move_to(&mut self, dev: DynDevice) -> Result<()> {
+                super::dynamic::move_weight_and_bias(&mut self.weight, &mut self.bias, dev)
+            }
 
-    fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &DynTensor)) {
-        f(&super::join_name(prefix, "weight"), &self.weight);
-        if let Some(b) = &self.bias {
-            f(&super::join_name(prefix, "bias"), b);
+            fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &DynTensor)) {
+                f(&super::join_name(prefix, "weight"), &self.weight);
+                if let Some(b) = &self.bias {
+                    f(&super::join_name(prefix, "bias"), b);
+                }
+            }
+
+            fn visit_parameters_mut(
+                &mut self,
+                prefix: &str,
+                f: &mut dyn FnMut(&str, &mut DynTensor),
+            ) {
+                f(&super::join_name(prefix, "weight"), &mut self.weight);
+                if let Some(b) = &mut self.bias {
+                    f(&super::join_name(prefix, "bias"), b);
+                }
+            }
         }
-    }
-
-    fn visit_parameters_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut DynTensor)) {
-        f(&super::join_name(prefix, "weight"), &mut self.weight);
-        if let Some(b) = &mut self.bias {
-            f(&super::join_name(prefix, "bias"), b);
-        }
-    }
+    };
 }
+dyn_conv_module!(DynConv2d, conv2d);
 
 /// `nn.Conv1d` with a run-time device (the dynamic front's layer): weight
 /// `[out, in / groups, k]` and bias `[out]` are parameters, the options plain fields.
@@ -634,33 +645,4 @@ impl DynConv1d {
     }
 }
 
-impl DynModule for DynConv1d {
-    fn forward(&self, input: &DynTensor) -> Result<DynTensor> {
-        input.conv1d(
-            &self.weight,
-            self.bias.as_ref(),
-            self.stride,
-            self.padding,
-            self.dilation,
-            self.groups,
-        )
-    }
-
-    fn move_to(&mut self, dev: DynDevice) -> Result<()> {
-        super::dynamic::move_weight_and_bias(&mut self.weight, &mut self.bias, dev)
-    }
-
-    fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &DynTensor)) {
-        f(&super::join_name(prefix, "weight"), &self.weight);
-        if let Some(b) = &self.bias {
-            f(&super::join_name(prefix, "bias"), b);
-        }
-    }
-
-    fn visit_parameters_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut DynTensor)) {
-        f(&super::join_name(prefix, "weight"), &mut self.weight);
-        if let Some(b) = &mut self.bias {
-            f(&super::join_name(prefix, "bias"), b);
-        }
-    }
-}
+dyn_conv_module!(DynConv1d, conv1d);
