@@ -81,10 +81,10 @@ echo "== binary: $(mb "$size") as built, $(mb "$stripped") stripped"
 
 # devtype's functions in the binary (text symbols), with their bytes.
 syms="$work/syms.txt"
-nm -C --size-sort --defined-only "$bin" | awk '$2 ~ /^[tTwW]$/' >"$syms"
+nm -C -t d --size-sort --defined-only "$bin" | awk '$2 ~ /^[tTwW]$/' >"$syms"
 devtype_n=$(grep -c 'devtype::' "$syms" || true)
-devtype_bytes=$(grep 'devtype::' "$syms" | awk '{ s += strtonum("0x" $1) } END { print s + 0 }')
-all_bytes=$(awk '{ s += strtonum("0x" $1) } END { print s + 0 }' "$syms")
+devtype_bytes=$(grep 'devtype::' "$syms" | awk '{ s += ($1 + 0) } END { print s + 0 }')
+all_bytes=$(awk '{ s += ($1 + 0) } END { print s + 0 }' "$syms")
 echo "devtype functions in the binary: $devtype_n, $(mb "$devtype_bytes") of $(mb "$all_bytes") of code"
 
 # What the user's crate compiled itself: its own object code (every function it
@@ -92,14 +92,14 @@ echo "devtype functions in the binary: $devtype_n, $(mb "$devtype_bytes") of $(m
 objdir="$work/obj"
 mkdir -p "$objdir"
 cargo rustc "${flag[@]}" --quiet --bin devtype-user -- --emit=obj="$objdir/user.o" -C codegen-units=1 >/dev/null
-nm -C --size-sort --defined-only "$objdir/user.o" | awk '$2 ~ /^[tTwW]$/' >"$work/user-syms.txt"
+nm -C -t d --size-sort --defined-only "$objdir/user.o" | awk '$2 ~ /^[tTwW]$/' >"$work/user-syms.txt"
 user_n=$(wc -l <"$work/user-syms.txt")
 user_dev=$(grep -c 'devtype::' "$work/user-syms.txt" || true)
-user_bytes=$(awk '{ s += strtonum("0x" $1) } END { print s + 0 }' "$work/user-syms.txt")
+user_bytes=$(awk '{ s += ($1 + 0) } END { print s + 0 }' "$work/user-syms.txt")
 echo "compiled in the user's crate: $user_n functions ($(mb "$user_bytes")), of which $user_dev are devtype's"
 echo "-- the user crate's largest groups (functions, bytes; generic arguments erased):"
 # Group by the path with generic arguments and hashes removed.
-awk '{ size = strtonum("0x" $1); $1 = ""; $2 = ""; name = substr($0, 3);
+awk '{ size = ($1 + 0); $1 = ""; $2 = ""; name = substr($0, 3);
        while (gsub(/<[^<>]*>/, "", name)) {}
        sub(/::h[0-9a-f]{16}$/, "", name);
        n[name]++; b[name] += size }
