@@ -413,11 +413,11 @@ fn scalar_typed<T: Arith>(
             with_op!(op, |f| {
                 if scalar_first {
                     crate::backend::cpu::strided::for_each_chunk(dst, |_, c| {
-                        c.iter_mut().for_each(|x| *x = f(s, *x))
+                        c.iter_mut().for_each(move |x| *x = f(s, *x))
                     })
                 } else {
                     crate::backend::cpu::strided::for_each_chunk(dst, |_, c| {
-                        c.iter_mut().for_each(|x| *x = f(*x, s))
+                        c.iter_mut().for_each(move |x| *x = f(*x, s))
                     })
                 }
             });
@@ -428,9 +428,9 @@ fn scalar_typed<T: Arith>(
     let mut out = PooledVec::<T>::with_len(a.numel())?;
     with_op!(op, |f| {
         if scalar_first {
-            map1(x, &a.layout, out.as_mut_slice(), |v| f(s, v))
+            map1(x, &a.layout, out.as_mut_slice(), move |v| f(s, v))
         } else {
-            map1(x, &a.layout, out.as_mut_slice(), |v| f(v, s))
+            map1(x, &a.layout, out.as_mut_slice(), move |v| f(v, s))
         }
     });
     Ok(RawTensor::from_cpu_buffer(out, a.layout.shape))
@@ -475,11 +475,11 @@ fn scalar_half<H: HalfBlock>(
     // A strided view: per element.
     with_op!(op, |f| {
         if scalar_first {
-            map1(x, &a.layout, out.as_mut_slice(), |v| {
+            map1(x, &a.layout, out.as_mut_slice(), move |v| {
                 H::narrow(f(s, v.widen()))
             })
         } else {
-            map1(x, &a.layout, out.as_mut_slice(), |v| {
+            map1(x, &a.layout, out.as_mut_slice(), move |v| {
                 H::narrow(f(v.widen(), s))
             })
         }
@@ -538,7 +538,7 @@ pub(crate) fn compare_scalar(a: &RawTensor, s: Scalar, op: CompareOp) -> Result<
     cpu_dispatch!(sa, |x: T| {
         let f = cmp_fn::<T>(op);
         let s = T::from_scalar(s);
-        map1(x, &a.layout, &mut out, |v| f(v, s));
+        map1(x, &a.layout, &mut out, move |v| f(v, s));
     });
     Ok(RawTensor::from_cpu_vec(out, a.layout.shape))
 }
