@@ -59,32 +59,13 @@ pub(super) fn adaptive_range(i: usize, o: usize, n: usize) -> (usize, usize) {
     ((i * n) / o, ((i + 1) * n).div_ceil(o))
 }
 
-/// The outputs along one axis whose window may hold input `x` (a superset: the caller checks).
+/// The outputs `o < n_out` along one axis whose tap at offset `off` (`k * d`) lands inside an
+/// input of extent `n`, `0 <= o s - p + off < n`: one range, `(lo, hi)`, empty as `lo == hi`.
 #[inline]
-fn candidates(
-    x: usize,
-    s: usize,
-    p: usize,
-    k: usize,
-    d: usize,
-    o: usize,
-) -> std::ops::Range<usize> {
-    let hi = ((x + p) / s + 1).min(o);
-    let reach = (k - 1) * d;
-    let lo = if x + p >= reach {
-        (x + p - reach).div_ceil(s)
-    } else {
-        0
-    };
-    lo.min(hi)..hi
-}
-
-/// The output along one axis whose window position `k` is input `x`, if any:
-/// `o = (x + p - k d) / s` when that divides exactly and `o < n_out`.
-#[inline]
-fn source(x: usize, s: usize, p: usize, k: usize, d: usize, n_out: usize) -> Option<usize> {
-    let t = (x + p).checked_sub(k * d)?;
-    (t % s == 0 && t / s < n_out).then_some(t / s)
+fn inside(n_out: usize, s: usize, p: usize, off: usize, n: usize) -> (usize, usize) {
+    let lo = p.saturating_sub(off).div_ceil(s).min(n_out);
+    let hi = (n + p).saturating_sub(off).div_ceil(s).clamp(lo, n_out);
+    (lo, hi)
 }
 
 fn im2col_typed<T: Float>(x: &RawTensor, g: &Window, shape: Dims) -> Result<RawTensor> {
@@ -95,16 +76,28 @@ fn im2col_typed<T: Float>(x: &RawTensor, g: &Window, shape: Dims) -> Result<RawT
         let (n, k) = (row / rows, row % rows);
         let (c, ki, kj) = (k / (g.kh * g.kw), (k / g.kw) % g.kh, k % g.kw);
         let plane = &src[(n * g.c + c) * g.h * g.w..][..g.h * g.w];
-        for oy in 0..g.oh {
+        // Each output row of this tap reads one input row, or the padding: the columns inside
+        // the image are a slice of it (every `sw`-th element), the rest zeros.
+        let (x0, x1) = inside(g.ow, g.sw, g.pw, kj * g.dw, g.w);
+        for (oy, drow) in dst.chunks_exact_mut(g.ow).enumerate() {
             let iy = coord(oy, g.sh, g.ph, ki, g.dh);
-            for ox in 0..g.ow {
-                let ix = coord(ox, g.sw, g.pw, kj, g.dw);
-                dst[oy * g.ow + ox] =
-                    if iy >= 0 && (iy as usize) < g.h && ix >= 0 && (ix as usize) < g.w {
-                        plane[iy as usize * g.w + ix as usize]
-                    } else {
-                        T::ZERO
-                    };
+            if iy < 0 || iy as usize >= g.h || x0 == x1 {
+                drow.fill(T::ZERO);
+                continue;
+            }
+            let line = &plane[iy as usize * g.w..][..g.w];
+            drow[..x0].fill(T::ZERO);
+            drow[x1..].fill(T::ZERO);
+            let first = x0 * g.sw + kj * g.dw - g.pw;
+            if g.sw == 1 {
+                drow[x0..x1].copy_from_slice(&line[first..first + (x1 - x0)]);
+            } else {
+                for (o, &v) in drow[x0..x1]
+                    .iter_mut()
+                    .zip(line[first..].iter().step_by(g.sw))
+                {
+                    *o = v;
+                }
             }
         }
     });
@@ -117,22 +110,36 @@ fn col2im_typed<T: Float>(col: &RawTensor, g: &Window, shape: Dims) -> Result<Ra
     let (rows, cols) = (g.rows(), g.cols());
     chunks(&mut out, g.h * g.w, |p, dst| {
         let (n, c) = (p / g.c, p % g.c);
-        for y in 0..g.h {
-            for x in 0..g.w {
-                let mut acc = T::ZERO;
-                for ki in 0..g.kh {
-                    let Some(oy) = source(y, g.sh, g.ph, ki, g.dh, g.oh) else {
+        dst.fill(T::ZERO);
+        // The taps in order (`ki`, then `kj`): each pixel receives its terms in that order, as
+        // a per-pixel sum over the window would add them. Each tap's output row is added to
+        // one input row, a slice of it (every `sw`-th element).
+        for ki in 0..g.kh {
+            for kj in 0..g.kw {
+                let r = (c * g.kh + ki) * g.kw + kj;
+                let tap = &src[(n * rows + r) * cols..][..cols];
+                let (x0, x1) = inside(g.ow, g.sw, g.pw, kj * g.dw, g.w);
+                if x0 == x1 {
+                    continue;
+                }
+                for (oy, trow) in tap.chunks_exact(g.ow).enumerate() {
+                    let iy = coord(oy, g.sh, g.ph, ki, g.dh);
+                    if iy < 0 || iy as usize >= g.h {
                         continue;
-                    };
-                    for kj in 0..g.kw {
-                        let Some(ox) = source(x, g.sw, g.pw, kj, g.dw, g.ow) else {
-                            continue;
-                        };
-                        let r = (c * g.kh + ki) * g.kw + kj;
-                        acc += src[(n * rows + r) * cols + oy * g.ow + ox];
+                    }
+                    let line = &mut dst[iy as usize * g.w..][..g.w];
+                    let first = x0 * g.sw + kj * g.dw - g.pw;
+                    let terms = &trow[x0..x1];
+                    if g.sw == 1 {
+                        for (o, &v) in line[first..first + terms.len()].iter_mut().zip(terms) {
+                            *o += v;
+                        }
+                    } else {
+                        for (o, &v) in line[first..].iter_mut().step_by(g.sw).zip(terms) {
+                            *o += v;
+                        }
                     }
                 }
-                dst[y * g.w + x] = acc;
             }
         }
     });
@@ -201,18 +208,27 @@ fn pool_typed<T: Float>(
     let per = g.oh * g.ow;
     if g.mode == PoolMode::Max {
         let mut idx = <i64 as ElementStorage>::pool().take(numel)?;
-        let mut pairs: Vec<(T, i64)> = vec![(T::ZERO, 0); numel];
-        chunks(&mut pairs, per, |p, dst| {
+        let planes = |p: usize, dst: &mut [T], at: &mut [i64]| {
             let plane = &src[p * plane_len..][..plane_len];
             for oy in 0..g.oh {
                 for ox in 0..g.ow {
-                    dst[oy * g.ow + ox] = window_max(plane, g, oy, ox);
+                    let (v, i) = window_max(plane, g, oy, ox);
+                    dst[oy * g.ow + ox] = v;
+                    at[oy * g.ow + ox] = i;
                 }
             }
-        });
-        for ((o, i), (v, at)) in out.iter_mut().zip(idx.iter_mut()).zip(pairs) {
-            *o = v;
-            *i = at;
+        };
+        if per > 0 {
+            if numel >= PARALLEL_THRESHOLD && !cfg!(miri) {
+                out.par_chunks_mut(per)
+                    .zip(idx.par_chunks_mut(per))
+                    .enumerate()
+                    .for_each(|(p, (dst, at))| planes(p, dst, at));
+            } else {
+                for (p, (dst, at)) in out.chunks_mut(per).zip(idx.chunks_mut(per)).enumerate() {
+                    planes(p, dst, at);
+                }
+            }
         }
         return Ok((
             RawTensor::from_cpu_vec(out, shape),
@@ -241,19 +257,6 @@ fn pool_typed<T: Float>(
     Ok((RawTensor::from_cpu_vec(out, shape), None))
 }
 
-/// The outputs along one axis whose pooling window may hold input `x`.
-pub(super) fn pool_candidates(g: &Window, x: usize, vertical: bool) -> std::ops::Range<usize> {
-    let (s, p, k, d, o, n) = if vertical {
-        (g.sh, g.ph, g.kh, g.dh, g.oh, g.h)
-    } else {
-        (g.sw, g.pw, g.kw, g.dw, g.ow, g.w)
-    };
-    match g.mode {
-        PoolMode::Adaptive => (x * o) / n..((x + 1) * o).div_ceil(n).min(o),
-        _ => candidates(x, s, p, k, d, o),
-    }
-}
-
 fn pool_backward_typed<T: Float>(
     gy: &RawTensor,
     indices: Option<&RawTensor>,
@@ -264,32 +267,32 @@ fn pool_backward_typed<T: Float>(
     let src = data::<T>(gy);
     let idx = indices.map(data::<i64>);
     let per = g.oh * g.ow;
+    // Each output's gradient goes to the input(s) it read, outputs in row-major order: every
+    // pixel receives its terms in that order (a windowed sum per pixel would add the same).
     chunks(&mut out, g.h * g.w, |p, dst| {
+        dst.fill(T::ZERO);
         let gp = &src[p * per..][..per];
-        for y in 0..g.h {
-            let ys = pool_candidates(g, y, true);
-            for x in 0..g.w {
-                let xs = pool_candidates(g, x, false);
-                let mut acc = T::ZERO;
-                for oy in ys.clone() {
-                    for ox in xs.clone() {
-                        let o = oy * g.ow + ox;
-                        match idx {
-                            Some(idx) => {
-                                if idx[p * per + o] == (y * g.w + x) as i64 {
-                                    acc += gp[o];
-                                }
-                            }
-                            None => {
-                                let ((y0, y1), (x0, x1), div) = mean_window(g, oy, ox);
-                                if (y0..y1).contains(&y) && (x0..x1).contains(&x) {
-                                    acc += gp[o] / T::from_f64(div as f64);
-                                }
+        match idx {
+            Some(idx) => {
+                for (&v, &at) in gp.iter().zip(&idx[p * per..][..per]) {
+                    dst[at as usize] += v;
+                }
+            }
+            None => {
+                for oy in 0..g.oh {
+                    for ox in 0..g.ow {
+                        let ((y0, y1), (x0, x1), div) = mean_window(g, oy, ox);
+                        if y0 >= y1 || x0 >= x1 {
+                            continue;
+                        }
+                        let v = gp[oy * g.ow + ox] / T::from_f64(div as f64);
+                        for y in y0..y1 {
+                            for o in &mut dst[y * g.w + x0..y * g.w + x1] {
+                                *o += v;
                             }
                         }
                     }
                 }
-                dst[y * g.w + x] = acc;
             }
         }
     });
