@@ -160,15 +160,16 @@ pub(crate) fn gemm_into<T: Gemm>(
             }
             return;
         }
-        if a.col_stride == 1 && b.col_stride == 1 {
-            // Row-major `b`: accumulate rows of `b` scaled by `a[i, p]`.
+        if b.col_stride == 1 {
+            // Row-major `b`: accumulate rows of `b` scaled by `a[i, p]`, whatever `a`'s strides
+            // (a transposed `a`, `attn.T @ grad` in attention's backward, is as fast).
             for i in 0..m {
                 let d = &mut dst[i * n..(i + 1) * n];
                 if !accumulate {
                     d.fill(T::ZERO);
                 }
-                let row = &a.data[a.offset + i * a.row_stride..][..k];
-                for (p, &x) in row.iter().enumerate() {
+                for p in 0..k {
+                    let x = a.data[a.offset + i * a.row_stride + p * a.col_stride];
                     let brow = &b.data[b.offset + p * b.row_stride..][..n];
                     for (o, &y) in d.iter_mut().zip(brow) {
                         *o += x * y;
