@@ -2,18 +2,20 @@
 //!
 //! A fresh 64 MiB output pays a page fault per 4 KiB page the first time it is written, which
 //! costs more than the arithmetic of an element-wise op. Like PyTorch's CUDA caching allocator,
-//! devtype keeps a few freed large buffers and hands them to the next op of about the same size.
-//! Small buffers go straight to the system allocator, which is already fast for them.
+//! devtype keeps freed buffers of 64 KiB and more (at most 64 of them, 1 GiB in all, per element
+//! type) and hands them to the next op of about the same size: a training step's activations and
+//! gradients reuse last step's memory instead of being zeroed afresh. Smaller buffers go straight
+//! to the system allocator, which is already fast for them.
 
 use crate::core::error::{Error, Result};
 use std::sync::Mutex;
 
 /// Buffers smaller than this many bytes are not cached.
-const MIN_CACHED_BYTES: usize = 1 << 20;
+const MIN_CACHED_BYTES: usize = 1 << 16;
 /// At most this many bytes sit in each pool.
 const MAX_CACHED_BYTES: usize = 1 << 30;
 /// At most this many buffers sit in each pool.
-const MAX_CACHED_BUFFERS: usize = 16;
+const MAX_CACHED_BUFFERS: usize = 64;
 
 /// Freed buffers of one element type.
 pub struct Pool<T> {
@@ -253,7 +255,7 @@ pub(crate) fn zeroed_vec<T: crate::core::Element>(len: usize) -> Result<Vec<T>> 
         return Ok(Vec::new());
     }
     if len.saturating_mul(std::mem::size_of::<T>()) < MIN_CACHED_BYTES {
-        // Small: below 1 MiB.
+        // Small: below 64 KiB.
         let mut v = Vec::new();
         v.try_reserve_exact(len)
             .map_err(|_| out_of_memory::<T>(len))?;
