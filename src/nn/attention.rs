@@ -154,6 +154,25 @@ impl<D: Device, E: Float> MultiheadAttention<D, E> {
         V: ModuleInput<D> + HasDevice<Element = E>,
         M: AttnMask<D, E>,
     {
+        let (out, weights) = self.attention(query, key, value, attn_mask, is_causal)?;
+        Ok((out, weights.try_mean_dims(&[1], false)?))
+    }
+
+    /// The output and the weights of each head, `[batch, heads, L, S]`.
+    fn attention<Q, K, V, M>(
+        &self,
+        query: Q,
+        key: K,
+        value: V,
+        attn_mask: M,
+        is_causal: bool,
+    ) -> Result<(Tensor<D, E>, Tensor<D, E>)>
+    where
+        Q: ModuleInput<D> + HasDevice<Element = E>,
+        K: ModuleInput<D> + HasDevice<Element = E>,
+        V: ModuleInput<D> + HasDevice<Element = E>,
+        M: AttnMask<D, E>,
+    {
         let (q, k, v) = (
             input_tensor::<D, E, _>(&query),
             input_tensor::<D, E, _>(&key),
@@ -183,8 +202,7 @@ impl<D: Device, E: Float> MultiheadAttention<D, E> {
         let (out, weights) = attend(&qh, &kh, &vh, attn_mask.mask(), false, is_causal, p)?;
         let (n, l) = (q.shape()[0] as isize, q.shape()[1] as isize);
         let out = out.try_transpose(1, 2)?.try_reshape(&[n, l, e as isize])?;
-        let out = self.out_proj.try_forward(&out)?;
-        Ok((out, weights.try_mean_dims(&[1], false)?))
+        Ok((self.out_proj.try_forward(&out)?, weights))
     }
 
     /// The attention output `[batch, L, E]` (see
@@ -203,7 +221,8 @@ impl<D: Device, E: Float> MultiheadAttention<D, E> {
         V: ModuleInput<D> + HasDevice<Element = E>,
         M: AttnMask<D, E>,
     {
-        self.try_forward_with_weights(query, key, value, attn_mask, is_causal)
+        // PyTorch's `need_weights=False`: the head-averaged weights are not computed.
+        self.attention(query, key, value, attn_mask, is_causal)
             .map(|(out, _)| out)
     }
 
