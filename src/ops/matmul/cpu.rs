@@ -101,6 +101,157 @@ fn dot<T: Float>(x: &[T], y: &[T]) -> T {
     s
 }
 
+/// The plain loops of [`gemm_into`] for products up to `SMALL_PRODUCT` multiply-adds (and
+/// every product under Miri), inlined into each of [`small_product_widest`]'s paths.
+///
+/// The inner loop adds a row of `b` scaled by `a[i, p]` to a row of the output: contiguous
+/// loads and stores across the output's columns, whatever `a`'s strides. A `b` whose rows are
+/// not contiguous (`q @ k.T` in attention) is first copied row-major (`k * n` copies for
+/// `m * k * n` multiply-adds), except where the output has fewer than four rows or eight
+/// columns and `b`'s columns are contiguous: dot products along them cost less than the copy.
+#[inline(always)]
+fn small_product<T: Float>(
+    dst: &mut [T],
+    (m, k, n): (usize, usize, usize),
+    a: MatrixView<'_, T>,
+    b: MatrixView<'_, T>,
+    accumulate: bool,
+) {
+    if b.col_stride != 1 && b.row_stride == 1 && a.col_stride == 1 && (m < 4 || n < 8) {
+        // Rows of `a` and columns of `b` are contiguous and the output is narrow (`x @ w.T`
+        // of a small `Linear`): dot products, four rows of `a` at a time, so each column of
+        // `b` is loaded once per four sums (four independent chains instead of one dot
+        // product's horizontal reduction; the `Linear(10, 2)` product fell from 736 to fewer
+        // instructions, see the commit).
+        let blocked = m / 4 * 4;
+        for i in (0..blocked).step_by(4) {
+            let rows: [&[T]; 4] =
+                std::array::from_fn(|t| &a.data[a.offset + (i + t) * a.row_stride..][..k]);
+            for j in 0..n {
+                let col = &b.data[b.offset + j * b.col_stride..][..k];
+                let mut sums = [T::ZERO; 4];
+                for (p, &y) in col.iter().enumerate() {
+                    for (s, r) in sums.iter_mut().zip(&rows) {
+                        *s += r[p] * y;
+                    }
+                }
+                for (t, s) in sums.into_iter().enumerate() {
+                    let d = &mut dst[(i + t) * n + j];
+                    *d = if accumulate { *d + s } else { s };
+                }
+            }
+        }
+        for i in blocked..m {
+            let row = &a.data[a.offset + i * a.row_stride..][..k];
+            for (j, d) in dst[i * n..(i + 1) * n].iter_mut().enumerate() {
+                let col = &b.data[b.offset + j * b.col_stride..][..k];
+                let dot = dot(row, col);
+                *d = if accumulate { *d + dot } else { dot };
+            }
+        }
+        return;
+    }
+    let copied: Vec<T>;
+    let (rows, row_stride, offset) = if b.col_stride == 1 {
+        (b.data, b.row_stride, b.offset)
+    } else {
+        copied = (0..k)
+            .flat_map(|p| {
+                (0..n).map(move |j| b.data[b.offset + p * b.row_stride + j * b.col_stride])
+            })
+            .collect();
+        (&copied[..], n, 0)
+    };
+    // The output row is summed in blocks of `W` columns held in registers across the whole
+    // `p` loop (summed in memory, each step was a load, an add and a store per vector).
+    const W: usize = 16;
+    for i in 0..m {
+        let d = &mut dst[i * n..(i + 1) * n];
+        let a_row = |p: usize| a.data[a.offset + i * a.row_stride + p * a.col_stride];
+        for (c, block) in d.chunks_mut(W).enumerate() {
+            let j0 = c * W;
+            let mut acc = [T::ZERO; W];
+            if accumulate {
+                acc[..block.len()].copy_from_slice(block);
+            }
+            if let Ok(acc_block) = <&mut [T; W]>::try_from(&mut acc[..block.len()]) {
+                for p in 0..k {
+                    let x = a_row(p);
+                    let brow: &[T; W] = rows[offset + p * row_stride + j0..][..W]
+                        .try_into()
+                        .expect("a block of W columns");
+                    for (o, &y) in acc_block.iter_mut().zip(brow) {
+                        *o += x * y;
+                    }
+                }
+            } else {
+                let w = block.len();
+                for p in 0..k {
+                    let x = a_row(p);
+                    let brow = &rows[offset + p * row_stride + j0..][..w];
+                    for (o, &y) in acc[..w].iter_mut().zip(brow) {
+                        *o += x * y;
+                    }
+                }
+            }
+            block.copy_from_slice(&acc[..block.len()]);
+        }
+    }
+}
+
+/// [`small_product`] compiled for the widest vector unit this CPU has (AVX-512, else AVX2,
+/// else the build's baseline). Only the instruction set changes, no fused multiply-adds, so
+/// the bits are the same on every path. (A closure through `vmath::vectorized` is too large
+/// to be inlined into the wide function, and would run at the baseline's width.)
+fn small_product_widest<T: Float>(
+    dst: &mut [T],
+    shape: (usize, usize, usize),
+    a: MatrixView<'_, T>,
+    b: MatrixView<'_, T>,
+    accumulate: bool,
+) {
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has AVX-512F, checked just above.
+            return unsafe { wide::avx512(dst, shape, a, b, accumulate) };
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2, checked just above.
+            return unsafe { wide::avx2(dst, shape, a, b, accumulate) };
+        }
+    }
+    small_product(dst, shape, a, b, accumulate)
+}
+
+#[cfg(all(target_arch = "x86_64", not(miri)))]
+mod wide {
+    use super::{small_product, MatrixView};
+    use crate::core::Float;
+
+    #[target_feature(enable = "avx512f")]
+    pub(super) fn avx512<T: Float>(
+        dst: &mut [T],
+        shape: (usize, usize, usize),
+        a: MatrixView<'_, T>,
+        b: MatrixView<'_, T>,
+        accumulate: bool,
+    ) {
+        small_product(dst, shape, a, b, accumulate)
+    }
+
+    #[target_feature(enable = "avx2")]
+    pub(super) fn avx2<T: Float>(
+        dst: &mut [T],
+        shape: (usize, usize, usize),
+        a: MatrixView<'_, T>,
+        b: MatrixView<'_, T>,
+        accumulate: bool,
+    ) {
+        small_product(dst, shape, a, b, accumulate)
+    }
+}
+
 /// `dst[m x n] (row-major, contiguous) = (accumulate ? dst : 0) + a[m x k] @ b[k x n]`.
 pub(crate) fn gemm_into<T: Gemm>(
     dst: &mut [T],
@@ -127,67 +278,7 @@ pub(crate) fn gemm_into<T: Gemm>(
     // The plain loops below index the slices (bounds-checked); the `gemm` call at the end
     // relies on the operands lying inside their slices, checked right before it.
     if flops <= SMALL_PRODUCT || cfg!(miri) {
-        if a.col_stride == 1 && b.row_stride == 1 {
-            // Rows of `a` and columns of `b` are contiguous (e.g. `x @ weight.T`): dot products,
-            // four rows of `a` at a time, so each column of `b` is loaded once per four sums
-            // (four independent chains instead of one dot product's horizontal reduction; the
-            // `Linear(10, 2)` product fell from 736 to fewer instructions, see the commit).
-            let blocked = m / 4 * 4;
-            for i in (0..blocked).step_by(4) {
-                let rows: [&[T]; 4] =
-                    std::array::from_fn(|t| &a.data[a.offset + (i + t) * a.row_stride..][..k]);
-                for j in 0..n {
-                    let col = &b.data[b.offset + j * b.col_stride..][..k];
-                    let mut sums = [T::ZERO; 4];
-                    for (p, &y) in col.iter().enumerate() {
-                        for (s, r) in sums.iter_mut().zip(&rows) {
-                            *s += r[p] * y;
-                        }
-                    }
-                    for (t, s) in sums.into_iter().enumerate() {
-                        let d = &mut dst[(i + t) * n + j];
-                        *d = if accumulate { *d + s } else { s };
-                    }
-                }
-            }
-            for i in blocked..m {
-                let row = &a.data[a.offset + i * a.row_stride..][..k];
-                for (j, d) in dst[i * n..(i + 1) * n].iter_mut().enumerate() {
-                    let col = &b.data[b.offset + j * b.col_stride..][..k];
-                    let dot = dot(row, col);
-                    *d = if accumulate { *d + dot } else { dot };
-                }
-            }
-            return;
-        }
-        if b.col_stride == 1 {
-            // Row-major `b`: accumulate rows of `b` scaled by `a[i, p]`, whatever `a`'s strides
-            // (a transposed `a`, `attn.T @ grad` in attention's backward, is as fast).
-            for i in 0..m {
-                let d = &mut dst[i * n..(i + 1) * n];
-                if !accumulate {
-                    d.fill(T::ZERO);
-                }
-                for p in 0..k {
-                    let x = a.data[a.offset + i * a.row_stride + p * a.col_stride];
-                    let brow = &b.data[b.offset + p * b.row_stride..][..n];
-                    for (o, &y) in d.iter_mut().zip(brow) {
-                        *o += x * y;
-                    }
-                }
-            }
-            return;
-        }
-        for i in 0..m {
-            for j in 0..n {
-                let mut s = if accumulate { dst[i * n + j] } else { T::ZERO };
-                for p in 0..k {
-                    s += a.data[a.offset + i * a.row_stride + p * a.col_stride]
-                        * b.data[b.offset + p * b.row_stride + j * b.col_stride];
-                }
-                dst[i * n + j] = s;
-            }
-        }
+        small_product_widest(dst, (m, k, n), a, b, accumulate);
         return;
     }
     assert!(a.fits(m, k), "gemm lhs out of bounds");
@@ -538,7 +629,14 @@ mod tests {
             ((seed >> 40) as f32 / (1u64 << 24) as f32) * 4.0 - 2.0
         };
         let mut sizes: Vec<(usize, usize, usize)> = (1..=9).map(|m| (m, 10, 2)).collect();
-        sizes.extend([(4, 1, 1), (5, 3, 7)]);
+        sizes.extend([
+            (4, 1, 1),
+            (5, 3, 7),
+            (4, 16, 16),
+            (16, 16, 16),
+            (9, 7, 11),
+            (3, 9, 12),
+        ]);
         if !cfg!(miri) {
             // Products that go to the GEMM crate: their numbers are checked here, but under
             // Miri (which looks for undefined behaviour in devtype's code, not the crate's)
@@ -572,6 +670,20 @@ mod tests {
                         view(&b[..], b_rs, b_cs),
                         accumulate,
                     );
+                    if m * k * n <= super::SMALL_PRODUCT {
+                        // The loops in the build's baseline instruction set give the same bits
+                        // as the ones `gemm_into` ran, compiled for this CPU's vector unit.
+                        let mut base = init.clone();
+                        super::small_product(
+                            &mut base,
+                            (m, k, n),
+                            view(&a[..], a_rs, a_cs),
+                            view(&b[..], b_rs, b_cs),
+                            accumulate,
+                        );
+                        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                        assert_eq!(bits(&base), bits(&dst), "({m}, {k}, {n}) {oa}/{ob}");
+                    }
                     for i in 0..m {
                         for j in 0..n {
                             let (mut want, mut mag) = (0f64, 0f64);
