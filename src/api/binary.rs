@@ -723,12 +723,13 @@ mod tests {
         let x = Tensor::parameter(Tensor::<Cpu, f64>::from_vec(vec![0.0, 1.0], [2], Cpu));
         let out = binary_scalar(x.input(), Scalar::Float(2.0), BinaryOp::Pow, true).unwrap();
         Tensor::<Cpu, f64>::from_out(out, Cpu).sum_all().backward();
-        // Within a few ulp: `ln` and `powf` need not be correctly rounded (Miri, like some C
-        // libraries, returns a neighbour of the exact result).
+        // Within a few ulp: `ln` and `powf` need not be correctly rounded (some C libraries
+        // return a neighbour of the exact result, and Miri adds a random error of several ulp
+        // to each: 8 ulp apart in one CI run). A wrong rule is off by far more.
         let ln2 = std::f64::consts::LN_2;
         for (got, want) in x.grad().unwrap().to_vec().into_iter().zip([ln2, 2.0 * ln2]) {
             assert!(
-                (got - want).abs() <= 4.0 * f64::EPSILON * want,
+                (got - want).abs() <= 32.0 * f64::EPSILON * want,
                 "{got} vs {want}"
             );
         }
