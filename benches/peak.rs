@@ -16,6 +16,10 @@
 //! `cargo bench --bench cpu -- V`), forward and forward+backward, as fractions of the ceiling
 //! (`2·N·Cout·Hout·Wout·Cin·k·k` flop forward, three times that forward+backward).
 //!
+//! On CPUs with AVX512-BF16, the same for `bf16`: the ceiling of `vdpbf16ps` (two products and
+//! two additions per 32-bit lane; on cores without AMX tiles PyTorch's oneDNN also runs its
+//! bf16 GEMMs with it) and devtype's `bf16` `matmul` against it.
+//!
 //! ```sh
 //! cargo bench --bench peak                      # every thread
 //! RAYON_NUM_THREADS=1 cargo bench --bench peak  # the GEMMs on one thread
@@ -53,6 +57,30 @@ mod x86 {
         for _ in 0..ITERS {
             for v in acc.iter_mut() {
                 *v = _mm512_fmadd_ps(*v, a, b);
+            }
+        }
+        let mut sum = _mm512_setzero_ps();
+        for v in acc {
+            sum = _mm512_add_ps(sum, v);
+        }
+        _mm512_reduce_add_ps(sum)
+    }
+
+    /// Flops of one call of [`dpbf16_avx512`]: 16 lanes, each two products and two additions.
+    pub const FLOPS_BF16: f64 = (ITERS as usize * CHAINS_AVX512 * 16 * 4) as f64;
+
+    /// `CHAINS_AVX512` independent `vdpbf16ps` chains of 16 lanes.
+    ///
+    /// # Safety
+    /// The CPU must support AVX-512F and AVX512-BF16.
+    #[target_feature(enable = "avx512f,avx512bf16")]
+    pub unsafe fn dpbf16_avx512(seed: f32) -> f32 {
+        let a = _mm512_cvtne2ps_pbh(_mm512_set1_ps(0.5), _mm512_set1_ps(0.25));
+        let b = _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-7), _mm512_set1_ps(-1e-7));
+        let mut acc = [_mm512_set1_ps(seed); CHAINS_AVX512];
+        for _ in 0..ITERS {
+            for v in acc.iter_mut() {
+                *v = _mm512_dpbf16_ps(*v, a, b);
             }
         }
         let mut sum = _mm512_setzero_ps();
@@ -264,6 +292,39 @@ fn main() {
         }
         convs(ceiling);
     }
+    if is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bf16") {
+        // SAFETY: AVX-512F and AVX512-BF16 were detected just above.
+        let kernel: fn(f32) -> f32 = |s| unsafe { x86::dpbf16_avx512(s) };
+        let one = measure(1, x86::FLOPS_BF16, kernel);
+        report("bf16 dot products (vdpbf16ps), 1 thread", one);
+        let every = measure(all, x86::FLOPS_BF16, kernel);
+        report(
+            &format!("bf16 dot products (vdpbf16ps), {all} threads"),
+            every,
+        );
+        let bf16_ceiling = if gemm_threads == 1 { one } else { every };
+        for n in [1024, 2048] {
+            bf16_gemm(n, bf16_ceiling);
+        }
+    }
+}
+
+/// devtype's `bf16` `matmul` at `n`, printed with its fraction of `ceiling` (the `vdpbf16ps`
+/// ceiling of as many threads as the GEMM uses).
+fn bf16_gemm(n: usize, ceiling: f64) {
+    use devtype::half::bf16;
+    use devtype::prelude::*;
+    let threads = rayon::current_num_threads();
+    let a = Tensor::<Cpu>::randn([n, n], Cpu).to_dtype::<bf16>();
+    let b = Tensor::<Cpu>::randn([n, n], Cpu).to_dtype::<bf16>();
+    let secs = median_secs(|| {
+        black_box(a.matmul(&b));
+    });
+    let gf = 2.0 * (n as f64).powi(3) / secs / 1e9;
+    println!(
+        "{{\"peer\":\"devtype\",\"workload\":\"peak\",\"case\":\"bf16 gemm n={n} {threads} threads, devtype matmul\",\"value\":{gf:.1},\"unit\":\"GFLOP/s\",\"of_ceiling\":{:.3}}}",
+        gf / ceiling
+    );
 }
 
 #[cfg(not(target_arch = "x86_64"))]

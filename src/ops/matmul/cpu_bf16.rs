@@ -1,8 +1,9 @@
 //! The `bf16` GEMM on CPUs with AVX512-BF16 (AMD Zen 4 and later, Intel Cooper Lake and
 //! Sapphire Rapids and later): `vdpbf16ps` multiplies pairs of `bf16` values and adds both
-//! products to an `f32` lane, so a product runs at twice the `f32` FMA rate, on the `bf16`
-//! data itself (half the bytes of the widened `f32` operands). PyTorch's oneDNN uses the same
-//! instruction on these CPUs.
+//! products to an `f32` lane, on the `bf16` data itself (half the bytes of the widened `f32`
+//! operands). On AMD's cores that is twice the `f32` FMA rate; on Intel's, half of it, so
+//! `matmul` uses this kernel on AMD's only ([`available`]). PyTorch's oneDNN uses the same
+//! instruction on both.
 //!
 //! The numbers: a `bf16` product is exact in `f32` (8-bit significands), and the instruction
 //! adds each product to the `f32` accumulator with one rounding, as an `f32` FMA would; what
@@ -40,8 +41,30 @@ const MC: usize = 8 * MR;
 /// Products with fewer multiply-adds run on one thread.
 const PARALLEL_FLOPS: usize = 1 << 18;
 
-/// True when this CPU runs the `vdpbf16ps` kernel.
+/// True when `bf16` products run this kernel: the CPU has the instruction ([`supported`]) and
+/// runs it faster than the widened `f32` GEMM would run its products.
+///
+/// That is a property of the core, not of the flag, measured with `cargo bench --bench peak`
+/// (the `vdpbf16ps` and `f32` FMA ceilings, one thread): an AMD Zen 4 core runs `vdpbf16ps` at
+/// twice its `f32` FMA rate (227 against 113.5 GFLOP/s), an Intel Xeon (family 6, model 207)
+/// at half of it (81.5 against 164), where this kernel reached 115-136 GFLOP/s on two threads
+/// and the widened `f32` GEMM 177-188. So the kernel runs on AMD's cores only; elsewhere
+/// `bf16` products are widened to `f32` as on CPUs without the instruction. The choice is made
+/// from the CPU alone, so a program's results do not change from run to run.
 pub(crate) fn available() -> bool {
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    {
+        static NATIVE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        *NATIVE.get_or_init(|| supported() && amd_cpu())
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(miri))))]
+    {
+        false
+    }
+}
+
+/// True when this CPU has AVX-512F and AVX512-BF16, which [`gemm`] needs.
+pub(crate) fn supported() -> bool {
     #[cfg(all(target_arch = "x86_64", not(miri)))]
     {
         std::arch::is_x86_feature_detected!("avx512f")
@@ -51,6 +74,16 @@ pub(crate) fn available() -> bool {
     {
         false
     }
+}
+
+/// True when the CPU's vendor string (CPUID leaf 0) is AMD's.
+#[cfg(all(target_arch = "x86_64", not(miri)))]
+fn amd_cpu() -> bool {
+    let leaf = std::arch::x86_64::__cpuid(0);
+    let vendor = [leaf.ebx, leaf.edx, leaf.ecx]
+        .map(u32::to_le_bytes)
+        .concat();
+    vendor == *b"AuthenticAMD"
 }
 
 /// The bits of a `bf16` matrix view.
@@ -156,15 +189,15 @@ fn pack_a(
 }
 
 /// `dst[m x n]` (row-major, contiguous) `= a[m x k] @ b[k x n]` on `bf16` operands in any
-/// strides, accumulated in `f32` and rounded once. Call only when [`available`] says so (it
-/// panics otherwise).
+/// strides, accumulated in `f32` and rounded once. Call only where [`supported`] (it panics
+/// otherwise).
 pub(crate) fn gemm(
     dst: &mut [bf16],
     (m, k, n): (usize, usize, usize),
     a: MatrixView<'_, bf16>,
     b: MatrixView<'_, bf16>,
 ) {
-    assert!(available(), "the bf16 kernel needs AVX512-BF16");
+    assert!(supported(), "the bf16 kernel needs AVX512-BF16");
     let out_len = m.checked_mul(n).expect("gemm: m * n overflows");
     assert!(dst.len() >= out_len, "gemm destination too small");
     let dst = &mut dst[..out_len];
@@ -247,7 +280,7 @@ fn tile(kc: usize, a: &[u32], b: &[u32], c: &mut [f32], ldc: usize, cols: usize,
     assert!(c.len() >= (MR - 1) * ldc + cols);
     if cols == NR {
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: `gemm` runs only when `available()` found AVX-512F and AVX512-BF16; the
+        // SAFETY: `gemm` runs only when `supported()` found AVX-512F and AVX512-BF16; the
         // packed panels hold `kc` pairs and `c` holds `MR` rows of `NR` at stride `ldc`
         // (asserted above).
         unsafe {
@@ -359,7 +392,8 @@ mod tests {
     /// neither stride 1), with the operands at an offset inside a larger buffer.
     #[test]
     fn bf16_kernel_matches_the_f64_product() {
-        if !available() {
+        // Wherever the CPU has the instruction, whether or not `matmul` prefers it there.
+        if !supported() {
             eprintln!("skipping: this CPU has no AVX512-BF16");
             return;
         }
