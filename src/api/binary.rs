@@ -24,7 +24,7 @@ fn name(op: BinaryOp) -> &'static str {
     }
 }
 
-/// `a op b` with broadcasting, recorded.
+/// `a op b` with broadcasting, recorded. Generic code calls [`binary_out_of_line`].
 #[inline(always)]
 pub(crate) fn binary(a: In<'_>, b: In<'_>, op: BinaryOp) -> Result<Out> {
     if a.node.is_none() && b.node.is_none() {
@@ -273,6 +273,13 @@ fn promoted_by_scalar(a: In<'_>, scalar: Scalar) -> Result<Option<Out>> {
     (a.value.dtype != to)
         .then(|| super::copy::cast(a, to))
         .transpose()
+}
+
+/// [`binary`], compiled once, here: for the typed front's generic code (see
+/// `ops::binary::binary_typed_front`).
+#[inline(never)]
+pub(crate) fn binary_out_of_line(a: In<'_>, b: In<'_>, op: BinaryOp) -> Result<Out> {
+    binary(a, b, op)
 }
 
 /// `a op b` with broadcasting on either front, recorded.

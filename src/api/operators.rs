@@ -2,7 +2,7 @@
 //! the typed front) and with Rust scalars. Each forwards to the declared op; untracked owned
 //! operands lend their buffers to the result.
 
-use super::binary::{binary, binary_scalar};
+use super::binary::{binary_out_of_line as binary, binary_scalar};
 use super::unary::unary;
 use crate::core::error::Result;
 use crate::core::raw::Operand;
@@ -25,7 +25,7 @@ fn tensor_op<D: Device, E: Element, L: AsRaw, R: AsRaw>(
     device: D,
 ) -> Result<Tensor<D, E>> {
     if lhs.grad_node().is_none() && rhs.grad_node().is_none() {
-        return ops::binary::binary(lhs.into_operand(), rhs.into_operand(), op)
+        return ops::binary::binary_typed_front::<E>(lhs.into_operand(), rhs.into_operand(), op)
             .map(|raw| Tensor::from_raw(raw, device));
     }
     Ok(Tensor::from_out(
@@ -107,7 +107,7 @@ fn assign_op<D: Device, E: Element, R: AsRaw>(
     // Untracked (or under `no_grad`): hand `lhs`'s buffer to the op so it can be reused. The
     // placeholder is a handle to `rhs`, dropped at once.
     let own = std::mem::replace(&mut lhs.raw, rhs.raw().clone());
-    lhs.raw = ops::binary::binary(Operand::Owned(own), rhs.into_operand(), op)?;
+    lhs.raw = ops::binary::binary_out_of_line(Operand::Owned(own), rhs.into_operand(), op)?;
     Ok(())
 }
 

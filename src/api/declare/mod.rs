@@ -214,6 +214,15 @@ macro_rules! typed_arg {
     };
 }
 
+/// The type of a typed argument as the body sees it (what [`typed_arg`] makes).
+macro_rules! body_param {
+    ((impl $($bound:tt)*)) => { $crate::graph::In<'_> };
+    (OptTensor) => { Option<$crate::graph::In<'_>> };
+    (Scalar) => { $crate::core::Scalar };
+    (Dims) => { &[isize] };
+    ($t:ty) => { $t };
+}
+
 /// What the body sees of a dynamic argument.
 macro_rules! dyn_arg {
     ((impl $($bound:tt)*), $a:ident) => {
@@ -381,6 +390,18 @@ macro_rules! declare_ops {
         $(
             $crate::api::declare::known_kinds! { $name [$($kind)*]
             paste::paste! {
+                /// The typed front's body, compiled once, here: the front is generic, so
+                /// what it inlined would be compiled again in every crate that calls it
+                /// (the kernels behind an inlined body came to 1.4 MB of a small user
+                /// program's code, rebuilt at every change; `scripts/user-build.sh`).
+                #[inline(never)]
+                fn [<__ $name _typed_body>](
+                    $x: $crate::graph::In<'_>
+                    $(, $arg: $crate::api::declare::body_param!($kind))*
+                ) -> $crate::core::error::Result<$crate::api::declare::body_out!($out)> {
+                    $body
+                }
+
                 impl<D: $crate::device::Device, E: $crate::core::$bound> $crate::tensor::Tensor<D, E> {
                     $(#[$doc])*
                     #[inline]
@@ -392,7 +413,7 @@ macro_rules! declare_ops {
                         let $x = $crate::tensor::operand::sealed::AsRaw::input(self);
                         $(let $arg = $crate::api::declare::typed_arg!($kind, $arg);)*
                         let device = self.device();
-                        let out: $crate::core::error::Result<$crate::api::declare::body_out!($out)> = $body;
+                        let out = [<__ $name _typed_body>]($x $(, $arg)*);
                         out.map(|out| $crate::api::declare::typed_wrap!($out, out, device))
                     }
 
@@ -434,8 +455,8 @@ mod kinds;
 
 pub(crate) use kinds::known_kinds;
 pub(crate) use {
-    body_out, declare_ops, derived_check, device_check, dyn_arg, dyn_body, dyn_out, dyn_param,
-    dyn_wrap, kind_name, optional, typed_arg, typed_out, typed_param, typed_wrap,
+    body_out, body_param, declare_ops, derived_check, device_check, dyn_arg, dyn_body, dyn_out,
+    dyn_param, dyn_wrap, kind_name, optional, typed_arg, typed_out, typed_param, typed_wrap,
 };
 
 #[cfg(test)]

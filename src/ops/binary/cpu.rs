@@ -241,12 +241,26 @@ macro_rules! with_op {
 /// inline buffer. `None` sends every other case, and every error, down the general path.
 #[inline(always)]
 pub(crate) fn tiny(a: &RawTensor, b: &RawTensor, op: BinaryOp) -> Option<RawTensor> {
+    tiny_as(a.dtype, a, b, op)
+}
+
+/// [`tiny`] for operands of element type `dtype` (other storages go down the general path);
+/// with a constant `dtype` (the typed front's), only that type's case is compiled.
+#[inline(always)]
+pub(crate) fn tiny_as(
+    dtype: DType,
+    a: &RawTensor,
+    b: &RawTensor,
+    op: BinaryOp,
+) -> Option<RawTensor> {
     use crate::core::cpu_storage::CpuStorage as C;
     use crate::core::storage::Storage::Cpu;
-    match (&*a.storage, &*b.storage) {
-        (Cpu(C::F32(x)), Cpu(C::F32(y))) => tiny_typed(x, y, a, b, op),
-        (Cpu(C::F64(x)), Cpu(C::F64(y))) => tiny_typed(x, y, a, b, op),
-        (Cpu(C::I64(x)), Cpu(C::I64(y))) if !op.float_only() => tiny_typed(x, y, a, b, op),
+    match (dtype, &*a.storage, &*b.storage) {
+        (DType::F32, Cpu(C::F32(x)), Cpu(C::F32(y))) => tiny_typed(x, y, a, b, op),
+        (DType::F64, Cpu(C::F64(x)), Cpu(C::F64(y))) => tiny_typed(x, y, a, b, op),
+        (DType::I64, Cpu(C::I64(x)), Cpu(C::I64(y))) if !op.float_only() => {
+            tiny_typed(x, y, a, b, op)
+        }
         _ => None,
     }
 }
@@ -278,7 +292,12 @@ fn tiny_typed<T: Arith>(
         return None;
     }
     let mut out = PooledVec::<T>::inline(x.len());
-    with_op!(op, |f| zip_contiguous(x, y, out.as_mut_slice(), f));
+    // A plain loop (at most `INLINE` values: never a parallel one).
+    with_op!(op, |f| {
+        for ((o, &p), &q) in out.as_mut_slice().iter_mut().zip(x).zip(y) {
+            *o = f(p, q);
+        }
+    });
     Some(RawTensor::from_cpu_buffer(out, a.layout.shape))
 }
 
