@@ -241,27 +241,23 @@ mod wide {
     use super::{small_product, MatrixView};
     use crate::core::Float;
 
-    #[target_feature(enable = "avx512f")]
-    pub(super) fn avx512<T: Float>(
-        dst: &mut [T],
-        shape: (usize, usize, usize),
-        a: MatrixView<'_, T>,
-        b: MatrixView<'_, T>,
-        accumulate: bool,
-    ) {
-        small_product(dst, shape, a, b, accumulate)
+    /// `small_product` compiled with `$feature` enabled, as `$name`.
+    macro_rules! compiled_for {
+        ($($name:ident: $feature:literal),*) => {$(
+            #[target_feature(enable = $feature)]
+            pub(super) fn $name<T: Float>(
+                dst: &mut [T],
+                shape: (usize, usize, usize),
+                a: MatrixView<'_, T>,
+                b: MatrixView<'_, T>,
+                accumulate: bool,
+            ) {
+                small_product(dst, shape, a, b, accumulate)
+            }
+        )*};
     }
 
-    #[target_feature(enable = "avx2")]
-    pub(super) fn avx2<T: Float>(
-        dst: &mut [T],
-        shape: (usize, usize, usize),
-        a: MatrixView<'_, T>,
-        b: MatrixView<'_, T>,
-        accumulate: bool,
-    ) {
-        small_product(dst, shape, a, b, accumulate)
-    }
+    compiled_for!(avx512: "avx512f", avx2: "avx2");
 }
 
 /// `dst[m x n] (row-major, contiguous) = (accumulate ? dst : 0) + a[m x k] @ b[k x n]`.
