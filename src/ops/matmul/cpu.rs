@@ -127,13 +127,16 @@ fn small_product<T: Float>(
         for i in (0..blocked).step_by(4) {
             let rows: [&[T]; 4] =
                 std::array::from_fn(|t| &a.data[a.offset + (i + t) * a.row_stride..][..k]);
+            let [r0, r1, r2, r3] = rows;
             for j in 0..n {
                 let col = &b.data[b.offset + j * b.col_stride..][..k];
                 let mut sums = [T::ZERO; 4];
-                for (p, &y) in col.iter().enumerate() {
-                    for (s, r) in sums.iter_mut().zip(&rows) {
-                        *s += r[p] * y;
-                    }
+                // Zipped, so no access is bounds-checked (indexing each row by `p` was).
+                for ((((&y, &x0), &x1), &x2), &x3) in col.iter().zip(r0).zip(r1).zip(r2).zip(r3) {
+                    sums[0] += x0 * y;
+                    sums[1] += x1 * y;
+                    sums[2] += x2 * y;
+                    sums[3] += x3 * y;
                 }
                 for (t, s) in sums.into_iter().enumerate() {
                     let d = &mut dst[(i + t) * n + j];
