@@ -1,9 +1,9 @@
 //! The `bf16` GEMM on CPUs with AVX512-BF16 (AMD Zen 4 and later, Intel Cooper Lake and
 //! Sapphire Rapids and later): `vdpbf16ps` multiplies pairs of `bf16` values and adds both
 //! products to an `f32` lane, on the `bf16` data itself (half the bytes of the widened `f32`
-//! operands). On AMD's cores that is twice the `f32` FMA rate; on Intel's, half of it, so
-//! `matmul` uses this kernel on AMD's only ([`available`]). PyTorch's oneDNN uses the same
-//! instruction on both.
+//! operands). On an AMD Zen 4 core that is twice the `f32` FMA rate; on the Intel Xeon
+//! measured (family 6, model 207), half of it, so `matmul` uses this kernel on AMD's cores only
+//! ([`available`]). PyTorch's oneDNN uses the same instruction on both.
 //!
 //! The numbers: a `bf16` product is exact in `f32` (8-bit significands), and the instruction
 //! adds each product to the `f32` accumulator with one rounding, as an `f32` FMA would; what
@@ -48,7 +48,8 @@ const PARALLEL_FLOPS: usize = 1 << 18;
 /// (the `vdpbf16ps` and `f32` FMA ceilings, one thread): an AMD Zen 4 core runs `vdpbf16ps` at
 /// twice its `f32` FMA rate (227 against 113.5 GFLOP/s), an Intel Xeon (family 6, model 207)
 /// at half of it (81.5 against 164), where this kernel reached 115-136 GFLOP/s on two threads
-/// and the widened `f32` GEMM 177-188. So the kernel runs on AMD's cores only; elsewhere
+/// and the widened `f32` GEMM 177-188. No other Intel core has been measured; the kernel runs
+/// on AMD's cores only (as measured on Zen 4), and elsewhere
 /// `bf16` products are widened to `f32` as on CPUs without the instruction. The choice is made
 /// from the CPU alone, so a program's results do not change from run to run.
 pub(crate) fn available() -> bool {
