@@ -92,4 +92,66 @@ fn out_of_memory_is_an_error_and_the_device_keeps_working() {
     drop((again, a, x, m));
     empty_cache(0).unwrap();
     assert_eq!(memory_allocated(0), base);
+
+    a_move_that_runs_out_of_memory_half_way_moves_nothing(gpu);
+}
+
+/// `model.to(gpu)` where the first layer's weight fits and the second's does not: the error is
+/// PyTorch's out-of-memory text, every parameter is still on the CPU with its values, and the
+/// copy of the first weight is freed again (nothing half-moved).
+fn a_move_that_runs_out_of_memory_half_way_moves_nothing(gpu: Cuda<0>) {
+    use devtype::nn::{DynEmbedding, DynModule, DynSequential};
+    use devtype::{DynDevice, DynTensor};
+    const MIB: usize = 1 << 20;
+    let cpu = DynDevice::cpu();
+    // Weights of 4 MiB and 64 MiB (f32), the only tensors of the model.
+    let mut model = DynSequential::new()
+        .append(DynEmbedding::new(1024, 1024, cpu).unwrap())
+        .append(DynEmbedding::new(16 * 1024, 1024, cpu).unwrap());
+    let before: Vec<Vec<f32>> = model
+        .named_parameters()
+        .into_iter()
+        .map(|(_, p)| p.to_vec::<f32>().unwrap())
+        .collect();
+    // A 4 MiB hole: held while the device is filled in halving steps down to 4 MiB blocks,
+    // then freed. The first weight fits in it; the second finds less than 4 MiB anywhere.
+    let base = memory_allocated(0);
+    let hole = Tensor::<Cuda<0>>::zeros([MIB], gpu);
+    let mut held = Vec::new();
+    let mut block = 4 * GIB as usize;
+    while block >= 4 * MIB {
+        match Tensor::<Cuda<0>>::try_zeros([block / 4], gpu) {
+            Ok(t) => held.push(t),
+            Err(Error::OutOfMemory { .. }) => block /= 2,
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+    drop(hole);
+    let full = memory_allocated(0);
+
+    let err = model.move_to(DynDevice::from(gpu)).unwrap_err();
+    assert!(matches!(err, Error::OutOfMemory { .. }), "{err:?}");
+    model.visit_parameters("", &mut |name, p: &DynTensor| {
+        assert_eq!(p.device(), cpu, "{name}");
+        assert!(p.requires_grad(), "{name}");
+    });
+    let after: Vec<Vec<f32>> = model
+        .named_parameters()
+        .into_iter()
+        .map(|(_, p)| p.to_vec::<f32>().unwrap())
+        .collect();
+    assert!(after == before, "the values changed");
+    assert_eq!(
+        memory_allocated(0),
+        full,
+        "the first weight's copy is freed"
+    );
+    drop(held);
+    empty_cache(0).unwrap();
+    assert_eq!(memory_allocated(0), base);
+    // With room, the same model moves whole.
+    model.move_to(DynDevice::from(gpu)).unwrap();
+    model.visit_parameters("", &mut |name, p: &DynTensor| {
+        assert_eq!(p.device(), DynDevice::from(gpu), "{name}")
+    });
 }

@@ -301,6 +301,11 @@ pub enum Error {
         bytes: u64,
     },
 
+    /// `Module.to` with an integral dtype (PyTorch's `TypeError`); the name is PyTorch's
+    /// (`torch.int64`).
+    #[error("nn.Module.to only accepts floating point or complex dtypes, but got desired dtype={}", .0.torch_name())]
+    ModuleDType(DType),
+
     /// Two tensors of different element types in one op.
     #[error("expected scalar type {expected} but found {found}")]
     DTypeMismatch {

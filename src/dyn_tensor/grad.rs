@@ -2,8 +2,17 @@
 
 use super::DynTensor;
 use crate::core::error::{Error, Result};
+use crate::core::raw::RawTensor;
+use crate::core::DType;
 use crate::device::DynDevice;
 use crate::graph::{self, Node};
+use crate::ops::copy::cast;
+
+/// A tensor's value and gradient converted by [`DynTensor::converted`], not yet installed.
+pub(crate) struct Converted {
+    value: RawTensor,
+    grad: Option<RawTensor>,
+}
 
 impl DynTensor {
     /// This tensor as a parameter: a leaf that requires grad (PyTorch's `nn.Parameter(t)`);
@@ -58,18 +67,39 @@ impl DynTensor {
         }
     }
 
-    /// Moves the value to `dev` in place (a parameter stays a parameter, with its gradient
-    /// moved along), as PyTorch's `Module.to` does to each parameter.
-    pub(crate) fn move_to(&mut self, dev: DynDevice) -> Result<()> {
-        let dev = dev.open()?;
-        let value = self.raw.to_device(dev)?;
-        if let Some(node) = &self.node {
-            if let Some(g) = node.grad() {
-                node.set_grad(Some(g.to_device(dev)?));
+    /// The value and gradient on `dev` and, when floating-point, as `dtype` (`None`: as they
+    /// are), as PyTorch's `Module.to` converts each parameter and buffer (integral ones keep
+    /// their dtype). Nothing changes until [`install`](Self::install): a module converts all
+    /// its tensors first and installs them only when every conversion succeeded.
+    pub(crate) fn converted(
+        &self,
+        dev: Option<DynDevice>,
+        dtype: Option<DType>,
+    ) -> Result<Converted> {
+        let convert = |t: &RawTensor| -> Result<RawTensor> {
+            let t = match dev {
+                Some(dev) => t.to_device(dev.open()?)?,
+                None => t.clone(),
+            };
+            match dtype {
+                Some(dtype) if t.dtype.is_float() => cast(&t, dtype),
+                _ => Ok(t),
             }
+        };
+        let grad = self.node.as_ref().and_then(|n| n.grad());
+        Ok(Converted {
+            value: convert(&self.raw)?,
+            grad: grad.as_ref().map(convert).transpose()?,
+        })
+    }
+
+    /// Installs what [`converted`](Self::converted) made: the value, and the gradient of a
+    /// tensor that had one (the parameter stays the same leaf).
+    pub(crate) fn install(&mut self, converted: Converted) {
+        if let (Some(node), Some(grad)) = (&self.node, converted.grad) {
+            node.set_grad(Some(grad));
         }
-        self.raw = value;
-        Ok(())
+        self.raw = converted.value;
     }
 
     /// Back-propagates from this scalar into every parameter it depends on.

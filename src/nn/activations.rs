@@ -5,7 +5,7 @@
 use super::functional::{self as f, input_tensor, or_panic, Approximate};
 use super::{DynModule, Forward, Module};
 use crate::core::error::Result;
-use crate::device::{Device, DynDevice};
+use crate::device::Device;
 use crate::tensor::{Float, HasDevice, ModuleInput, Tensor};
 use crate::DynTensor;
 
@@ -81,9 +81,6 @@ macro_rules! pointwise {
             fn forward(&self, input: &DynTensor) -> Result<DynTensor> {
                 let ($ds, $dx) = (self, input);
                 $dynamic
-            }
-            fn move_to(&mut self, _dev: DynDevice) -> Result<()> {
-                Ok(())
             }
             fn visit_parameters(&self, _prefix: &str, _f: &mut dyn FnMut(&str, &DynTensor)) {}
             fn visit_parameters_mut(

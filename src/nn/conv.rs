@@ -568,10 +568,6 @@ macro_rules! dyn_conv_module {
                 )
             }
 
-            fn move_to(&mut self, dev: DynDevice) -> Result<()> {
-                super::dynamic::move_weight_and_bias(&mut self.weight, &mut self.bias, dev)
-            }
-
             fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &DynTensor)) {
                 f(&super::join_name(prefix, "weight"), &self.weight);
                 if let Some(b) = &self.bias {

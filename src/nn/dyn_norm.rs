@@ -3,7 +3,7 @@
 //! typed layers' math (the same functions, over `DynTensor`), PyTorch's device and dtype
 //! checks as `Err`, and moves in place, all or nothing.
 
-use super::dynamic::{move_together, DynBuffer, DynModule};
+use super::dynamic::{DynBuffer, DynModule};
 use super::embedding::resolve_padding_idx;
 use super::functional::{embedding_on, layer_norm_on};
 use super::join_name;
@@ -66,11 +66,6 @@ fn check_input(
 /// tensors: moved in place together, visited under those names.
 macro_rules! affine_layer_parameters {
     () => {
-        fn move_to(&mut self, dev: DynDevice) -> Result<()> {
-            dev.open()?;
-            move_together([self.weight.as_mut(), self.bias.as_mut()], [], dev)
-        }
-
         fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &DynTensor)) {
             visit_affine([&self.weight, &self.bias], prefix, f);
         }
@@ -312,20 +307,6 @@ fn batch_norm_check(s: &BatchNormState<DynTensor>, input: &DynTensor) -> Result<
     )
 }
 
-/// Moves a batch norm's parameters and running statistics in place, all or nothing.
-fn batch_norm_move(s: &mut BatchNormState<DynTensor>, dev: DynDevice) -> Result<()> {
-    dev.open()?;
-    let stats = s
-        .stats
-        .as_mut()
-        .map(|m| m.get_mut().unwrap_or_else(|e| e.into_inner()));
-    let (mean, var) = match stats {
-        Some(st) => (Some(&mut st.mean), Some(&mut st.var)),
-        None => (None, None),
-    };
-    move_together([s.weight.as_mut(), s.bias.as_mut()], [mean, var], dev)
-}
-
 /// A batch norm's buffers under PyTorch's names.
 fn batch_norm_buffers(
     s: &BatchNormState<DynTensor>,
@@ -427,10 +408,6 @@ macro_rules! dyn_batch_norm {
                 self.0.forward::<$kind>(input)
             }
 
-            fn move_to(&mut self, dev: DynDevice) -> Result<()> {
-                batch_norm_move(&mut self.0, dev)
-            }
-
             fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &DynTensor)) {
                 self.0.visit_parameters(prefix, f)
             }
@@ -445,6 +422,17 @@ macro_rules! dyn_batch_norm {
 
             fn visit_buffers(&self, prefix: &str, f: &mut dyn FnMut(&str, DynBuffer)) {
                 batch_norm_buffers(&self.0, prefix, f)
+            }
+
+            fn visit_buffers_mut(
+                &mut self,
+                prefix: &str,
+                f: &mut dyn FnMut(&str, &mut DynTensor),
+            ) {
+                if let Some(st) = self.0.stats_mut() {
+                    f(&join_name(prefix, "running_mean"), &mut st.mean);
+                    f(&join_name(prefix, "running_var"), &mut st.var);
+                }
             }
 
             fn set_training(&mut self, training: bool) {
@@ -576,10 +564,6 @@ impl DynModule for DynEmbedding {
             )));
         }
         embedding_on(input, &self.weight, self.padding_idx)
-    }
-
-    fn move_to(&mut self, dev: DynDevice) -> Result<()> {
-        move_together([Some(&mut self.weight)], [], dev)
     }
 
     fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &DynTensor)) {

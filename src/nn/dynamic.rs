@@ -1,7 +1,8 @@
 //! Modules whose device is a run-time value; they move in place, as PyTorch's `Module.to`.
 
 use super::{join_name, Dropout, MSELoss, ReLU};
-use crate::core::error::Result;
+use crate::core::error::{Error, Result};
+use crate::core::DType;
 use crate::device::DynDevice;
 use crate::ops::loss::Reduction;
 use crate::tensor::operand::sealed::AsRaw;
@@ -13,8 +14,42 @@ pub trait DynModule {
     /// Runs the module on `input`.
     fn forward(&self, input: &DynTensor) -> Result<DynTensor>;
 
-    /// Moves every parameter and buffer to `dev`, in place. On failure nothing has moved.
-    fn move_to(&mut self, dev: DynDevice) -> Result<()>;
+    /// Moves every parameter and buffer to `dev`, in place (the tensors that
+    /// [`visit_parameters_mut`](Self::visit_parameters_mut) and
+    /// [`visit_buffers_mut`](Self::visit_buffers_mut) give): all are copied first, then
+    /// swapped in, so on failure nothing has moved. A parameter stays the same leaf, with its
+    /// gradient moved along.
+    fn move_to(&mut self, dev: DynDevice) -> Result<()> {
+        convert_module(self, Some(dev), None)
+    }
+
+    /// Converts every floating-point parameter and buffer to `dtype`, in place (PyTorch's
+    /// `model.to(torch.float64)`, `model.half()`): integral buffers keep their dtype, a
+    /// parameter stays the same leaf with its gradient converted along, and on failure
+    /// nothing has changed. Only floating-point `dtype`s are accepted, with PyTorch's text.
+    ///
+    /// ```
+    /// use devtype::nn::{DynLinear, DynModule};
+    /// use devtype::{DType, DynDevice, DynTensor};
+    ///
+    /// let dev = DynDevice::cpu();
+    /// let mut model = DynLinear::new(3, 2, dev)?;
+    /// model.cast_to(DType::F64)?;                     // in place, like `model.double()`
+    /// let y = model.forward(&DynTensor::randn([4, 3], dev)?.to_dtype(DType::F64)?)?;
+    /// assert_eq!(y.dtype(), DType::F64);
+    /// let err = model.cast_to(DType::I64).unwrap_err();
+    /// assert_eq!(
+    ///     err.to_string(),
+    ///     "nn.Module.to only accepts floating point or complex dtypes, but got desired dtype=torch.int64"
+    /// );
+    /// # Ok::<(), devtype::Error>(())
+    /// ```
+    fn cast_to(&mut self, dtype: DType) -> Result<()> {
+        if !dtype.is_float() {
+            return Err(Error::ModuleDType(dtype));
+        }
+        convert_module(self, None, Some(dtype))
+    }
 
     /// Calls `f` with the full name and value of every parameter.
     fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &DynTensor));
@@ -26,6 +61,12 @@ pub trait DynModule {
     /// the module but is not trained, PyTorch's `register_buffer`: a batch norm's running
     /// statistics). None by default.
     fn visit_buffers(&self, _prefix: &str, _f: &mut dyn FnMut(&str, DynBuffer)) {}
+
+    /// Calls `f` with the full name of every tensor buffer and the buffer, mutably (what
+    /// [`move_to`](Self::move_to) and [`cast_to`](Self::cast_to) convert besides the
+    /// parameters; a host count such as `num_batches_tracked` is not a tensor). None by
+    /// default.
+    fn visit_buffers_mut(&mut self, _prefix: &str, _f: &mut dyn FnMut(&str, &mut DynTensor)) {}
 
     /// Switches training behaviour (dropout, batch statistics) on or off.
     fn set_training(&mut self, _training: bool) {}
@@ -44,6 +85,17 @@ pub trait DynModule {
         Self: Sized,
     {
         self.move_to(dev)?;
+        Ok(self)
+    }
+
+    /// Converts every floating-point parameter and buffer to `dtype` in place
+    /// ([`cast_to`](Self::cast_to)) and returns `&mut self`, as [`to`](Self::to) does for a
+    /// device.
+    fn to_dtype(&mut self, dtype: DType) -> Result<&mut Self>
+    where
+        Self: Sized,
+    {
+        self.cast_to(dtype)?;
         Ok(self)
     }
 
@@ -152,10 +204,6 @@ impl DynModule for DynLinear {
         input.linear(&self.weight, self.bias.as_ref())
     }
 
-    fn move_to(&mut self, dev: DynDevice) -> Result<()> {
-        move_weight_and_bias(&mut self.weight, &mut self.bias, dev)
-    }
-
     fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &DynTensor)) {
         f(&join_name(prefix, "weight"), &self.weight);
         if let Some(b) = &self.bias {
@@ -174,9 +222,6 @@ impl DynModule for DynLinear {
 impl DynModule for ReLU {
     fn forward(&self, input: &DynTensor) -> Result<DynTensor> {
         input.relu()
-    }
-    fn move_to(&mut self, _dev: DynDevice) -> Result<()> {
-        Ok(())
     }
     fn visit_parameters(&self, _prefix: &str, _f: &mut dyn FnMut(&str, &DynTensor)) {}
     fn visit_parameters_mut(&mut self, _prefix: &str, _f: &mut dyn FnMut(&str, &mut DynTensor)) {}
@@ -200,9 +245,6 @@ impl DynModule for Dropout {
         };
         let mask = keep.to_dtype(input.dtype())?.mul_scalar(scale)?;
         input.mul(&mask)
-    }
-    fn move_to(&mut self, _dev: DynDevice) -> Result<()> {
-        Ok(())
     }
     fn visit_parameters(&self, _prefix: &str, _f: &mut dyn FnMut(&str, &DynTensor)) {}
     fn visit_parameters_mut(&mut self, _prefix: &str, _f: &mut dyn FnMut(&str, &mut DynTensor)) {}
@@ -265,15 +307,6 @@ impl DynModule for DynSequential {
         Ok(x)
     }
 
-    fn move_to(&mut self, dev: DynDevice) -> Result<()> {
-        // Check the device first so that a bad one moves nothing.
-        dev.open()?;
-        for layer in &mut self.layers {
-            layer.move_to(dev)?;
-        }
-        Ok(())
-    }
-
     fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &DynTensor)) {
         for (i, layer) in self.layers.iter().enumerate() {
             layer.visit_parameters(&join_name(prefix, &i.to_string()), f);
@@ -292,6 +325,12 @@ impl DynModule for DynSequential {
         }
     }
 
+    fn visit_buffers_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut DynTensor)) {
+        for (i, layer) in self.layers.iter_mut().enumerate() {
+            layer.visit_buffers_mut(&join_name(prefix, &i.to_string()), f);
+        }
+    }
+
     fn set_training(&mut self, training: bool) {
         for layer in &mut self.layers {
             layer.set_training(training);
@@ -299,42 +338,34 @@ impl DynModule for DynSequential {
     }
 }
 
-/// Moves a layer's weight and optional bias to `dev` in place: both are copied first, then
-/// swapped in, so a failure leaves the layer where it was (`DynLinear`, `DynConv1d`,
-/// `DynConv2d`).
-pub(crate) fn move_weight_and_bias(
-    weight: &mut DynTensor,
-    bias: &mut Option<DynTensor>,
-    dev: DynDevice,
+/// `Module.to` for a whole module, on every tensor its visitors give: each is converted (to
+/// `dev`, to `dtype`, as [`DynTensor::converted`]) before any is replaced, so a failure (out
+/// of memory on the device, a missing device) leaves the module as it was.
+fn convert_module<M: DynModule + ?Sized>(
+    module: &mut M,
+    dev: Option<DynDevice>,
+    dtype: Option<DType>,
 ) -> Result<()> {
-    move_together([Some(weight), bias.as_mut()], [], dev)
-}
-
-/// Moves a layer's parameters and buffers (those present) to `dev` in place: all are copied
-/// first, then swapped in, so a failure leaves every one where it was.
-pub(crate) fn move_together<const P: usize, const B: usize>(
-    params: [Option<&mut DynTensor>; P],
-    buffers: [Option<&mut DynTensor>; B],
-    dev: DynDevice,
-) -> Result<()> {
-    // `move_to` keeps a parameter a parameter (a leaf, its gradient moved along); `to` would
-    // make a tracked copy. A buffer is not tracked: `to` copies it.
-    let mut moved_params = Vec::with_capacity(P);
-    for p in params.iter().flatten() {
-        let mut moved = (**p).clone();
-        moved.move_to(dev)?;
-        moved_params.push(moved);
+    let mut done = Vec::new();
+    let mut failed = None;
+    let mut convert = |t: &mut DynTensor| {
+        if failed.is_none() {
+            match t.converted(dev, dtype) {
+                Ok(c) => done.push(c),
+                Err(e) => failed = Some(e),
+            }
+        }
+    };
+    module.visit_parameters_mut("", &mut |_, p| convert(p));
+    module.visit_buffers_mut("", &mut |_, b| convert(b));
+    if let Some(e) = failed {
+        return Err(e);
     }
-    let mut moved_buffers = Vec::with_capacity(B);
-    for b in buffers.iter().flatten() {
-        moved_buffers.push(b.to(dev)?);
-    }
-    for (p, moved) in params.into_iter().flatten().zip(moved_params) {
-        *p = moved;
-    }
-    for (b, moved) in buffers.into_iter().flatten().zip(moved_buffers) {
-        *b = moved;
-    }
+    // The same visits in the same order: each tensor gets its own conversion.
+    let mut done = done.into_iter();
+    let mut install = |t: &mut DynTensor| t.install(done.next().expect("the same tensors"));
+    module.visit_parameters_mut("", &mut |_, p| install(p));
+    module.visit_buffers_mut("", &mut |_, b| install(b));
     Ok(())
 }
 
