@@ -389,21 +389,10 @@ fn store_in_place(
     raw: &mut crate::core::raw::RawTensor,
     value: &crate::core::raw::RawTensor,
 ) -> Result<bool> {
-    let same_shape = raw.shape() == value.shape() && raw.dtype == value.dtype;
-    if let (Some(ordinal), true) = (raw.device.cuda_index(), same_shape) {
-        if raw.storage.get_mut().is_some() {
-            let gpu = crate::backend::cuda::context::get(ordinal)?;
-            let to = crate::backend::cuda::memory::ptr(raw)?;
-            let from = crate::backend::cuda::memory::ptr(value)?;
-            crate::ops::copy::cuda::copy_strided(
-                gpu,
-                raw.dtype,
-                raw.shape(),
-                (to, &raw.layout.strides),
-                (from, &value.layout.strides),
-            )?;
-            return Ok(true);
-        }
+    let same = raw.shape() == value.shape() && raw.dtype == value.dtype;
+    if raw.device.is_cuda() && same && raw.storage.get_mut().is_some() {
+        crate::ops::copy::copy_into_gpu(raw, value)?;
+        return Ok(true);
     }
     Ok(false)
 }

@@ -67,39 +67,8 @@ impl<const N: usize, E: Element> StaticTensor<N, E> {
     /// on the device's stream: the next replay reads them, the host does not wait. `src`
     /// broadcasts to the buffer's shape; anything else is PyTorch's size error.
     pub fn try_copy_from(&mut self, src: &Tensor<Cuda<N>, E>) -> Result<()> {
-        let dst_shape = self.buffer.layout.shape;
-        let src_shape = &src.raw.layout.shape;
-        let both = crate::core::layout::broadcast_shapes(&dst_shape, src_shape)?;
-        if both[..] != dst_shape[..] {
-            return Err(crate::core::error::Error::Shape(format!(
-                "output with shape {:?} doesn't match the broadcast shape {:?}",
-                &dst_shape[..],
-                &both[..]
-            )));
-        }
-        let gpu = crate::backend::cuda::context::get(N)?;
-        // The source's strides seen over the buffer's shape: 0 where it broadcasts.
-        let rank = dst_shape.len();
-        let lead = rank - src_shape.len();
-        let strides: Vec<usize> = (0..rank)
-            .map(|i| {
-                if i < lead || src_shape[i - lead] == 1 {
-                    0
-                } else {
-                    src.raw.layout.strides[i - lead]
-                }
-            })
-            .collect();
         // A buffer the graph's step made may be a view (`set` of a strided result).
-        let dst = crate::backend::cuda::memory::ptr(&self.buffer)?;
-        let src_ptr = crate::backend::cuda::memory::ptr(&src.raw)?;
-        crate::ops::copy::cuda::copy_strided(
-            gpu,
-            E::DTYPE,
-            &dst_shape,
-            (dst, &self.buffer.layout.strides),
-            (src_ptr, &strides),
-        )
+        crate::ops::copy::copy_into_gpu(&mut self.buffer, &src.raw)
     }
 
     /// Queues a copy of `src`'s values into the buffer.

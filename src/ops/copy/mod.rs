@@ -10,6 +10,63 @@ use crate::core::layout::Dims;
 use crate::core::raw::RawTensor;
 use crate::core::{DType, DynDevice, Element};
 
+/// Queues a copy of `src`'s values into `dst`'s own memory on a GPU (PyTorch's
+/// `dst.copy_(src)`): `src` of `dst`'s dtype, on its GPU, broadcast to `dst`'s shape (PyTorch's
+/// text where it does not broadcast); either may be a strided view. What a CUDA graph needs:
+/// the copy writes the memory the graph reads at every replay (a new tensor would not be).
+/// The callers make sure no one else reads `dst` as a value (a `StaticTensor`'s buffer, a
+/// running statistic no handle shares), so the write is the update they mean.
+pub(crate) fn copy_into_gpu(dst: &mut RawTensor, src: &RawTensor) -> Result<()> {
+    let (Some(ordinal), true, true) = (
+        dst.device.cuda_index(),
+        src.device == dst.device,
+        src.dtype == dst.dtype,
+    ) else {
+        return Err(Error::Internal {
+            context: "copy_into_gpu",
+            message: format!(
+                "a {} tensor on {} copied into a {} tensor on {}",
+                src.dtype.torch_name(),
+                src.device,
+                dst.dtype.torch_name(),
+                dst.device
+            ),
+        });
+    };
+    let dst_shape = dst.layout.shape;
+    let src_shape = &src.layout.shape;
+    let both = crate::core::layout::broadcast_shapes(&dst_shape, src_shape)?;
+    if both[..] != dst_shape[..] {
+        return Err(Error::Shape(format!(
+            "output with shape {:?} doesn't match the broadcast shape {:?}",
+            &dst_shape[..],
+            &both[..]
+        )));
+    }
+    // The source's strides seen over `dst`'s shape: 0 where it broadcasts.
+    let rank = dst_shape.len();
+    let lead = rank - src_shape.len();
+    let strides: Vec<usize> = (0..rank)
+        .map(|i| {
+            if i < lead || src_shape[i - lead] == 1 {
+                0
+            } else {
+                src.layout.strides[i - lead]
+            }
+        })
+        .collect();
+    let gpu = crate::backend::cuda::context::get(ordinal)?;
+    let to = crate::backend::cuda::memory::ptr(dst)?;
+    let from = crate::backend::cuda::memory::ptr(src)?;
+    cuda::copy_strided(
+        gpu,
+        dst.dtype,
+        &dst_shape,
+        (to, &dst.layout.strides),
+        (from, &strides),
+    )
+}
+
 /// A contiguous copy of a strided view, on the same device.
 pub(crate) fn contiguous(t: &RawTensor) -> Result<RawTensor> {
     dispatch!([t], |be| be.contiguous(t))
