@@ -598,8 +598,53 @@ fn training_forward_runs_in_a_cuda_graph() {
     };
     assert_eq!(stats(&graphed), stats(&eager));
     assert_ne!(stats(&eager), stats(&BatchNorm2d::new(3, Cpu).to(gpu)));
-    // The count is on the host: the capture's warm-up and recorded pass counted, the replays
-    // did not (a `momentum: None` layer's factor is fixed when it is captured).
+    // The count follows what ran: the warm-up and each replay, not the recording (which ran
+    // nothing), as PyTorch's device-side `num_batches_tracked.add_(1)` does in a graph.
     assert_eq!(eager.num_batches_tracked(), Some(4));
-    assert_eq!(graphed.num_batches_tracked(), Some(3));
+    assert_eq!(graphed.num_batches_tracked(), Some(4));
+    // A copy taken now counts on its own: later replays update the original only.
+    let copy = graphed.clone();
+    let graph = devtype::cuda::capture(gpu, |_| {
+        graphed.try_forward(&x)?;
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(graphed.num_batches_tracked(), Some(5), "the warm-up");
+    graph.replay().unwrap();
+    graph.replay().unwrap();
+    assert_eq!(graphed.num_batches_tracked(), Some(7));
+    assert_eq!(copy.num_batches_tracked(), Some(4));
+}
+
+/// A cumulative average (`momentum: None`) weighs each batch by `1 / num_batches_tracked`, a
+/// value a graph would freeze at its recording: refused in a capture with the driver's error
+/// (PyTorch's reads the count back, a host sync the capture refuses), and the device and the
+/// layer keep working eagerly.
+#[test]
+fn a_cumulative_average_is_refused_in_a_cuda_graph() {
+    let _turn = gpu_turn();
+    let Some(gpu) = common::gpu() else { return };
+    let bn = BatchNorm2d::<Cpu>::try_with_options(3, 1e-5, None, true, true, Cpu)
+        .unwrap()
+        .to(gpu);
+    let x = Tensor::<Cpu>::randn([4, 3, 3, 3], Cpu).to(gpu);
+    bn.forward(&x);
+    let Err(err) = devtype::cuda::capture(gpu, |_| {
+        bn.try_forward(&x)?;
+        Ok(())
+    }) else {
+        panic!("captured a cumulative average")
+    };
+    assert!(
+        err.to_string()
+            .contains("operation not permitted when stream is capturing")
+            || err
+                .to_string()
+                .contains("CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED"),
+        "{err}"
+    );
+    // The warm-up ran (2); the refused recording counted nothing.
+    assert_eq!(bn.num_batches_tracked(), Some(2));
+    bn.forward(&x);
+    assert_eq!(bn.num_batches_tracked(), Some(3));
 }

@@ -20,6 +20,11 @@
 //! one replay draws (PyTorch's philox seed and offset for graphs): each replay draws fresh
 //! numbers, the very ones an eager run of the step would draw from the same generator state.
 //!
+//! Counts kept on the host: a batch norm's `num_batches_tracked` (PyTorch bumps it on the
+//! device, inside the graph) counts the warm-up and each replay, not the recording, which runs
+//! nothing; a cumulative average (`momentum: None`), whose factor is `1 / num_batches_tracked`,
+//! is refused in a capture, as PyTorch's reads the count back there.
+//!
 //! Memory: buffers allocated during the capture are the graph's (the driver's graph memory, at
 //! addresses fixed for the graph's life, freed and taken again at each launch). A buffer whose
 //! last handle drops during the capture is not freed there (a free recorded into the graph
@@ -40,7 +45,8 @@ use crate::core::storage::capture_keep;
 use cudarc::driver::{sys, CudaSlice};
 use std::fmt;
 use std::marker::PhantomData;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// GPU `N` while its stream is captured into a CUDA graph: the device type of the tensors a
 /// captured step works on (`Tensor<Capturing<Cuda<0>>>`).
@@ -120,6 +126,39 @@ pub struct CapturedGraph<const N: usize> {
     graph: cudarc::driver::CudaGraph,
     _kept: capture_keep::Kept,
     rng: GraphRng,
+    /// Host counters that advance by one at each replay ([`replay_counter`]).
+    counters: Vec<Arc<AtomicI64>>,
+}
+
+/// Per capturing GPU ordinal, the host counters its graph will advance at each replay.
+static REPLAY_COUNTERS: Mutex<Vec<(usize, Vec<Arc<AtomicI64>>)>> = Mutex::new(Vec::new());
+
+/// While GPU `ordinal`'s stream is being captured, a new host counter (at zero) that the graph
+/// adds one to at each replay; `None` when no capture is in progress there.
+///
+/// For state PyTorch keeps on the device and bumps inside the graph, devtype on the host: a
+/// batch norm's `num_batches_tracked` (its recorded update runs at every replay; its count
+/// follows the replays through this counter instead of counting the recording, which runs
+/// nothing).
+pub(crate) fn replay_counter(ordinal: usize) -> Option<Arc<AtomicI64>> {
+    let mut all = REPLAY_COUNTERS.lock().unwrap_or_else(|p| p.into_inner());
+    let (_, counters) = all.iter_mut().find(|(o, _)| *o == ordinal)?;
+    let counter = Arc::new(AtomicI64::new(0));
+    counters.push(counter.clone());
+    Some(counter)
+}
+
+/// Starts (`Some`) or ends (returns the counters) the list of GPU `ordinal`'s capture.
+fn replay_counters(ordinal: usize, begin: bool) -> Vec<Arc<AtomicI64>> {
+    let mut all = REPLAY_COUNTERS.lock().unwrap_or_else(|p| p.into_inner());
+    if begin {
+        all.push((ordinal, Vec::new()));
+        return Vec::new();
+    }
+    match all.iter().position(|(o, _)| *o == ordinal) {
+        Some(i) => all.swap_remove(i).1,
+        None => Vec::new(),
+    }
 }
 
 /// The random state a graph's draws read (`[seed, offset]` on the device), and how many
@@ -167,7 +206,11 @@ impl<const N: usize> CapturedGraph<N> {
         }
         self.graph
             .launch()
-            .map_err(|e| driver_error("cuGraphLaunch", e))
+            .map_err(|e| driver_error("cuGraphLaunch", e))?;
+        for c in &self.counters {
+            c.fetch_add(1, Ordering::SeqCst);
+        }
+        Ok(())
     }
 }
 
@@ -229,7 +272,9 @@ pub fn capture<const N: usize>(
     // run; the host's generator does not move until a replay.
     crate::random::begin_graph(N, rng.address());
     gpu.capturing.store(true, Ordering::SeqCst);
+    replay_counters(N, true);
     let result = record(gpu, &mut step);
+    let counters = replay_counters(N, false);
     gpu.capturing.store(false, Ordering::SeqCst);
     rng.per_replay = crate::random::end_graph(N);
     // On failure the kept buffers are freed now: no graph was made that could read them.
@@ -239,6 +284,7 @@ pub fn capture<const N: usize>(
         graph,
         _kept: kept,
         rng,
+        counters,
     })
 }
 

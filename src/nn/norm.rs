@@ -28,6 +28,9 @@ pub(crate) trait NormTensor: Clone + Sized {
     fn detach(&self) -> Self;
     /// `*self = value`, for a running statistic (see [`store_in_place`]).
     fn store(&mut self, value: Self) -> Result<()>;
+    /// A counter of the replays of the CUDA graph being recorded on this tensor's GPU, if one
+    /// is (see [`replay_counter`](crate::device::graph::replay_counter)).
+    fn replay_counter(&self) -> Option<std::sync::Arc<std::sync::atomic::AtomicI64>>;
 }
 
 /// Trait methods that call the front's own method of that name (`try_sub => sub`).
@@ -68,6 +71,9 @@ impl<D: Device, E: Float> NormTensor for Tensor<D, E> {
         }
         Ok(())
     }
+    fn replay_counter(&self) -> Option<std::sync::Arc<std::sync::atomic::AtomicI64>> {
+        crate::device::graph::replay_counter(self.raw.device.cuda_index()?)
+    }
 }
 
 impl NormTensor for DynTensor {
@@ -94,6 +100,9 @@ impl NormTensor for DynTensor {
             *self = value;
         }
         Ok(())
+    }
+    fn replay_counter(&self) -> Option<std::sync::Arc<std::sync::atomic::AtomicI64>> {
+        crate::device::graph::replay_counter(self.raw.device.cuda_index()?)
     }
 }
 
@@ -371,12 +380,51 @@ pub(crate) trait BatchNormKind {
 }
 
 /// The running statistics of a batch-norm layer: `running_mean`, `running_var` on the device,
-/// `num_batches_tracked` on the host.
-#[derive(Clone)]
+/// `num_batches_tracked` on the host: `count`, plus the replays of the CUDA graphs that
+/// recorded an update (`replays`, see [`replay_counter`](crate::device::graph::replay_counter)).
 pub(crate) struct RunningStats<T> {
     pub(crate) mean: T,
     pub(crate) var: T,
     pub(crate) count: i64,
+    pub(crate) replays: Vec<std::sync::Arc<std::sync::atomic::AtomicI64>>,
+}
+
+impl<T> RunningStats<T> {
+    pub(crate) fn new(mean: T, var: T, count: i64) -> Self {
+        RunningStats {
+            mean,
+            var,
+            count,
+            replays: Vec::new(),
+        }
+    }
+
+    /// `num_batches_tracked`: the batches counted on the host and those graph replays ran.
+    pub(crate) fn tracked(&self) -> i64 {
+        let replayed: i64 = self
+            .replays
+            .iter()
+            .map(|r| r.load(std::sync::atomic::Ordering::SeqCst))
+            .sum();
+        self.count + replayed
+    }
+
+    /// `count` made the whole of `num_batches_tracked` (the replays so far folded in), for a
+    /// caller that sets it (loading a checkpoint); later replays count on from there.
+    pub(crate) fn count_mut(&mut self) -> &mut i64 {
+        for r in &self.replays {
+            self.count += r.swap(0, std::sync::atomic::Ordering::SeqCst);
+        }
+        &mut self.count
+    }
+}
+
+/// A copy is a layer of its own: the statistics' handles and the count so far, not the
+/// graphs' counters (their replays update the original's buffers, not the copy's).
+impl<T: Clone> Clone for RunningStats<T> {
+    fn clone(&self) -> Self {
+        RunningStats::new(self.mean.clone(), self.var.clone(), self.tracked())
+    }
 }
 
 /// For `*dst = value` on a running statistic: on a GPU, where no other tensor holds `dst`'s
@@ -428,13 +476,7 @@ impl<T: Clone> BatchNormState<T> {
         BatchNormState {
             weight,
             bias,
-            stats: stats.map(|[mean, var]| {
-                std::sync::Mutex::new(RunningStats {
-                    mean,
-                    var,
-                    count: 0,
-                })
-            }),
+            stats: stats.map(|[mean, var]| std::sync::Mutex::new(RunningStats::new(mean, var, 0))),
             num_features,
             eps,
             momentum,
@@ -481,7 +523,7 @@ impl<T: Clone> BatchNormState<T> {
 
     /// The number of training batches seen, if tracked.
     pub(crate) fn num_batches_tracked(&self) -> Option<i64> {
-        self.stats().map(|s| s.count)
+        self.stats().map(|s| s.tracked())
     }
 
     /// Handles to the running statistics, taken before a visitor runs (it may use the layer:
@@ -532,11 +574,11 @@ impl<D: Device, E: Float> BatchNormState<Tensor<D, E>> {
         D: crate::device::CopyTo<D2>,
     {
         let stats = match self.stats() {
-            Some(s) => Some(std::sync::Mutex::new(RunningStats {
-                mean: Module::<D, E>::try_to(&s.mean, dev)?,
-                var: Module::<D, E>::try_to(&s.var, dev)?,
-                count: s.count,
-            })),
+            Some(s) => Some(std::sync::Mutex::new(RunningStats::new(
+                Module::<D, E>::try_to(&s.mean, dev)?,
+                Module::<D, E>::try_to(&s.var, dev)?,
+                s.tracked(),
+            ))),
             None => None,
         };
         Ok(BatchNormState {
@@ -558,7 +600,7 @@ impl<D: Device, E: Float> BatchNormState<Tensor<D, E>> {
         f(&join_name(prefix, "running_var"), Buffer::Tensor(s.var));
         f(
             &join_name(prefix, "num_batches_tracked"),
-            Buffer::Count(s.count),
+            Buffer::Count(s.count), // a snapshot: replays folded in
         );
     }
 
@@ -576,7 +618,7 @@ impl<D: Device, E: Float> BatchNormState<Tensor<D, E>> {
         );
         f(
             &join_name(prefix, "num_batches_tracked"),
-            BufferMut::Count(&mut s.count),
+            BufferMut::Count(s.count_mut()),
         );
     }
 }
@@ -627,7 +669,20 @@ impl<T: NormTensor> BatchNormState<T> {
                     // variance is the unbiased one, as PyTorch's. On a GPU each is written
                     // back into its own buffer where nothing else holds it (see
                     // `store_in_place`).
-                    let count = s.count + 1;
+                    // In a CUDA graph's recording the update runs at each replay, and the count
+                    // follows the replays. A cumulative average (`momentum: None`) would bake
+                    // `1 / count` into the graph: refused there, as PyTorch's reads the count
+                    // back (`float(num_batches_tracked)`), a host sync the driver refuses.
+                    let replays = s.mean.replay_counter();
+                    if replays.is_some() && self.momentum.is_none() {
+                        return Err(crate::backend::cuda::context::driver_error(
+                            "BatchNorm with momentum=None (its factor reads num_batches_tracked)",
+                            cudarc::driver::DriverError(
+                                cudarc::driver::sys::CUresult::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+                            ),
+                        ));
+                    }
+                    let count = s.tracked() + 1;
                     let factor = self.momentum.unwrap_or(1.0 / count as f64);
                     let n = per_channel as f64;
                     let batch_mean = mean
@@ -643,7 +698,10 @@ impl<T: NormTensor> BatchNormState<T> {
                     let new_var = s.var.try_mul_scalar(1.0 - factor)?.try_add(&batch_var)?;
                     s.mean.store(new_mean)?;
                     s.var.store(new_var)?;
-                    s.count = count;
+                    match replays {
+                        Some(r) => s.replays.push(r),
+                        None => s.count += 1,
+                    }
                 }
             }
             let rstd = var.try_add_scalar(self.eps)?.try_sqrt()?.try_reciprocal()?;
