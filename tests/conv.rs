@@ -6,6 +6,8 @@
 
 mod common;
 
+use common::close;
+
 #[path = "reference/conv_torch.rs"]
 #[allow(dead_code, clippy::excessive_precision, clippy::approx_constant)]
 mod torch;
@@ -54,17 +56,6 @@ pub struct PoolCase {
     pub y: &'static [f64],
     pub v: &'static [f64],
     pub gx: &'static [f64],
-}
-
-#[track_caller]
-fn close(what: &str, got: &[f64], want: &[f64], tol: f64) {
-    assert_eq!(got.len(), want.len(), "{what}: length");
-    for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        assert!(
-            (g - w).abs() <= tol * (1.0 + w.abs()),
-            "{what}[{i}]: {g} vs {w} (tol {tol})"
-        );
-    }
 }
 
 fn conv_typed<D: Device>(

@@ -13,6 +13,8 @@ use devtype::{DType, DynDevice, DynTensor};
 
 mod common;
 
+use common::close;
+
 const CPU: DynDevice = DynDevice::cpu();
 
 /// Each layer with an input of its shape (integer ids for the embedding).
@@ -98,17 +100,6 @@ fn state(m: &dyn DynModule) -> Vec<(String, Vec<f64>)> {
         }
     }
     out
-}
-
-#[track_caller]
-fn close(what: &str, got: &[f64], want: &[f64], tol: f64) {
-    assert_eq!(got.len(), want.len(), "{what}: length");
-    for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        assert!(
-            (g - w).abs() <= tol * (1.0 + w.abs()),
-            "{what}[{i}]: {g} vs {w}"
-        );
-    }
 }
 
 /// Cast to each floating-point dtype after a training step: the state is the f32 state

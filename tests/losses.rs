@@ -6,6 +6,8 @@
 
 mod common;
 
+use common::close;
+
 #[path = "reference/losses_torch.rs"]
 #[allow(dead_code, clippy::excessive_precision, clippy::approx_constant)]
 mod torch;
@@ -23,16 +25,6 @@ const REDUCTIONS: [(Reduction, &str); 3] = [
     (Reduction::Sum, "SUM"),
     (Reduction::Mean, "MEAN"),
 ];
-
-fn close(what: &str, got: &[f64], want: &[f64], tol: f64) {
-    assert_eq!(got.len(), want.len(), "{what}: length");
-    for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        assert!(
-            (g - w).abs() <= tol * (1.0 + w.abs()),
-            "{what}[{i}]: got {g}, PyTorch {w}"
-        );
-    }
-}
 
 /// The recorded values of one case, by name: `(value, grad of x, grad of target)`.
 fn recorded(name: &str, red: &str) -> (&'static [f64], &'static [f64], Option<&'static [f64]>) {

@@ -4,6 +4,8 @@
 //! against the CPU.
 
 mod common;
+
+use common::close;
 #[path = "nn_layers/reference.rs"]
 mod reference;
 
@@ -38,17 +40,6 @@ fn loss(out: &T64) -> T64 {
         .map(|i| (0.3 * i as f64 + 0.2).cos())
         .collect();
     out.mul(Tensor::from_vec(g, out.shape(), Cpu)).sum_all()
-}
-
-#[track_caller]
-fn close(what: &str, got: &[f64], want: &[f64], tol: f64) {
-    assert_eq!(got.len(), want.len(), "{what}: length");
-    for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        assert!(
-            (g - w).abs() <= tol * (1.0 + w.abs()),
-            "{what}[{i}]: got {g}, PyTorch/reference {w}"
-        );
-    }
 }
 
 #[track_caller]

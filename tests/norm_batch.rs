@@ -7,6 +7,8 @@
 
 mod common;
 
+use common::close;
+
 #[path = "reference/batchnorm_torch.rs"]
 #[allow(dead_code, clippy::excessive_precision, clippy::approx_constant)]
 mod torch;
@@ -47,17 +49,6 @@ static GPU_TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn gpu_turn() -> std::sync::MutexGuard<'static, ()> {
     GPU_TURN.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-#[track_caller]
-fn close(what: &str, got: &[f64], want: &[f64], tol: f64) {
-    assert_eq!(got.len(), want.len(), "{what}: length");
-    for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        assert!(
-            (g - w).abs() <= tol * (1.0 + w.abs()),
-            "{what}[{i}]: {g} vs {w} (tol {tol})"
-        );
-    }
 }
 
 fn f64s<D: Device + HostSync, E: Float>(t: &Tensor<D, E>) -> Vec<f64> {

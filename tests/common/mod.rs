@@ -166,3 +166,16 @@ pub fn values_f64(t: &DynTensor) -> Vec<f64> {
         other => panic!("no f64 view of {other:?}"),
     }
 }
+
+/// Asserts `got` equals `want` element by element within `tol`, relative to each wanted
+/// value's size (`|g - w| <= tol (1 + |w|)`), naming `what` and the first index that is not.
+#[track_caller]
+pub fn close(what: &str, got: &[f64], want: &[f64], tol: f64) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!(
+            (g - w).abs() <= tol * (1.0 + w.abs()),
+            "{what}[{i}]: got {g}, want {w} (tol {tol})"
+        );
+    }
+}
