@@ -2,7 +2,7 @@
 # The GPU check, in two halves.
 #
 #   bash scripts/gpu-check.sh build   # on the Rust machine: release test and benchmark binaries
-#                                     # (stripped, gzipped) and the kernels compiled for sm_90
+#                                     # (stripped, xz-packed) and the kernels compiled for sm_90
 #                                     # by NVRTC, into the git-ignored gpu-bin/ (under 64 MiB)
 #   bash scripts/gpu-check.sh run     # on a GPU machine with the CUDA 13 driver and PyTorch's
 #                                     # python3 (no Rust, no network needed): the GPU tests with
@@ -32,8 +32,10 @@ die() {
     exit 1
 }
 
-# Test sources that touch the GPU (their binaries run in `run`). Left out: the ui test (needs
-# rustc), kernels_compile (needs no GPU, reads the source tree; `build` runs it instead) and
+# Test sources that touch the GPU (their binaries run in `run`): those that name CUDA, and
+# every one that opens a GPU as .ci/run's simulator step finds them (a test that only says
+# "GPU", `common::gpu()`, must run on the real one too). Left out: the ui test (needs rustc),
+# kernels_compile (needs no GPU, reads the source tree; `build` runs it instead) and
 # broken_libraries (a CPU check of the loader that needs a C compiler).
 gpu_tests() {
     for f in tests/*.rs; do
@@ -41,7 +43,8 @@ gpu_tests() {
         case "$name" in
         ui | kernels_compile | broken_libraries) continue ;;
         esac
-        if grep -qiE 'cuda' "$f"; then
+        if grep -qiE 'cuda' "$f" ||
+            grep -qE 'common::(second_)?gpu\(|cuda::is_available\(|Cuda::<[0-9]+>::open\(' "$f"; then
             echo "$name"
         fi
     done
@@ -132,6 +135,8 @@ build() {
     "${bench[@]}" --message-format=json >"$BIN/build-bench.json" 2>"$BIN/build-bench.log" ||
         { tail -n 40 "$BIN/build-bench.log"; die "cargo bench --no-run failed"; }
     build_kernels
+    # CUBINs shrink about 4x gzipped (`run` unpacks them): the folder must ship in 64 MiB.
+    gzip -9 -n -f "$BIN"/kernels/*.cubin
     python3 - "$BIN" "$wanted" <<'EOF' || die "could not collect the binaries"
 import json, shutil, subprocess, sys, os
 out, wanted = sys.argv[1], sys.argv[2].split()
@@ -159,13 +164,24 @@ for target, exe in artifacts(os.path.join(out, "build-bench.json")):
     if target["name"] == "gpu":
         shutil.copy(exe, os.path.join(out, "bench-gpu"))
         copied.append(os.path.join(out, "bench-gpu"))
-for path in copied:
-    # No debug info or symbols, then gzip: the folder stays small enough to ship.
+# No debug info or symbols, then xz (a third smaller than gzip -9 on these binaries: the
+# folder must ship in 64 MiB); `run` unpacks with Python's lzma, which the GPU machine has.
+# The dry run's debug binaries (never shipped) take the fast preset.
+import lzma
+from concurrent.futures import ThreadPoolExecutor
+preset = 1 if os.environ.get("GPU_CHECK_PROFILE", "release") == "dev" else 6
+def pack(path):
     subprocess.run(["strip", "--strip-all", path], check=False)
-    subprocess.run(["gzip", "-9", "-n", "-f", path], check=True)
+    with open(path, "rb") as f:
+        data = lzma.compress(f.read(), preset=preset)
+    with open(path + ".xz", "wb") as f:
+        f.write(data)
+    os.remove(path)
+with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+    list(pool.map(pack, copied))
 print("gpu-check: copied", len(copied), "binaries")
 EOF
-    [ -f "$BIN/bench-gpu.gz" ] || die "the gpu benchmark binary is missing"
+    [ -f "$BIN/bench-gpu.xz" ] || die "the gpu benchmark binary is missing"
     rm -f "$BIN"/build-*.json
     local kib
     kib=$(du -sk "$BIN" | cut -f1)
@@ -176,17 +192,21 @@ EOF
     fi
 }
 
-# Unpacks the gzipped binaries of gpu-bin/ into $1.
+# Unpacks the xz-packed binaries of gpu-bin/ into $1 (Python's lzma: no xz tool needed).
 unpack() {
     local dest=$1
     mkdir -p "$dest/tests"
-    local f
-    for f in "$BIN"/bench-gpu.gz "$BIN"/tests/*.gz; do
-        [ -f "$f" ] || continue
-        local rel=${f#"$BIN"/}
-        gunzip -c "$f" >"$dest/${rel%.gz}"
-        chmod +x "$dest/${rel%.gz}"
-    done
+    python3 - "$BIN" "$dest" <<'EOF'
+import glob, lzma, os, sys
+src, dest = sys.argv[1], sys.argv[2]
+for f in [os.path.join(src, "bench-gpu.xz")] + sorted(glob.glob(os.path.join(src, "tests", "*.xz"))):
+    if not os.path.isfile(f):
+        continue
+    out = os.path.join(dest, os.path.relpath(f, src)[: -len(".xz")])
+    with open(f, "rb") as i, open(out, "wb") as o:
+        o.write(lzma.decompress(i.read()))
+    os.chmod(out, 0o755)
+EOF
 }
 
 # Picks the CUDA 13 libraries devtype loads (libnvrtc, libcublas, libcublasLt) from one folder
@@ -334,7 +354,7 @@ EOF
 }
 
 run() {
-    [ -f "$BIN/bench-gpu.gz" ] || die "no binaries in $BIN: run 'bash scripts/gpu-check.sh build' first"
+    [ -f "$BIN/bench-gpu.xz" ] || die "no binaries in $BIN: run 'bash scripts/gpu-check.sh build' first"
     local start=$SECONDS
     local budget=${GPU_CHECK_BUDGET_S:-440}
     local cap=${GPU_CHECK_CAP_S:-120}
@@ -355,6 +375,8 @@ run() {
     export DEVTYPE_KERNEL_CACHE="$scratch/kernel-cache"
     mkdir -p "$DEVTYPE_KERNEL_CACHE"
     cp "$BIN"/kernels/* "$DEVTYPE_KERNEL_CACHE"/ 2>/dev/null || true
+    # They ship gzipped (`build`): unpacked here, where the loader looks for them.
+    gunzip -f "$DEVTYPE_KERNEL_CACHE"/*.cubin.gz 2>/dev/null || true
     local cubins
     cubins=$(find "$DEVTYPE_KERNEL_CACHE" -name '*.cubin' | wc -l)
     touch "$scratch/kernel-stamp"
