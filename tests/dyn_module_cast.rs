@@ -312,3 +312,41 @@ fn on_the_gpu_a_cast_layer_equals_the_cpu() {
         }
     }
 }
+
+/// A module whose visitors give other tensors on a second call (a broken contract): the
+/// conversion is an error and nothing changes, not a panic or a half-converted module.
+#[test]
+fn a_module_whose_visitors_change_is_an_error_and_nothing_changes() {
+    struct Fickle {
+        a: DynTensor,
+        b: DynTensor,
+        calls: usize,
+    }
+    impl DynModule for Fickle {
+        fn forward(&self, input: &DynTensor) -> devtype::Result<DynTensor> {
+            Ok(input.clone())
+        }
+        fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &DynTensor)) {
+            f(prefix, &self.a);
+            f(prefix, &self.b);
+        }
+        fn visit_parameters_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut DynTensor)) {
+            self.calls += 1;
+            f(prefix, &mut self.a);
+            if self.calls == 1 {
+                f(prefix, &mut self.b);
+            }
+        }
+    }
+    let leaf = || DynTensor::parameter(DynTensor::randn([3], CPU).unwrap()).unwrap();
+    let mut m = Fickle {
+        a: leaf(),
+        b: leaf(),
+        calls: 0,
+    };
+    let before = (f64s(&m.a), f64s(&m.b));
+    let err = m.cast_to(DType::F64).unwrap_err();
+    assert!(matches!(err, devtype::Error::Internal { .. }), "{err:?}");
+    assert_eq!((m.a.dtype(), m.b.dtype()), (DType::F32, DType::F32));
+    assert_eq!((f64s(&m.a), f64s(&m.b)), before);
+}

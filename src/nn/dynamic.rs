@@ -65,7 +65,8 @@ pub trait DynModule {
     /// Calls `f` with the full name of every tensor buffer and the buffer, mutably (what
     /// [`move_to`](Self::move_to) and [`cast_to`](Self::cast_to) convert besides the
     /// parameters; a host count such as `num_batches_tracked` is not a tensor). None by
-    /// default.
+    /// default. Like the parameter visitors, it must give the same tensors in the same order
+    /// on every call: a conversion visits twice, converting, then replacing.
     fn visit_buffers_mut(&mut self, _prefix: &str, _f: &mut dyn FnMut(&str, &mut DynTensor)) {}
 
     /// Switches training behaviour (dropout, batch statistics) on or off.
@@ -361,9 +362,26 @@ fn convert_module<M: DynModule + ?Sized>(
     if let Some(e) = failed {
         return Err(e);
     }
-    // The same visits in the same order: each tensor gets its own conversion.
+    // The same visits in the same order: each tensor gets its own conversion. A visitor that
+    // gives other tensors on a second call (a module's contract broken) changes nothing.
+    let mut count = 0;
+    module.visit_parameters_mut("", &mut |_, _| count += 1);
+    module.visit_buffers_mut("", &mut |_, _| count += 1);
+    if count != done.len() {
+        return Err(Error::Internal {
+            context: "Module.to",
+            message: format!(
+                "the module's visitors gave {} tensors, then {count}",
+                done.len()
+            ),
+        });
+    }
     let mut done = done.into_iter();
-    let mut install = |t: &mut DynTensor| t.install(done.next().expect("the same tensors"));
+    let mut install = |t: &mut DynTensor| {
+        if let Some(c) = done.next() {
+            t.install(c)
+        }
+    };
     module.visit_parameters_mut("", &mut |_, p| install(p));
     module.visit_buffers_mut("", &mut |_, b| install(b));
     Ok(())
