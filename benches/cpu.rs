@@ -9,7 +9,7 @@
 //! cargo bench --bench cpu -- S         # optimizer steps, plain and under a GradScaler
 //! cargo bench --bench cpu -- K         # clip_grad_norm_ over a 4.2M-parameter model
 //! cargo bench --bench cpu -- V         # conv2d forward and backward, LeNet and ResNet shapes
-//! cargo bench --bench cpu -- T         # training steps: LeNet and examples/transformer.rs
+//! cargo bench --bench cpu -- T         # training steps: LeNet and examples/transformer.rs (TL, TT: one)
 //! ```
 
 use devtype::amp::GradScaler;
@@ -782,8 +782,9 @@ impl Decoder<Cpu> {
 ///   plain SGD (lr 0.05);
 /// - `examples/transformer.rs`'s decoder (2 layers, d_model 64, 4 heads, 16 tokens), its batch
 ///   of 64 sequences: forward, cross-entropy on the reversed half, backward, Adam (lr 2e-3).
-fn train_steps(cfg: Cfg) {
-    // LeNet.
+///
+/// `-- TL` or `-- TT` runs one of the two (to profile it alone).
+fn lenet_step(cfg: Cfg) {
     let x = Tensor::from_vec(det_uniform(64 * 28 * 28, 1), [64, 1, 28, 28], Cpu);
     let y = Tensor::<Cpu, i64>::from_vec(
         (0..64).map(|k| ((7 * k + 3) % 10) as i64).collect(),
@@ -814,8 +815,10 @@ fn train_steps(cfg: Cfg) {
         black_box(step(&mut lenet, &mut sgd));
     });
     report("devtype", "T", "lenet train step (b=64, SGD)", "ms", &t, ms);
+}
 
-    // The transformer.
+/// Workload T's second half (`-- TT` alone): the transformer's training step.
+fn transformer_step(cfg: Cfg) {
     let digits: Vec<i64> = det_uniform(T_BATCH * T_LEN, 2)
         .into_iter()
         .map(|u| ((u * 10.0) as i64).min(9))
@@ -897,7 +900,14 @@ fn main() {
     if want("V") {
         conv_workload(cfg);
     }
-    if want("T") {
-        train_steps(cfg);
+    if want("T") || want("TL") {
+        lenet_step(cfg);
+    }
+    if want("T") || want("TT") {
+        if std::env::var("BENCH_IN_POOL").is_ok() {
+            rayon::scope(|_| transformer_step(cfg));
+        } else {
+            transformer_step(cfg);
+        }
     }
 }
