@@ -1494,3 +1494,74 @@ fn every_op_of_the_table_in_f32_matches_f64() {
         |_, want| 64.0 * ops::table_eps(DType::F32) * want.abs().max(1.0),
     );
 }
+
+/// The ops whose CPU kernels split work across threads give the same bits on one thread (a
+/// one-thread pool) as on every thread from the program's own thread, on shapes above their
+/// thresholds: a chunk handed the wrong start, or partial sums added in an order that depends
+/// on the scheduling, would differ. Element-wise add, a 1M-element `sum`, row sums, `softmax`,
+/// batched small products, max pooling with its indices, and `Linear`'s bias gradient. (The
+/// values themselves are checked against the f64 reference by the tests above.)
+#[test]
+fn parallel_kernels_give_the_same_bits_on_any_thread_count() {
+    let mut rng = Rng::new("parallel_kernels_give_the_same_bits_on_any_thread_count");
+    let mut t = |shape: &[usize]| {
+        let n = shape.iter().product();
+        Tensor::<Cpu>::from_vec(
+            rng.values(n, -2.0, 2.0).iter().map(|&v| v as f32).collect(),
+            shape,
+            Cpu,
+        )
+    };
+    let (a, b) = (t(&[300, 301]), t(&[300, 301]));
+    let big = t(&[1 << 20]);
+    let logits = t(&[4099, 33]);
+    let (q, k) = (t(&[300, 16, 16]), t(&[300, 16, 16]));
+    let img = t(&[8, 16, 41, 40]);
+    let x = t(&[1030, 70]);
+    let run = || {
+        let lin = devtype::nn::Linear::new(70, 64, Cpu);
+        let scale = Tensor::<Cpu>::from_vec(
+            (0..1030 * 64).map(|i| (i % 7) as f32 - 3.0).collect(),
+            [1030, 64],
+            Cpu,
+        );
+        (lin.forward(&x) * &scale).sum().backward();
+        let pooled = img.max_pool2d_with_indices((3, 3), (2, 2), (1, 1), (1, 1), false);
+        vec![
+            (&a + &b).to_vec(),
+            vec![big.sum().item()],
+            a.sum_dims(&[1], false).to_vec(),
+            logits.softmax(1).to_vec(),
+            q.matmul(&k.transpose(1, 2)).to_vec(),
+            pooled.values.to_vec(),
+            pooled.indices.to_vec().iter().map(|&i| i as f32).collect(),
+            lin.bias().unwrap().grad().unwrap().to_vec(),
+        ]
+    };
+    let bits = |v: Vec<Vec<f32>>| -> Vec<Vec<u32>> {
+        v.into_iter()
+            .map(|x| x.iter().map(|f| f.to_bits()).collect())
+            .collect()
+    };
+    devtype::manual_seed(7);
+    let pool = bits(run());
+    let one = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    devtype::manual_seed(7);
+    let serial = bits(one.install(run));
+    let names = [
+        "add",
+        "sum",
+        "sum(1)",
+        "softmax",
+        "bmm",
+        "max_pool2d",
+        "indices",
+        "bias grad",
+    ];
+    for ((name, p), s) in names.iter().zip(&pool).zip(&serial) {
+        assert!(p == s, "{name}: the pool's bits differ from one thread's");
+    }
+}

@@ -2,7 +2,6 @@
 //! element-wise maps split across threads.
 
 use crate::core::layout::{Dims, Layout};
-use rayon::prelude::*;
 
 /// Below this many output elements, element-wise work stays on the calling thread.
 pub(crate) const PARALLEL_THRESHOLD: usize = 1 << 16;
@@ -190,9 +189,7 @@ pub(crate) fn for_each_chunk<O: Send>(out: &mut [O], f: impl Fn(usize, &mut [O])
 /// layout case: 11,570 `rayon_core` functions, 6.6 MB of a user's 14 MB of code, measured with
 /// `scripts/user-build.sh`).
 fn par_for_each_chunk<O: Send>(out: &mut [O], f: &(dyn Fn(usize, &mut [O]) + Sync)) {
-    out.par_chunks_mut(CHUNK)
-        .enumerate()
-        .for_each(|(i, c)| f(i * CHUNK, c));
+    super::parallel::for_each_chunk_mut(out, CHUNK, f);
 }
 
 /// `out[i] = f(a[i])` over a (possibly strided) view `la` of `a`; `out` is contiguous.

@@ -2,6 +2,7 @@
 //! plane per task (in parallel above a size), `f16`/`bf16` through `f32`.
 
 use super::{PoolMode, Window};
+use crate::backend::cpu::parallel::{for_each_chunk_mut, for_each_chunk_pair_mut};
 use crate::backend::cpu::strided::PARALLEL_THRESHOLD;
 use crate::core::dtype::sealed::ElementStorage;
 use crate::core::error::Result;
@@ -9,7 +10,6 @@ use crate::core::layout::Dims;
 use crate::core::raw::RawTensor;
 use crate::core::{DType, Element, Float};
 use crate::ops::half;
-use rayon::prelude::*;
 
 /// Runs `f(chunk_index, chunk)` over `out` in chunks of `len` (in parallel when it is large).
 fn chunks<T: Send>(out: &mut [T], len: usize, f: impl Fn(usize, &mut [T]) + Sync + Send) {
@@ -17,9 +17,7 @@ fn chunks<T: Send>(out: &mut [T], len: usize, f: impl Fn(usize, &mut [T]) + Sync
         return;
     }
     if out.len() >= PARALLEL_THRESHOLD && !cfg!(miri) {
-        out.par_chunks_mut(len)
-            .enumerate()
-            .for_each(|(i, c)| f(i, c));
+        for_each_chunk_mut(out, len, &|start, c| f(start / len, c));
     } else {
         out.chunks_mut(len).enumerate().for_each(|(i, c)| f(i, c));
     }
@@ -252,10 +250,9 @@ fn pool_typed<T: Float>(
         };
         if per > 0 {
             if numel >= PARALLEL_THRESHOLD && !cfg!(miri) {
-                out.par_chunks_mut(per)
-                    .zip(idx.par_chunks_mut(per))
-                    .enumerate()
-                    .for_each(|(p, (dst, at))| planes(p, dst, at));
+                for_each_chunk_pair_mut(&mut out, &mut idx, per, &|start, dst, at| {
+                    planes(start / per, dst, at)
+                });
             } else {
                 for (p, (dst, at)) in out.chunks_mut(per).zip(idx.chunks_mut(per)).enumerate() {
                     planes(p, dst, at);

@@ -520,12 +520,17 @@ fn typed<T: Gemm>(a: &[T], b: &[T], plan: &MatmulPlan) -> Result<RawTensor> {
         // Each product is too small for the GEMM to split (it runs on one thread): split the
         // batch instead (a convolution's per-image products, attention's per-head ones). Each
         // product is computed as it would be alone, so the bits do not change.
-        use rayon::prelude::*;
-        out.par_chunks_mut((m * n).max(1))
-            .enumerate()
-            .take(batches)
-            .with_min_len(((1 << 16) / per_product.max(1)).max(1))
-            .for_each(one);
+        let per_task = ((1 << 16) / per_product.max(1)).max(1);
+        let len = (m * n).max(1);
+        crate::backend::cpu::parallel::for_each_chunk_mut(
+            &mut out[..batches * len],
+            per_task * len,
+            &|start, c| {
+                for (i, dst) in (start / len..).zip(c.chunks_mut(len)) {
+                    one((i, dst));
+                }
+            },
+        );
     } else {
         out.chunks_mut((m * n).max(1))
             .enumerate()

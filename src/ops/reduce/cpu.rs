@@ -1,12 +1,12 @@
 //! CPU kernels for reductions.
 
 use super::{ReduceOp, ReducePlan};
+use crate::backend::cpu::parallel::for_each_chunk_mut;
 use crate::backend::cpu::strided::Strided;
 use crate::core::dtype::Half;
 use crate::core::error::Result;
 use crate::core::raw::RawTensor;
 use crate::core::Element;
-use rayon::prelude::*;
 
 /// What a reduction needs of an element type.
 pub(crate) trait Reducible: Element {
@@ -348,18 +348,20 @@ fn typed<T: Reducible>(data: &[T], plan: &ReducePlan, op: ReduceOp) -> Result<Ra
         && !cfg!(miri)
         && matches!(op, ReduceOp::Sum | ReduceOp::Mean)
     {
-        // One big sum: split the reduction itself across threads.
+        // One big sum: split the reduction itself across threads, into one partial sum per
+        // block of the line, added in order (the same bits whatever the thread count).
         let chunk = 1 << 14;
-        let total = (0..r.div_ceil(chunk))
-            .into_par_iter()
-            .map(|c| fold_range(data, &walk, c * chunk..((c + 1) * chunk).min(r), op))
-            .reduce(|| T::ZERO, T::add);
-        out[0] = finish(total);
+        let mut partial = vec![T::ZERO; r.div_ceil(chunk)];
+        for_each_chunk_mut(&mut partial, 1, &|c, p| {
+            p[0] = fold_range(data, &walk, c * chunk..((c + 1) * chunk).min(r), op);
+        });
+        out[0] = finish(partial.into_iter().fold(T::ZERO, T::add));
     } else if work >= 1 << 16 && plan.outputs > 1 && !cfg!(miri) {
-        out.par_iter_mut()
-            .enumerate()
-            .with_min_len((1 << 14) / r.max(1) + 1)
-            .for_each(|(i, o)| *o = finish(fold_range(data, &walk, i * r..(i + 1) * r, op)));
+        for_each_chunk_mut(&mut out, (1 << 14) / r.max(1) + 1, &|start, c| {
+            for (i, o) in (start..).zip(c) {
+                *o = finish(fold_range(data, &walk, i * r..(i + 1) * r, op));
+            }
+        });
     } else {
         for (i, o) in out.iter_mut().enumerate() {
             *o = finish(fold_range(data, &walk, i * r..(i + 1) * r, op));
@@ -423,10 +425,11 @@ fn arg_typed<T: Reducible>(data: &[T], plan: &ReducePlan, max: bool) -> Result<R
     };
     if plan.outputs * r >= 1 << 16 && plan.outputs > 1 && !cfg!(miri) {
         // One output per line, the lines split across threads (as the values' reduction).
-        out.par_iter_mut()
-            .enumerate()
-            .with_min_len((1 << 14) / r.max(1) + 1)
-            .for_each(|(i, o)| *o = one(i));
+        for_each_chunk_mut(&mut out, (1 << 14) / r.max(1) + 1, &|start, c| {
+            for (i, o) in (start..).zip(c) {
+                *o = one(i);
+            }
+        });
     } else {
         for (i, o) in out.iter_mut().enumerate() {
             *o = one(i);

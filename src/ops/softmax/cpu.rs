@@ -1,5 +1,6 @@
 //! CPU kernel for softmax over contiguous rows.
 
+use crate::backend::cpu::parallel::for_each_chunk_mut;
 use crate::backend::cpu::strided::PARALLEL_THRESHOLD;
 use crate::backend::cpu::vmath::vectorized;
 use crate::core::error::Result;
@@ -7,7 +8,6 @@ use crate::core::raw::RawTensor;
 use crate::core::{DType, Float};
 use crate::ops::half;
 use crate::ops::unary::UnaryMath;
-use rayon::prelude::*;
 
 /// Softmax (or log-softmax) of one row, from `src` into `dst`. The exponentials are one loop of
 /// their own (it vectorizes: `f32`'s `exp` is `vmath`'s), summed after.
@@ -52,9 +52,14 @@ fn typed<T: Float + UnaryMath>(a: RawTensor, log: bool) -> Result<RawTensor> {
     let r = a.layout.contiguous_range().expect("contiguous");
     let src = &src[r];
     if numel >= PARALLEL_THRESHOLD && !cfg!(miri) {
-        out.par_chunks_mut(row)
-            .zip(src.par_chunks(row))
-            .for_each(|(d, s)| softmax_row(s, d, log));
+        // Whole rows per task, about 16K elements each.
+        let rows = ((1 << 14) / row).max(1);
+        for_each_chunk_mut(&mut out, rows * row, &|start, d| {
+            let s = &src[start..start + d.len()];
+            for (d, s) in d.chunks_mut(row).zip(s.chunks(row)) {
+                softmax_row(s, d, log);
+            }
+        });
     } else {
         for (d, s) in out.chunks_mut(row).zip(src.chunks(row)) {
             softmax_row(s, d, log);

@@ -1,11 +1,11 @@
 //! CPU kernel of the bias gradient: rows added into one accumulator row.
 
+use crate::backend::cpu::parallel::for_each_chunk_mut;
 use crate::core::error::Result;
 use crate::core::layout::Dims;
 use crate::core::raw::RawTensor;
 use crate::core::{DType, Float};
 use crate::ops::half;
-use rayon::prelude::*;
 
 /// Rows per parallel task.
 const ROWS_PER_TASK: usize = 64;
@@ -27,21 +27,22 @@ fn typed<T: Float>(grad: &RawTensor) -> Result<RawTensor> {
     let mut out = crate::core::pool::zeroed_vec::<T>(n)?;
     if n > 0 {
         if rows * n >= crate::backend::cpu::strided::PARALLEL_THRESHOLD && !cfg!(miri) {
-            let partial = data
-                .par_chunks(ROWS_PER_TASK * n)
-                .map(|block| {
-                    let mut acc = vec![T::ZERO; n];
-                    add_rows(&mut acc, block);
-                    acc
-                })
-                .reduce(
-                    || vec![T::ZERO; n],
-                    |mut a, b| {
-                        add_rows(&mut a, &b);
-                        a
-                    },
+            // One partial sum per block of rows, added in order (the same bits whatever the
+            // thread count).
+            let blocks = rows.div_ceil(ROWS_PER_TASK);
+            let mut partial = vec![T::ZERO; blocks * n];
+            for_each_chunk_mut(&mut partial, n, &|start, acc| {
+                let b = start / n;
+                add_rows(
+                    acc,
+                    &data[b * ROWS_PER_TASK * n..((b + 1) * ROWS_PER_TASK).min(rows) * n],
                 );
-            out = partial;
+            });
+            for acc in partial.chunks_exact(n) {
+                for (o, &x) in out.iter_mut().zip(acc) {
+                    *o += x;
+                }
+            }
         } else {
             add_rows(&mut out, data);
         }

@@ -1,0 +1,240 @@
+//! Parallel loops that the calling thread takes part in.
+//!
+//! A training loop runs on the program's own thread, outside `rayon`'s pool. A `rayon`
+//! parallel iterator called from there hands the whole loop to the pool and puts the caller to
+//! sleep until a worker wakes it: two thread wake-ups per element-wise op, each tens of
+//! microseconds on a virtual machine, for ops that take about as long. PyTorch's OpenMP loops
+//! have the calling thread do a share. [`for_each_task`] does the same on `rayon`'s threads:
+//! helpers are spawned into the pool and every thread, the caller included, takes the next
+//! task from one counter, so the caller never waits for a sleeping worker to wake up (if none
+//! does in time, the caller does every task itself); it only waits, spinning, for tasks
+//! already running on other threads. Measured on the transformer's training step
+//! (`cargo bench --bench cpu -- TT`), see the commit that added this module.
+
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// A task body whose borrow the compiler cannot follow into the pool's threads.
+struct Body(*const (dyn Fn(usize) + Sync));
+
+// SAFETY: the pointee is `Sync` (shared calls from any thread are allowed), and `Body` only
+// moves the pointer; when it may be dereferenced is `Shared::work`'s business.
+unsafe impl Send for Body {}
+// SAFETY: as above: `&Body` only gives access to the pointer.
+unsafe impl Sync for Body {}
+
+/// What the caller and its helpers share: the next task to take, the tasks finished, and the
+/// first panic, if any (a panicking task must not abort the process from a pool thread).
+struct Shared {
+    next: AtomicUsize,
+    done: AtomicUsize,
+    tasks: usize,
+    panic: Mutex<Option<Box<dyn std::any::Any + Send>>>,
+    body: Body,
+}
+
+impl Shared {
+    /// Takes tasks until none is left.
+    fn work(&self) {
+        loop {
+            let i = self.next.fetch_add(1, Ordering::Relaxed);
+            if i >= self.tasks {
+                return;
+            }
+            // SAFETY: task `i < tasks` was taken and is not yet counted in `done`, and
+            // `for_each_task` does not return (so the body it borrowed stays alive) before
+            // `done` reaches `tasks`. A helper that starts late finds `i >= tasks` and never
+            // dereferences the pointer.
+            let body = unsafe { &*self.body.0 };
+            if let Err(p) = catch_unwind(AssertUnwindSafe(|| body(i))) {
+                let mut first = self.panic.lock().unwrap_or_else(|e| e.into_inner());
+                first.get_or_insert(p);
+            }
+            self.done.fetch_add(1, Ordering::Release);
+        }
+    }
+}
+
+/// Calls `f(0)`, ..., `f(tasks - 1)`, each exactly once, on up to `rayon`'s number of threads,
+/// the calling thread one of them. Returns when every call has returned; a panic in any of
+/// them is resumed on the caller after all have finished.
+pub(crate) fn for_each_task(tasks: usize, f: &(dyn Fn(usize) + Sync)) {
+    let threads = rayon::current_num_threads().min(tasks);
+    if threads <= 1 {
+        (0..tasks).for_each(f);
+        return;
+    }
+    if rayon::current_thread_index().is_some() {
+        // Already on a pool thread (a loop inside a parallel loop): `rayon`'s own splitting,
+        // whose waiting thread steals work instead of spinning.
+        use rayon::prelude::*;
+        (0..tasks).into_par_iter().for_each(f);
+        return;
+    }
+    // SAFETY: only the lifetime is erased (same pointer, same vtable); see `Shared::work` for
+    // why the pointer is never used after `f`'s borrow ends.
+    let body = unsafe {
+        std::mem::transmute::<*const (dyn Fn(usize) + Sync + '_), *const (dyn Fn(usize) + Sync)>(f)
+    };
+    let shared = Arc::new(Shared {
+        next: AtomicUsize::new(0),
+        done: AtomicUsize::new(0),
+        tasks,
+        panic: Mutex::new(None),
+        body: Body(body),
+    });
+    for _ in 1..threads {
+        let shared = Arc::clone(&shared);
+        rayon::spawn(move || shared.work());
+    }
+    shared.work();
+    // Every task is taken; wait for those still running elsewhere.
+    let mut spins = 0u32;
+    while shared.done.load(Ordering::Acquire) < tasks {
+        if spins < 1 << 12 {
+            spins += 1;
+            std::hint::spin_loop();
+        } else {
+            std::thread::yield_now();
+        }
+    }
+    let panic = shared
+        .panic
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take();
+    if let Some(p) = panic {
+        resume_unwind(p);
+    }
+}
+
+/// `f(start, chunk)` for each `chunk_len`-element chunk of `out` (the last may be shorter),
+/// through [`for_each_task`].
+pub(crate) fn for_each_chunk_mut<O: Send>(
+    out: &mut [O],
+    chunk_len: usize,
+    f: &(dyn Fn(usize, &mut [O]) + Sync),
+) {
+    let chunk_len = chunk_len.max(1);
+    let len = out.len();
+    let base = SendPtr(out.as_mut_ptr());
+    for_each_task(len.div_ceil(chunk_len), &|i| {
+        let start = i * chunk_len;
+        let n = chunk_len.min(len - start);
+        let base = &base;
+        // SAFETY: `start + n <= len`, so the chunk lies inside `out`, which is borrowed
+        // mutably for this whole call; `for_each_task` runs each `i` exactly once, so no two
+        // calls get overlapping chunks; `O: Send` lets another thread have the chunk.
+        let chunk = unsafe { std::slice::from_raw_parts_mut(base.0.add(start), n) };
+        f(start, chunk)
+    });
+}
+
+/// `f(start, a_chunk, b_chunk)` for the matching `chunk_len`-element chunks of two slices of
+/// the same length (a value and its index, as max pooling writes them).
+pub(crate) fn for_each_chunk_pair_mut<A: Send, B: Send>(
+    a: &mut [A],
+    b: &mut [B],
+    chunk_len: usize,
+    f: &(dyn Fn(usize, &mut [A], &mut [B]) + Sync),
+) {
+    assert_eq!(
+        a.len(),
+        b.len(),
+        "chunk pairs of slices of different lengths"
+    );
+    let chunk_len = chunk_len.max(1);
+    let len = a.len();
+    let (pa, pb) = (SendPtr(a.as_mut_ptr()), SendPtr(b.as_mut_ptr()));
+    for_each_task(len.div_ceil(chunk_len), &|i| {
+        let start = i * chunk_len;
+        let n = chunk_len.min(len - start);
+        let (pa, pb) = (&pa, &pb);
+        // SAFETY: as in `for_each_chunk_mut`, for each slice (both have `len` elements).
+        let (ca, cb) = unsafe {
+            (
+                std::slice::from_raw_parts_mut(pa.0.add(start), n),
+                std::slice::from_raw_parts_mut(pb.0.add(start), n),
+            )
+        };
+        f(start, ca, cb)
+    });
+}
+
+/// A pointer into a slice whose disjoint parts are handed to other threads.
+struct SendPtr<O>(*mut O);
+// SAFETY: used only by the `for_each_chunk*` functions, which hand out disjoint chunks of
+// `O: Send`.
+unsafe impl<O: Send> Sync for SendPtr<O> {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every task runs exactly once, whatever the count (none, one, fewer than the threads,
+    /// many), from outside the pool and from inside it.
+    #[test]
+    fn each_task_runs_once() {
+        let check = || {
+            for tasks in [0usize, 1, 2, 3, 17, 200] {
+                let hits: Vec<AtomicUsize> = (0..tasks).map(|_| AtomicUsize::new(0)).collect();
+                for_each_task(tasks, &|i| {
+                    hits[i].fetch_add(1, Ordering::Relaxed);
+                });
+                assert!(
+                    hits.iter().all(|h| h.load(Ordering::Relaxed) == 1),
+                    "{tasks}"
+                );
+            }
+        };
+        check();
+        rayon::scope(|_| check());
+    }
+
+    /// Each chunk is handed out once, at its start, with the right length.
+    #[test]
+    fn chunks_cover_the_slice() {
+        for (len, chunk) in [(0usize, 4usize), (1, 4), (9, 4), (64, 8), (1000, 7)] {
+            let mut v = vec![0usize; len];
+            for_each_chunk_mut(&mut v, chunk, &|start, c| {
+                assert!(c.len() <= chunk);
+                for (j, x) in c.iter_mut().enumerate() {
+                    *x += start + j + 1;
+                }
+            });
+            assert!(
+                v.iter().enumerate().all(|(i, &x)| x == i + 1),
+                "{len}/{chunk}"
+            );
+            let mut w = vec![0u8; len];
+            v.fill(0);
+            for_each_chunk_pair_mut(&mut v, &mut w, chunk, &|start, a, b| {
+                for (j, (x, y)) in a.iter_mut().zip(b).enumerate() {
+                    *x += start + j + 1;
+                    *y += 1;
+                }
+            });
+            assert!(
+                v.iter().enumerate().all(|(i, &x)| x == i + 1),
+                "{len}/{chunk}"
+            );
+            assert!(w.iter().all(|&y| y == 1), "{len}/{chunk}");
+        }
+    }
+
+    /// A panicking task reaches the caller as a panic (not an abort in a pool thread), after
+    /// the other tasks have finished.
+    #[test]
+    fn a_panic_reaches_the_caller() {
+        let ran = AtomicUsize::new(0);
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            for_each_task(64, &|i| {
+                ran.fetch_add(1, Ordering::Relaxed);
+                assert!(i != 5, "task five");
+            })
+        }));
+        assert!(r.is_err());
+        assert_eq!(ran.load(Ordering::Relaxed), 64);
+    }
+}
