@@ -58,11 +58,22 @@ impl Shared {
 
 /// Calls `f(0)`, ..., `f(tasks - 1)`, each exactly once, on up to `rayon`'s number of threads,
 /// the calling thread one of them. Returns when every call has returned; a panic in any of
-/// them is resumed on the caller after all have finished.
+/// them is resumed on the caller after all have finished (on a pool thread already, `rayon`'s
+/// rule: the panic is resumed on the caller, other tasks may not have run).
 pub(crate) fn for_each_task(tasks: usize, f: &(dyn Fn(usize) + Sync)) {
     let threads = rayon::current_num_threads().min(tasks);
     if threads <= 1 {
-        (0..tasks).for_each(f);
+        // In order on this thread, with the same outcome as below: every task runs, then the
+        // first panic is resumed.
+        let mut first = None;
+        for i in 0..tasks {
+            if let Err(p) = catch_unwind(AssertUnwindSafe(|| f(i))) {
+                first.get_or_insert(p);
+            }
+        }
+        if let Some(p) = first {
+            resume_unwind(p);
+        }
         return;
     }
     if rayon::current_thread_index().is_some() {
@@ -234,6 +245,19 @@ mod tests {
                 assert!(i != 5, "task five");
             })
         }));
+        assert!(r.is_err());
+        assert_eq!(ran.load(Ordering::Relaxed), 64);
+        // The same on one thread.
+        let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+        ran.store(0, Ordering::Relaxed);
+        let r = one.install(|| {
+            catch_unwind(AssertUnwindSafe(|| {
+                for_each_task(64, &|i| {
+                    ran.fetch_add(1, Ordering::Relaxed);
+                    assert!(i != 5, "task five");
+                })
+            }))
+        });
         assert!(r.is_err());
         assert_eq!(ran.load(Ordering::Relaxed), 64);
     }
