@@ -1499,7 +1499,7 @@ fn every_op_of_the_table_in_f32_matches_f64() {
 /// one-thread pool) as on every thread from the program's own thread, on shapes above their
 /// thresholds: a chunk handed the wrong start, or partial sums added in an order that depends
 /// on the scheduling, would differ. Element-wise add, a 1M-element `sum`, row sums, `softmax`,
-/// batched small products, max pooling with its indices, and `Linear`'s bias gradient. (The
+/// batched small products, a product big enough to split, max pooling with its indices, and `Linear`'s bias gradient. (The
 /// values themselves are checked against the f64 reference by the tests above.)
 #[test]
 fn parallel_kernels_give_the_same_bits_on_any_thread_count() {
@@ -1518,6 +1518,7 @@ fn parallel_kernels_give_the_same_bits_on_any_thread_count() {
     let (q, k) = (t(&[300, 16, 16]), t(&[300, 16, 16]));
     let img = t(&[8, 16, 41, 40]);
     let x = t(&[1030, 70]);
+    let (m1, m2) = (t(&[300, 200]), t(&[200, 250]));
     let run = || {
         let lin = devtype::nn::Linear::new(70, 64, Cpu);
         let scale = Tensor::<Cpu>::from_vec(
@@ -1533,6 +1534,7 @@ fn parallel_kernels_give_the_same_bits_on_any_thread_count() {
             a.sum_dims(&[1], false).to_vec(),
             logits.softmax(1).to_vec(),
             q.matmul(&k.transpose(1, 2)).to_vec(),
+            m1.matmul(&m2).to_vec(),
             pooled.values.to_vec(),
             pooled.indices.to_vec().iter().map(|&i| i as f32).collect(),
             lin.bias().unwrap().grad().unwrap().to_vec(),

@@ -61,7 +61,7 @@ impl Shared {
 /// them is resumed on the caller after all have finished (on a pool thread already, `rayon`'s
 /// rule: the panic is resumed on the caller, other tasks may not have run).
 pub(crate) fn for_each_task(tasks: usize, f: &(dyn Fn(usize) + Sync)) {
-    let threads = rayon::current_num_threads().min(tasks);
+    let threads = pool_threads().min(tasks);
     if threads <= 1 {
         // In order on this thread, with the same outcome as below: every task runs, then the
         // first panic is resumed.
@@ -76,7 +76,7 @@ pub(crate) fn for_each_task(tasks: usize, f: &(dyn Fn(usize) + Sync)) {
         }
         return;
     }
-    if rayon::current_thread_index().is_some() {
+    if !cfg!(miri) && rayon::current_thread_index().is_some() {
         // Already on a pool thread (a loop inside a parallel loop): `rayon`'s own splitting,
         // whose waiting thread steals work instead of spinning.
         use rayon::prelude::*;
@@ -95,10 +95,9 @@ pub(crate) fn for_each_task(tasks: usize, f: &(dyn Fn(usize) + Sync)) {
         panic: Mutex::new(None),
         body: Body(body),
     });
-    for _ in 1..threads {
-        let shared = Arc::clone(&shared);
-        rayon::spawn(move || shared.work());
-    }
+    let helpers: Vec<_> = (1..threads)
+        .map(|_| spawn_helper(Arc::clone(&shared)))
+        .collect();
     shared.work();
     // Every task is taken; wait for those still running elsewhere.
     let mut spins = 0u32;
@@ -110,6 +109,9 @@ pub(crate) fn for_each_task(tasks: usize, f: &(dyn Fn(usize) + Sync)) {
             std::thread::yield_now();
         }
     }
+    for h in helpers {
+        h.join();
+    }
     let panic = shared
         .panic
         .lock()
@@ -117,6 +119,46 @@ pub(crate) fn for_each_task(tasks: usize, f: &(dyn Fn(usize) + Sync)) {
         .take();
     if let Some(p) = panic {
         resume_unwind(p);
+    }
+}
+
+/// The threads a loop is shared between: `rayon`'s. (Under Miri, three: `rayon`'s pool does
+/// not run there, its `crossbeam` deques use integer-to-pointer casts that strict provenance
+/// refuses, so the helpers are plain threads, and Miri checks the protocol above with them.)
+fn pool_threads() -> usize {
+    if cfg!(miri) {
+        3
+    } else {
+        rayon::current_num_threads()
+    }
+}
+
+/// A helper running [`Shared::work`]: a job in `rayon`'s pool, nothing to wait for at the end
+/// (the caller waits for the tasks, not for the jobs: one that starts late takes no task).
+#[cfg(not(miri))]
+fn spawn_helper(shared: Arc<Shared>) -> Helper {
+    rayon::spawn(move || shared.work());
+    Helper
+}
+#[cfg(not(miri))]
+struct Helper;
+#[cfg(not(miri))]
+impl Helper {
+    fn join(self) {}
+}
+
+/// Under Miri, a thread, joined at the end so that none outlives the test.
+#[cfg(miri)]
+fn spawn_helper(shared: Arc<Shared>) -> Helper {
+    Helper(std::thread::spawn(move || shared.work()))
+}
+#[cfg(miri)]
+struct Helper(std::thread::JoinHandle<()>);
+#[cfg(miri)]
+impl Helper {
+    fn join(self) {
+        // `work` catches the tasks' panics, so the thread itself does not panic.
+        let _ = self.0.join();
     }
 }
 
@@ -200,7 +242,10 @@ mod tests {
             }
         };
         check();
-        rayon::scope(|_| check());
+        if !cfg!(miri) {
+            // Inside `rayon`'s pool (which does not run under Miri, see `pool_threads`).
+            rayon::scope(|_| check());
+        }
     }
 
     /// Each chunk is handed out once, at its start, with the right length.
@@ -247,8 +292,14 @@ mod tests {
         }));
         assert!(r.is_err());
         assert_eq!(ran.load(Ordering::Relaxed), 64);
+        if cfg!(miri) {
+            return; // `rayon`'s pool does not run under Miri (see `pool_threads`)
+        }
         // The same on one thread.
-        let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+        let one = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap();
         ran.store(0, Ordering::Relaxed);
         let r = one.install(|| {
             catch_unwind(AssertUnwindSafe(|| {

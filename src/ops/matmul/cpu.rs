@@ -351,14 +351,65 @@ pub(crate) fn gemm_into<T: Gemm>(
         small_product_widest(dst, (m, k, n), a, b, accumulate);
         return;
     }
+    let threads = rayon::current_num_threads();
+    if flops < GEMM_THREADS_FROM || threads < 2 {
+        return crate_gemm(
+            dst,
+            (m, k, n),
+            a,
+            b,
+            accumulate,
+            gemm_common::Parallelism::None,
+        );
+    }
+    if rayon::current_thread_index().is_some() || m < 16 * threads {
+        // On a pool thread already (the crate's `rayon` loops steal while they wait), or too
+        // few rows to share: the crate splits the product.
+        return crate_gemm(
+            dst,
+            (m, k, n),
+            a,
+            b,
+            accumulate,
+            gemm_common::Parallelism::Rayon(threads),
+        );
+    }
+    // From the program's own thread: one block of rows per thread, the caller one of them
+    // (`backend::cpu::parallel`); the crate's own `rayon` split would put the caller to sleep
+    // until a worker wakes it. Each output element is the same sum either way.
+    let rows = m.div_ceil(threads);
+    crate::backend::cpu::parallel::for_each_chunk_mut(
+        &mut dst[..out_len],
+        rows * n,
+        &|start, d| {
+            let part = MatrixView {
+                offset: a.offset + start / n * a.row_stride,
+                ..a
+            };
+            crate_gemm(
+                d,
+                (d.len() / n, k, n),
+                part,
+                b,
+                accumulate,
+                gemm_common::Parallelism::None,
+            );
+        },
+    );
+}
+
+/// `dst[m x n] = (accumulate ? dst : 0) + a @ b` by the `gemm-*` crate, `m, k, n > 0`.
+fn crate_gemm<T: Gemm>(
+    dst: &mut [T],
+    (m, k, n): (usize, usize, usize),
+    a: MatrixView<'_, T>,
+    b: MatrixView<'_, T>,
+    accumulate: bool,
+    parallelism: gemm_common::Parallelism,
+) {
+    assert!(dst.len() >= m * n, "gemm destination too small");
     assert!(a.fits(m, k), "gemm lhs out of bounds");
     assert!(b.fits(k, n), "gemm rhs out of bounds");
-    let threads = rayon::current_num_threads();
-    let parallelism = if flops >= GEMM_THREADS_FROM && threads > 1 {
-        gemm_common::Parallelism::Rayon(threads)
-    } else {
-        gemm_common::Parallelism::None
-    };
     let call = GemmCall {
         m,
         n,
