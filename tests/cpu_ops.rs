@@ -1533,7 +1533,7 @@ fn parallel_kernels_give_the_same_bits_on_any_thread_count() {
             vec![big.sum().item()],
             a.sum_dims(&[1], false).to_vec(),
             logits.softmax(1).to_vec(),
-            q.matmul(&k.transpose(1, 2)).to_vec(),
+            q.matmul(k.transpose(1, 2)).to_vec(),
             m1.matmul(&m2).to_vec(),
             pooled.values.to_vec(),
             pooled.indices.to_vec().iter().map(|&i| i as f32).collect(),

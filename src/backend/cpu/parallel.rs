@@ -184,13 +184,16 @@ pub(crate) fn for_each_chunk_mut<O: Send>(
     });
 }
 
+/// What [`for_each_chunk_pair_mut`] calls: `(start, a_chunk, b_chunk)`.
+type PairBody<'a, A, B> = dyn Fn(usize, &mut [A], &mut [B]) + Sync + 'a;
+
 /// `f(start, a_chunk, b_chunk)` for the matching `chunk_len`-element chunks of two slices of
 /// the same length (a value and its index, as max pooling writes them).
 pub(crate) fn for_each_chunk_pair_mut<A: Send, B: Send>(
     a: &mut [A],
     b: &mut [B],
     chunk_len: usize,
-    f: &(dyn Fn(usize, &mut [A], &mut [B]) + Sync),
+    f: &PairBody<'_, A, B>,
 ) {
     assert_eq!(
         a.len(),
