@@ -14,6 +14,7 @@ pub(crate) mod dtype;
 pub(crate) mod error;
 pub(crate) mod format;
 pub(crate) mod layout;
+pub(crate) mod per_capture;
 pub(crate) mod pinned;
 pub(crate) mod pool;
 pub(crate) mod raw;

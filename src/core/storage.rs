@@ -163,52 +163,35 @@ mod tests {
 /// dropped, when it is freed in stream order after the graph's last replay.
 pub(crate) mod capture_keep {
     use super::Storage;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::{Arc, Mutex};
+    use crate::core::per_capture::PerCapture;
+    use std::sync::Arc;
 
-    /// Captures in progress (any GPU): the drop path only locks when one is.
-    static ACTIVE: AtomicUsize = AtomicUsize::new(0);
     /// Per capturing GPU ordinal, the storages kept so far.
-    static KEPT: Mutex<Vec<(usize, Vec<Arc<Storage>>)>> = Mutex::new(Vec::new());
+    static KEPT: PerCapture<Arc<Storage>> = PerCapture::new();
 
     /// Storage kept for a graph (freed when dropped).
     pub(crate) struct Kept(#[allow(dead_code)] Vec<Arc<Storage>>);
 
     /// Starts keeping the storage of GPU `ordinal` that is dropped.
     pub(crate) fn begin(ordinal: usize) {
-        let mut kept = KEPT.lock().unwrap_or_else(|p| p.into_inner());
-        kept.push((ordinal, Vec::new()));
-        ACTIVE.fetch_add(1, Ordering::SeqCst);
+        KEPT.begin(ordinal);
     }
 
     /// Stops keeping storage of GPU `ordinal`; returns what was kept.
     pub(crate) fn end(ordinal: usize) -> Kept {
-        let mut kept = KEPT.lock().unwrap_or_else(|p| p.into_inner());
-        let Some(i) = kept.iter().position(|(o, _)| *o == ordinal) else {
-            return Kept(Vec::new());
-        };
-        ACTIVE.fetch_sub(1, Ordering::SeqCst);
-        Kept(kept.swap_remove(i).1)
+        Kept(KEPT.end(ordinal))
     }
 
     /// Keeps `arc` when it is the last handle to GPU memory of a capturing GPU (returns
     /// `None`); otherwise gives it back.
     #[inline]
     pub(super) fn keep(arc: Arc<Storage>) -> Option<Arc<Storage>> {
-        if ACTIVE.load(Ordering::SeqCst) == 0 {
+        if !KEPT.any_active() {
             return Some(arc);
         }
-        let ordinal = match &*arc {
-            Storage::Cuda(c) if Arc::strong_count(&arc) == 1 => c.ordinal(),
-            _ => return Some(arc),
-        };
-        let mut kept = KEPT.lock().unwrap_or_else(|p| p.into_inner());
-        match kept.iter_mut().find(|(o, _)| *o == ordinal) {
-            Some((_, list)) => {
-                list.push(arc);
-                None
-            }
-            None => Some(arc),
+        match &*arc {
+            Storage::Cuda(c) if Arc::strong_count(&arc) == 1 => KEPT.push(c.ordinal(), arc),
+            _ => Some(arc),
         }
     }
 }

@@ -41,12 +41,13 @@ use crate::backend::cuda::context::{driver_error, GpuContext};
 use crate::backend::cuda::memory;
 use crate::core::cuda_storage::slice_ptr;
 use crate::core::error::Result;
+use crate::core::per_capture::PerCapture;
 use crate::core::storage::capture_keep;
 use cudarc::driver::{sys, CudaSlice};
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// GPU `N` while its stream is captured into a CUDA graph: the device type of the tensors a
 /// captured step works on (`Tensor<Capturing<Cuda<0>>>`).
@@ -131,33 +132,21 @@ pub struct CapturedGraph<const N: usize> {
 }
 
 /// Per capturing GPU ordinal, the host counters its graph will advance at each replay.
-static REPLAY_COUNTERS: Mutex<Vec<(usize, Vec<Arc<AtomicI64>>)>> = Mutex::new(Vec::new());
+static REPLAY_COUNTERS: PerCapture<Arc<AtomicI64>> = PerCapture::new();
 
 /// While GPU `ordinal`'s stream is being captured, a new host counter (at zero) that the graph
-/// adds one to at each replay; `None` when no capture is in progress there.
+/// adds one to at each replay; `None` when no capture is in progress there (one atomic load
+/// when none is anywhere: a batch norm's training forward asks at every call).
 ///
 /// For state PyTorch keeps on the device and bumps inside the graph, devtype on the host: a
 /// batch norm's `num_batches_tracked` (its recorded update runs at every replay; its count
 /// follows the replays through this counter instead of counting the recording, which runs
 /// nothing).
 pub(crate) fn replay_counter(ordinal: usize) -> Option<Arc<AtomicI64>> {
-    let mut all = REPLAY_COUNTERS.lock().unwrap_or_else(|p| p.into_inner());
-    let (_, counters) = all.iter_mut().find(|(o, _)| *o == ordinal)?;
     let counter = Arc::new(AtomicI64::new(0));
-    counters.push(counter.clone());
-    Some(counter)
-}
-
-/// Starts (`Some`) or ends (returns the counters) the list of GPU `ordinal`'s capture.
-fn replay_counters(ordinal: usize, begin: bool) -> Vec<Arc<AtomicI64>> {
-    let mut all = REPLAY_COUNTERS.lock().unwrap_or_else(|p| p.into_inner());
-    if begin {
-        all.push((ordinal, Vec::new()));
-        return Vec::new();
-    }
-    match all.iter().position(|(o, _)| *o == ordinal) {
-        Some(i) => all.swap_remove(i).1,
-        None => Vec::new(),
+    match REPLAY_COUNTERS.push(ordinal, counter.clone()) {
+        None => Some(counter),
+        Some(_) => None,
     }
 }
 
@@ -272,9 +261,9 @@ pub fn capture<const N: usize>(
     // run; the host's generator does not move until a replay.
     crate::random::begin_graph(N, rng.address());
     gpu.capturing.store(true, Ordering::SeqCst);
-    replay_counters(N, true);
+    REPLAY_COUNTERS.begin(N);
     let result = record(gpu, &mut step);
-    let counters = replay_counters(N, false);
+    let counters = REPLAY_COUNTERS.end(N);
     gpu.capturing.store(false, Ordering::SeqCst);
     rng.per_replay = crate::random::end_graph(N);
     // On failure the kept buffers are freed now: no graph was made that could read them.
