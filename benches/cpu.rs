@@ -11,6 +11,9 @@
 //! cargo bench --bench cpu -- V         # conv2d forward and backward, LeNet and ResNet shapes
 //! cargo bench --bench cpu -- T         # training steps: LeNet and examples/transformer.rs (TL, TT: one)
 //! ```
+//!
+//! `BENCH_IN_POOL=1` runs the transformer's step on one of `rayon`'s threads instead of the
+//! program's own (what a step costs when no op has to hand work to a sleeping pool).
 
 use devtype::amp::GradScaler;
 use devtype::nn::{
