@@ -224,3 +224,69 @@ RELU_BACKWARD(double, f64)
 
 RELU_BACKWARD_HALF(f16_t, f16)
 RELU_BACKWARD_HALF(bf16_t, bf16)
+
+// The gradient of GELU (src/ops/binary/gelu_backward): out[i] = grad[i] * gelu'(x[i]), where x is
+// the GELU's input. PyTorch's GeluBackwardKernelImpl, in its order of operations, its constants
+// rounded to T as there; the same formulas as the CPU's.
+
+// erf, exp and tanh of T (f32: the single-precision functions, as the unary ops).
+template <typename T> struct GeluMath;
+template <> struct GeluMath<float> {
+    static __device__ __forceinline__ float erf_(float v) { return erff(v); }
+    static __device__ __forceinline__ float exp_(float v) { return expf(v); }
+    static __device__ __forceinline__ float tanh_(float v) { return tanhf(v); }
+};
+template <> struct GeluMath<double> {
+    static __device__ __forceinline__ double erf_(double v) { return erf(v); }
+    static __device__ __forceinline__ double exp_(double v) { return exp(v); }
+    static __device__ __forceinline__ double tanh_(double v) { return tanh(v); }
+};
+template <typename T> struct GeluBackwardOp {
+    __device__ __forceinline__ T operator()(T dy, T x) const {
+        const T kAlpha = (T)0.70710678118654752440;  // M_SQRT1_2
+        // M_2_SQRTPI * M_SQRT1_2 * 0.5 = 1/sqrt(2 pi), computed in double as PyTorch does.
+        const T kBeta = (T)(1.12837916709551257390 * 0.70710678118654752440 * 0.5);
+        const T cdf = (T)0.5 * ((T)1 + GeluMath<T>::erf_(x * kAlpha));
+        const T pdf = kBeta * GeluMath<T>::exp_(x * x * (T)-0.5);
+        return dy * (cdf + x * pdf);
+    }
+};
+template <typename T> struct GeluTanhBackwardOp {
+    __device__ __forceinline__ T operator()(T dy, T x) const {
+        const T kBeta = (T)0.79788456080286535588;  // M_SQRT2 * M_2_SQRTPI * 0.5 = sqrt(2/pi)
+        const T kKappa = (T)0.044715;
+        const T x_sq = x * x;
+        const T x_cube = x_sq * x;
+        const T inner = kBeta * (x + kKappa * x_cube);
+        const T t = GeluMath<T>::tanh_(inner);
+        const T left = (T)0.5 * x;
+        const T right = (T)1 + t;
+        const T left_derivative = (T)0.5 * right;
+        const T tanh_derivative = (T)1 - t * t;
+        const T inner_derivative = kBeta * ((T)1 + (T)3 * kKappa * x_sq);
+        const T right_derivative = left * tanh_derivative * inner_derivative;
+        return dy * (left_derivative + right_derivative);
+    }
+};
+
+#define GELU_BACKWARD(NAME, OP, T, SUFFIX)                                                            \
+    extern "C" __global__ void NAME##_##SUFFIX(T* out, const T* grad, const T* x, Strided<2> L,       \
+                                               u64 n) {                                               \
+        map2(out, grad, x, L, n, OP<T>());                                                            \
+    }
+
+// 16-bit floats: the f32 formula of the widened values, rounded once.
+#define GELU_BACKWARD_HALF(NAME, OP, H, SUFFIX)                                                       \
+    extern "C" __global__ void NAME##_##SUFFIX(H* out, const H* grad, const H* x, Strided<2> L,       \
+                                               u64 n) {                                               \
+        map2(out, grad, x, L, n, HalfMap2<H, OP<float> >());                                          \
+    }
+
+#define GELU_BACKWARD_ALL(NAME, OP)          \
+    GELU_BACKWARD(NAME, OP, float, f32)      \
+    GELU_BACKWARD(NAME, OP, double, f64)     \
+    GELU_BACKWARD_HALF(NAME, OP, f16_t, f16) \
+    GELU_BACKWARD_HALF(NAME, OP, bf16_t, bf16)
+
+GELU_BACKWARD_ALL(gelu_backward, GeluBackwardOp)
+GELU_BACKWARD_ALL(gelu_tanh_backward, GeluTanhBackwardOp)

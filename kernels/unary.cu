@@ -38,6 +38,23 @@ template <typename T> struct SigmoidOp {
 template <typename T> struct ErfOp;
 template <> struct ErfOp<float> { __device__ __forceinline__ float operator()(float x) const { return erff(x); } };
 template <> struct ErfOp<double> { __device__ __forceinline__ double operator()(double x) const { return erf(x); } };
+// GELU (PyTorch's GeluKernelImpl), in PyTorch's order of operations, its constants rounded to T
+// as there; the same formulas as the CPU's (src/ops/unary/cpu.rs).
+template <typename T> struct GeluOp {
+    __device__ __forceinline__ T operator()(T x) const {
+        const T kAlpha = (T)0.70710678118654752440;  // M_SQRT1_2
+        return x * (T)0.5 * ((T)1 + ErfOp<T>()(x * kAlpha));
+    }
+};
+template <typename T> struct GeluTanhOp {
+    __device__ __forceinline__ T operator()(T x) const {
+        const T kBeta = (T)0.79788456080286535588;  // M_SQRT2 * M_2_SQRTPI * 0.5 = sqrt(2/pi)
+        const T kKappa = (T)0.044715;
+        const T x_cube = x * x * x;
+        const T inner = kBeta * (x + kKappa * x_cube);
+        return (T)0.5 * x * ((T)1 + TanhOp<T>()(inner));
+    }
+};
 template <typename T> struct ReciprocalOp { __device__ __forceinline__ T operator()(T x) const { return (T)1 / x; } };
 
 #define UNARY(NAME, OP, T, SUFFIX)                                                                     \
@@ -75,3 +92,5 @@ UNARY_FLOAT(tanh, TanhOp)
 UNARY_FLOAT(sigmoid, SigmoidOp)
 UNARY_FLOAT(reciprocal, ReciprocalOp)
 UNARY_FLOAT(erf, ErfOp)
+UNARY_FLOAT(gelu, GeluOp)
+UNARY_FLOAT(gelu_tanh, GeluTanhOp)

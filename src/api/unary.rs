@@ -8,6 +8,7 @@ use crate::core::DType;
 use crate::core::Numeric;
 use crate::device::Device;
 use crate::graph::{record, In, Out};
+use crate::ops::unary::Approximate;
 use crate::ops::{self, BinaryOp, CompareOp, UnaryOp};
 use crate::tensor::Tensor;
 
@@ -24,6 +25,7 @@ fn name(op: UnaryOp) -> &'static str {
         UnaryOp::Sigmoid => "SigmoidBackward0",
         UnaryOp::Reciprocal => "ReciprocalBackward0",
         UnaryOp::Erf => "ErfBackward0",
+        UnaryOp::Gelu | UnaryOp::GeluTanh => "GeluBackward0",
     }
 }
 
@@ -74,6 +76,12 @@ fn rule(
             )?;
             kit::mul(kit::mul_scalar(g, std::f64::consts::FRAC_2_SQRT_PI)?, &e)
         }
+        UnaryOp::Gelu => {
+            ops::binary::gelu_backward::gelu_backward(Operand::Owned(g), x(), Approximate::None)
+        }
+        UnaryOp::GeluTanh => {
+            ops::binary::gelu_backward::gelu_backward(Operand::Owned(g), x(), Approximate::Tanh)
+        }
     }
 }
 
@@ -83,7 +91,12 @@ pub(crate) fn unary(a: In<'_>, op: UnaryOp) -> Result<Out> {
     let node = record(name(op), &[a.node], |_| {
         let saves_x = matches!(
             op,
-            UnaryOp::Abs | UnaryOp::Square | UnaryOp::Log | UnaryOp::Erf
+            UnaryOp::Abs
+                | UnaryOp::Square
+                | UnaryOp::Log
+                | UnaryOp::Erf
+                | UnaryOp::Gelu
+                | UnaryOp::GeluTanh
         );
         let x = if saves_x { Some(a.value.clone()) } else { None };
         let y = if saves_x || op == UnaryOp::Neg {

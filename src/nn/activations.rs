@@ -1,11 +1,13 @@
-//! Parameterless layers composed from recorded ops: `GELU`, `SiLU`, `LeakyReLU`, `Tanh`,
-//! `Sigmoid`, `Softmax` and `Flatten`. Like [`ReLU`](super::ReLU) they run on whatever device
-//! their input is on (placed [`Anywhere`](super::Anywhere)), on both fronts.
+//! Parameterless layers made of recorded ops: `GELU` (one fused op), `SiLU`, `LeakyReLU`,
+//! `Tanh`, `Sigmoid`, `Softmax` and `Flatten`. Like [`ReLU`](super::ReLU) they run on whatever
+//! device their input is on (placed [`Anywhere`](super::Anywhere)), on both fronts.
 
 use super::functional::{self as f, input_tensor, or_panic, Approximate};
 use super::{DynModule, Forward, Module};
 use crate::core::error::Result;
 use crate::device::Device;
+use crate::ops::UnaryOp;
+use crate::tensor::operand::sealed::AsRaw;
 use crate::tensor::{Float, HasDevice, ModuleInput, Tensor};
 use crate::DynTensor;
 
@@ -213,34 +215,12 @@ pointwise!(
     |layer, x| x.flatten(layer.start_dim, layer.end_dim)
 );
 
-/// GELU on the dynamic front, the same composition as [`f::try_gelu`].
+/// GELU on the dynamic front: the same recorded op as [`f::try_gelu`]. Integer and `bool`
+/// inputs are refused as PyTorch's `F.gelu` refuses them (`"GeluKernelImpl" not implemented for
+/// 'Long'`), not promoted.
 fn dyn_gelu(x: &DynTensor, approximate: Approximate) -> Result<DynTensor> {
-    match approximate {
-        Approximate::None => {
-            let z = x.mul_scalar(std::f64::consts::FRAC_1_SQRT_2)?;
-            let a = z.abs()?;
-            let t = a.mul_scalar(0.327_591_1)?.add_scalar(1.0)?.reciprocal()?;
-            let mut poly = t.mul_scalar(1.061_405_429)?;
-            for c in [-1.453_152_027, 1.421_413_741, -0.284_496_736, 0.254_829_592] {
-                poly = poly.add_scalar(c)?.mul(&t)?;
-            }
-            let magnitude = poly
-                .mul(&a.square()?.neg()?.exp()?)?
-                .neg()?
-                .add_scalar(1.0)?;
-            let erf = z
-                .lt_scalar(0.0)?
-                .where_cond(&magnitude.neg()?, &magnitude)?;
-            x.mul(&erf.add_scalar(1.0)?.mul_scalar(0.5)?)
-        }
-        Approximate::Tanh => {
-            let k = (2.0 / std::f64::consts::PI).sqrt();
-            let inner = x
-                .mul(&x.square()?)?
-                .mul_scalar(0.044_715)?
-                .add(x)?
-                .mul_scalar(k)?;
-            x.mul(&inner.tanh()?.add_scalar(1.0)?.mul_scalar(0.5)?)
-        }
-    }
+    Ok(DynTensor::from_out(crate::api::rules::unary(
+        x.input(),
+        UnaryOp::gelu(approximate),
+    )?))
 }

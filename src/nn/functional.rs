@@ -1,7 +1,8 @@
 //! The layers as functions (PyTorch's `torch.nn.functional`): each is composed from the
 //! recorded ops of [`Tensor`], so its gradient is theirs, on every device, with nothing new to
-//! get wrong. Each has a `try_` form that returns the error where the plain one panics with
-//! its text.
+//! get wrong; GELU, on the hot path of every transformer, is one op of its own with its own
+//! backward kernel, as in PyTorch. Each has a `try_` form that returns the error where the
+//! plain one panics with its text.
 //!
 //! ```
 //! use devtype::prelude::*;
@@ -14,19 +15,14 @@
 //! ```
 
 use super::norm::NormTensor;
+use crate::api::rules;
 use crate::core::error::{Error, Result};
 use crate::device::Device;
+use crate::ops::UnaryOp;
+use crate::tensor::operand::sealed::AsRaw;
 use crate::tensor::{Float, HasDevice, Tensor};
 
-/// Which GELU: PyTorch's `approximate='none'` (with the error function) or `'tanh'`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Approximate {
-    /// `x Φ(x)`, `Φ` the standard normal's distribution function (PyTorch's default).
-    #[default]
-    None,
-    /// `x/2 (1 + tanh(√(2/π) (x + 0.044715 x³)))`.
-    Tanh,
-}
+pub use crate::ops::unary::Approximate;
 
 /// Runs `f`, panicking with the error's text where it fails (the plain forms).
 #[track_caller]
@@ -43,35 +39,15 @@ fn s<E: Float>(v: f64) -> E {
 
 /// GELU, `x Φ(x)` (PyTorch's `F.gelu`), exact or with the tanh approximation.
 ///
-/// The exact form is `x (1 + erf(x/√2)) / 2`, through the [`erf`](Tensor::erf) op (its
-/// backward `2/√π e^{-x²}`), as PyTorch's.
+/// One op forward and one backward, PyTorch's `gelu` and `gelu_backward` kernels (recorded as
+/// `GeluBackward0`, which saves `x`), rather than five to nine element-wise ops each way, each
+/// a pass over the tensor, a new tensor and a recorded node.
 pub fn try_gelu<D: Device, E: Float>(
     x: &Tensor<D, E>,
     approximate: Approximate,
 ) -> Result<Tensor<D, E>> {
-    match approximate {
-        Approximate::None => {
-            let phi = x
-                .try_mul_scalar(s(std::f64::consts::FRAC_1_SQRT_2))?
-                .try_erf()?
-                .try_add_scalar(s(1.0))?
-                .try_mul_scalar(s(0.5))?;
-            x.try_mul(&phi)
-        }
-        Approximate::Tanh => {
-            let k = (2.0 / std::f64::consts::PI).sqrt();
-            let inner = x
-                .try_mul(&x.try_square()?)?
-                .try_mul_scalar(s(0.044_715))?
-                .try_add(x)?
-                .try_mul_scalar(s(k))?;
-            let half = inner
-                .try_tanh()?
-                .try_add_scalar(s(1.0))?
-                .try_mul_scalar(s(0.5))?;
-            x.try_mul(&half)
-        }
-    }
+    let out = rules::unary(x.input(), UnaryOp::gelu(approximate))?;
+    Ok(Tensor::from_out(out, x.device()))
 }
 
 /// GELU (see [`try_gelu`]); panics with the error's text where it returns one.

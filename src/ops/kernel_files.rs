@@ -6,10 +6,11 @@
 //! kernels, beside that code (`KERNELS` in `ops/<family>/cuda.rs`): its text, embedded in the
 //! crate, and the names the family builds when it launches (`<kernel>_<dtype suffix>`, from the
 //! same op enums the launches use). A family's backward kernels are in a module inside it
-//! and in its file: `binary.cu` holds `ops::binary::relu_backward`'s and `loss.cu`
-//! `ops::loss::cross_entropy_backward`'s (their names join the family's list). The CUDA
-//! backend compiles, caches and loads files by these descriptions and knows no op;
-//! [`compile_kernels`] checks, without a GPU, that each file defines exactly the kernels named.
+//! and in its file: `binary.cu` holds `ops::binary::relu_backward`'s and
+//! `ops::binary::gelu_backward`'s, `loss.cu` `ops::loss::cross_entropy_backward`'s (their
+//! names join the family's list). The CUDA backend compiles, caches and loads files by these
+//! descriptions and knows no op; [`compile_kernels`] checks, without a GPU, that each file
+//! defines exactly the kernels named.
 
 use crate::backend::cuda::kernels::{compile_and_store, ptx_entries, KernelFile};
 use crate::core::error::{Error, Result};

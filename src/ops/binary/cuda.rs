@@ -16,8 +16,9 @@ use crate::core::{DType, Element, Scalar};
 use crate::ops::kernels::{typed, ALL_TYPES, FLOAT_TYPES, NUMERIC_TYPES};
 use cudarc::driver::DeviceRepr;
 
-/// `kernels/binary.cu`: arithmetic and comparisons (here) and the relu gradient
-/// (`ops::binary::relu_backward`, which names its own kernels).
+/// `kernels/binary.cu`: arithmetic and comparisons (here) and the relu and GELU gradients
+/// (`ops::binary::relu_backward` and `ops::binary::gelu_backward`, which name their own
+/// kernels).
 pub(crate) static KERNELS: KernelFile = KernelFile {
     file: "binary.cu",
     source: include_str!("../../../kernels/binary.cu"),
@@ -41,6 +42,7 @@ pub(crate) static KERNELS: KernelFile = KernelFile {
             );
         }
         n.extend(super::relu_backward::cuda::kernel_names());
+        n.extend(super::gelu_backward::cuda::kernel_names());
         n
     },
 };

@@ -2,6 +2,8 @@
 
 pub(super) mod cpu;
 pub(super) mod cuda;
+/// The gradient of GELU: a two-operand map whose kernels are in `binary.cu`.
+pub(crate) mod gelu_backward;
 /// The gradient of `relu` (and of `add_relu`): a two-operand map whose kernel is in `binary.cu`.
 pub(crate) mod relu_backward;
 

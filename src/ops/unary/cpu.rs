@@ -1,6 +1,6 @@
 //! CPU kernels for element-wise math.
 
-use super::UnaryOp;
+use super::{UnaryOp, GELU_BETA, GELU_KAPPA};
 use crate::backend::cpu::strided::{for_each_chunk, map1};
 use crate::backend::cpu::vmath::{self, vectorized};
 use crate::core::dtype::Half;
@@ -23,6 +23,8 @@ pub(crate) trait UnaryMath: Element {
     fn sigmoid(self) -> Self;
     fn reciprocal(self) -> Self;
     fn erf(self) -> Self;
+    fn gelu(self) -> Self;
+    fn gelu_tanh(self) -> Self;
 }
 
 // `f32`'s transcendental functions are the vectorizable ones of `vmath` (PyTorch uses SLEEF
@@ -84,6 +86,22 @@ macro_rules! float_math {
             fn erf(self) -> Self {
                 $erf(self)
             }
+            /// PyTorch's `GeluKernelImpl` (`approximate='none'`), in its order of operations.
+            #[inline(always)]
+            fn gelu(self) -> Self {
+                const ALPHA: $t = std::f64::consts::FRAC_1_SQRT_2 as $t;
+                self * 0.5 * (1.0 + $erf(self * ALPHA))
+            }
+            /// PyTorch's `GeluKernelImpl` (`approximate='tanh'`), in its order of operations.
+            /// Branch-free for `f32` (`vmath::tanh`), so a loop over a slice vectorizes.
+            #[inline(always)]
+            fn gelu_tanh(self) -> Self {
+                const BETA: $t = GELU_BETA as $t;
+                const KAPPA: $t = GELU_KAPPA as $t;
+                let x_cube = self * self * self;
+                let inner = BETA * (self + KAPPA * x_cube);
+                0.5 * self * (1.0 + $tanh(inner))
+            }
         }
     };
 }
@@ -137,7 +155,9 @@ half_math!(
     tanh,
     sigmoid,
     reciprocal,
-    erf
+    erf,
+    gelu,
+    gelu_tanh
 );
 half_math!(
     half::bf16,
@@ -151,7 +171,9 @@ half_math!(
     tanh,
     sigmoid,
     reciprocal,
-    erf
+    erf,
+    gelu,
+    gelu_tanh
 );
 
 impl UnaryMath for i64 {
@@ -187,6 +209,12 @@ impl UnaryMath for i64 {
         self
     }
     fn erf(self) -> Self {
+        self
+    }
+    fn gelu(self) -> Self {
+        self
+    }
+    fn gelu_tanh(self) -> Self {
         self
     }
 }
@@ -236,6 +264,14 @@ macro_rules! with_unary {
             }
             UnaryOp::Erf => {
                 let $f = UnaryMath::erf;
+                $go
+            }
+            UnaryOp::Gelu => {
+                let $f = UnaryMath::gelu;
+                $go
+            }
+            UnaryOp::GeluTanh => {
+                let $f = UnaryMath::gelu_tanh;
                 $go
             }
         }

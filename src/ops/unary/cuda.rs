@@ -43,6 +43,8 @@ fn unary_name(op: UnaryOp) -> &'static str {
         UnaryOp::Sigmoid => "sigmoid",
         UnaryOp::Reciprocal => "reciprocal",
         UnaryOp::Erf => "erf",
+        UnaryOp::Gelu => "gelu",
+        UnaryOp::GeluTanh => "gelu_tanh",
     }
 }
 

@@ -33,11 +33,28 @@ pub enum UnaryOp {
     Reciprocal,
     /// The error function, `2/√π ∫₀ˣ e^{-t²} dt` (floating point)
     Erf,
+    /// GELU, `x/2 (1 + erf(x/√2))` (floating point; PyTorch's `gelu(x, approximate='none')`)
+    Gelu,
+    /// GELU's tanh approximation, `x/2 (1 + tanh(√(2/π) (x + 0.044715 x³)))` (floating
+    /// point; PyTorch's `gelu(x, approximate='tanh')`)
+    GeluTanh,
+}
+
+// Declared with the ops that compute it (the forward here, the gradient in
+// `ops::binary::gelu_backward`); `nn::functional` re-exports it.
+/// Which GELU: PyTorch's `approximate='none'` (with the error function) or `'tanh'`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Approximate {
+    /// `x Φ(x)`, `Φ` the standard normal's distribution function (PyTorch's default).
+    #[default]
+    None,
+    /// `x/2 (1 + tanh(√(2/π) (x + 0.044715 x³)))`.
+    Tanh,
 }
 
 impl UnaryOp {
     /// Every unary op.
-    pub(crate) const ALL: [UnaryOp; 11] = [
+    pub(crate) const ALL: [UnaryOp; 13] = [
         UnaryOp::Neg,
         UnaryOp::Relu,
         UnaryOp::Abs,
@@ -49,7 +66,17 @@ impl UnaryOp {
         UnaryOp::Sigmoid,
         UnaryOp::Reciprocal,
         UnaryOp::Erf,
+        UnaryOp::Gelu,
+        UnaryOp::GeluTanh,
     ];
+
+    /// The GELU op of an approximation.
+    pub(crate) const fn gelu(approximate: Approximate) -> UnaryOp {
+        match approximate {
+            Approximate::None => UnaryOp::Gelu,
+            Approximate::Tanh => UnaryOp::GeluTanh,
+        }
+    }
 
     /// PyTorch's CPU kernel name, used in `"exp_vml_cpu" not implemented for 'Long'`.
     pub const fn kernel_name(self) -> &'static str {
@@ -65,6 +92,8 @@ impl UnaryOp {
             UnaryOp::Sigmoid => "sigmoid_cpu",
             UnaryOp::Reciprocal => "reciprocal_cpu",
             UnaryOp::Erf => "erf_vml_cpu",
+            // One kernel for both approximations, as in PyTorch.
+            UnaryOp::Gelu | UnaryOp::GeluTanh => "GeluKernelImpl",
         }
     }
 
@@ -75,6 +104,12 @@ impl UnaryOp {
         )
     }
 }
+
+/// GELU's `tanh` approximation's `√(2/π)`, as PyTorch writes it (`M_SQRT2 * M_2_SQRTPI * 0.5`;
+/// rounded to the element type where it is used, as PyTorch's kernels do).
+pub(crate) const GELU_BETA: f64 = std::f64::consts::SQRT_2 * std::f64::consts::FRAC_2_SQRT_PI * 0.5;
+/// GELU's `tanh` approximation's cubic coefficient.
+pub(crate) const GELU_KAPPA: f64 = 0.044_715;
 
 /// `op(a)`, written into `a`'s buffer when `a` is owned and nothing else uses it.
 pub(crate) fn unary(a: Operand<'_>, op: UnaryOp) -> Result<RawTensor> {
