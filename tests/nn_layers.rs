@@ -782,15 +782,15 @@ fn transposed(v: &[f64], rows: usize, cols: usize) -> Vec<f64> {
 }
 
 /// GELU and its gradient in `E` against the f64 formulas at the inputs rounded to `E`, within
-/// `tol` (relative to `1 + |want|`); the kernels' paths (contiguous, strided, gradient written in
-/// place or not) give the same bits.
-fn gelu_against_f64<E: devtype::Float>(rng: &mut Rng, tol: f64) {
+/// `tols` (exact, tanh; relative to `1 + |want|`); the kernels' paths (contiguous, strided,
+/// gradient written in place or not) give the same bits.
+fn gelu_against_f64<E: devtype::Float>(rng: &mut Rng, tols: [f64; 2]) {
     let name = format!("{:?}", E::DTYPE);
     let round = |v: &[f64]| -> Vec<E> { v.iter().map(|&x| E::from_f64(x)).collect() };
     let (xs, gs) = (round(&gelu_inputs(rng)), round(&rng.values(48, -2.0, 2.0)));
     let (x64, g64) = (as_f64(xs.clone()), as_f64(gs.clone()));
     let x = Tensor::<Cpu, E>::from_vec(xs.clone(), [6, 8], Cpu);
-    for a in APPROXIMATIONS {
+    for (a, tol) in APPROXIMATIONS.into_iter().zip(tols) {
         let what = format!("gelu {a:?} {name}");
         let want: Vec<f64> = x64.iter().map(|&v| gelu_ref(v, a)).collect();
         let y = as_f64(gelu(&x, a).to_vec());
@@ -830,13 +830,13 @@ fn gelu_matches_f64_formulas_in_every_float_type() {
     let mut rng = Rng::new("gelu_matches_f64_formulas_in_every_float_type");
     // f64 and f32: a few ulps of the formula's terms; the largest is the tanh gradient's
     // `x/2 (1 - t²) β (1 + 3κx²)` near x = 5, where an ulp or two of `t` (close to 1) is
-    // multiplied by about 9 (measured: 1.1e-15 and 4.5e-7 on one draw). f16 and bf16: computed in
-    // f32 and rounded once, so within half an ulp of the result (2^-11, 2^-8 relative) and
-    // f32's error.
-    gelu_against_f64::<f64>(&mut rng, 2e-14);
-    gelu_against_f64::<f32>(&mut rng, 5e-6);
-    gelu_against_f64::<f16>(&mut rng, 1e-3);
-    gelu_against_f64::<bf16>(&mut rng, 8e-3);
+    // multiplied by about 9 (measured on one draw, exact and tanh: 2e-16 and 1.1e-15 in f64,
+    // 8e-8 and 4.5e-7 in f32). f16 and bf16: computed in f32 and rounded once, so within half
+    // an ulp of the result (2^-11, 2^-8 relative) and f32's error.
+    gelu_against_f64::<f64>(&mut rng, [2e-14, 2e-14]);
+    gelu_against_f64::<f32>(&mut rng, [1e-6, 5e-6]);
+    gelu_against_f64::<f16>(&mut rng, [1e-3, 1e-3]);
+    gelu_against_f64::<bf16>(&mut rng, [8e-3, 8e-3]);
 }
 
 #[test]

@@ -30,7 +30,7 @@ pub(crate) trait UnaryMath: Element {
 // `f32`'s transcendental functions are the vectorizable ones of `vmath` (PyTorch uses SLEEF
 // there); `f64` keeps the C library's.
 macro_rules! float_math {
-    ($t:ty, $exp:path, $ln:path, $tanh:path, $sigmoid:path, $erf:path) => {
+    ($t:ty, $exp:path, $ln:path, $tanh:path, $sigmoid:path, $erf:path, $gelu_erf:path) => {
         impl UnaryMath for $t {
             #[inline(always)]
             fn neg(self) -> Self {
@@ -90,7 +90,7 @@ macro_rules! float_math {
             #[inline(always)]
             fn gelu(self) -> Self {
                 const ALPHA: $t = std::f64::consts::FRAC_1_SQRT_2 as $t;
-                self * 0.5 * (1.0 + $erf(self * ALPHA))
+                self * 0.5 * (1.0 + $gelu_erf(self * ALPHA))
             }
             /// PyTorch's `GeluKernelImpl` (`approximate='tanh'`), in its order of operations.
             /// Branch-free for `f32` (`vmath::tanh`), so a loop over a slice vectorizes.
@@ -106,14 +106,17 @@ macro_rules! float_math {
     };
 }
 // `erf` is the `libm` crate's (a port of musl's, within an ulp), as PyTorch's CPU kernel is
-// the C library's (or SLEEF's, also within an ulp).
+// the C library's (or SLEEF's, also within an ulp). The exact GELU's `f32` erf is the same
+// algorithm written to vectorize (`cpu_erf`, also within an ulp): its gradient computes `erf`
+// again, and one element at a time that doubled the cost of a GELU step.
 float_math!(
     f32,
     vmath::exp,
     vmath::ln,
     vmath::tanh,
     vmath::sigmoid,
-    libm::erff
+    libm::erff,
+    super::cpu_erf::erf
 );
 float_math!(
     f64,
@@ -121,6 +124,7 @@ float_math!(
     Float::ln,
     Float::tanh,
     sigmoid_f64,
+    libm::erf,
     libm::erf
 );
 
@@ -219,6 +223,13 @@ impl UnaryMath for i64 {
     }
 }
 
+/// `f` itself: lets a closure marked `#[inline(always)]` (an attribute Rust takes on a closure
+/// only in argument position) be bound to a name.
+#[inline(always)]
+fn inlined<A, R>(f: impl Fn(A) -> R + Copy + Sync) -> impl Fn(A) -> R + Copy + Sync {
+    f
+}
+
 macro_rules! with_unary {
     ($op:expr, |$f:ident| $go:expr) => {
         match $op {
@@ -266,8 +277,14 @@ macro_rules! with_unary {
                 let $f = UnaryMath::erf;
                 $go
             }
+            // A closure that must inline, not the function itself: the exact GELU is large
+            // enough (the vectorizable erf computes every range's formula) that LLVM left the
+            // function's call shim out of line, and the loop ran one element at a time.
             UnaryOp::Gelu => {
-                let $f = UnaryMath::gelu;
+                let $f = inlined(
+                    #[inline(always)]
+                    |v| UnaryMath::gelu(v),
+                );
                 $go
             }
             UnaryOp::GeluTanh => {

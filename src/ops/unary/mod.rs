@@ -2,6 +2,8 @@
 
 pub(super) mod cpu;
 pub(crate) use cpu::UnaryMath;
+/// The `f32` error function of the exact GELU's CPU kernels (forward and gradient).
+pub(crate) mod cpu_erf;
 pub(super) mod cuda;
 
 use crate::core::error::{Error, Result};

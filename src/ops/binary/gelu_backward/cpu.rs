@@ -7,8 +7,8 @@ use crate::core::error::Result;
 use crate::core::pool::PooledVec;
 use crate::core::raw::{Operand, RawTensor};
 use crate::core::{DType, Element};
-use crate::ops::half::{zip_blocks, zip_blocks_in_place, HalfBlock};
-use crate::ops::unary::{Approximate, GELU_BETA, GELU_KAPPA};
+use crate::ops::half::{HalfBlock, BLOCK};
+use crate::ops::unary::{cpu_erf, Approximate, GELU_BETA, GELU_KAPPA};
 use std::f64::consts::{FRAC_1_SQRT_2, FRAC_2_SQRT_PI};
 
 /// `dy · gelu'(x)` on one element type.
@@ -18,8 +18,9 @@ trait GeluGrad: Element {
 }
 
 // PyTorch's `GeluBackwardKernelImpl`, in its order of operations, with its constants rounded
-// to the element type. `f32` takes `vmath`'s `exp` and `tanh` (branch-free, so the loops
-// vectorize) and `libm`'s `erff`, as the `Exp`, `Tanh` and `Erf` ops do; `f64` the C library's.
+// to the element type. `f32` takes `vmath`'s `exp` and `tanh`, as the `Exp` and `Tanh` ops do,
+// and the GELU forward's `erf` (`ops::unary::cpu_erf`): all branch-free, so the loops
+// vectorize; `f64` the C library's functions.
 macro_rules! float_grad {
     ($t:ty, $erf:path, $exp:path, $tanh:path) => {
         impl GeluGrad for $t {
@@ -53,7 +54,7 @@ macro_rules! float_grad {
         }
     };
 }
-float_grad!(f32, libm::erff, vmath::exp, vmath::tanh);
+float_grad!(f32, cpu_erf::erf, vmath::exp, vmath::tanh);
 float_grad!(f64, libm::erf, f64::exp, f64::tanh);
 
 // f16 and bf16: the f32 formula on the widened values, rounded once (PyTorch's `opmath_t`).
@@ -74,16 +75,31 @@ macro_rules! half_grad {
 half_grad!(half::f16);
 half_grad!(half::bf16);
 
-/// Runs `$go` with `$f` bound to the gradient function of `approximate`.
+/// `f` itself: lets a closure marked `#[inline(always)]` (an attribute Rust takes on a closure
+/// only in argument position) be bound to a name.
+#[inline(always)]
+fn inlined<A, B, R>(f: impl Fn(A, B) -> R + Copy + Sync) -> impl Fn(A, B) -> R + Copy + Sync {
+    f
+}
+
+/// Runs `$go` with `$f` bound to the gradient function of `approximate`: closures that must
+/// inline rather than the functions themselves, whose call shims LLVM may leave out of line
+/// (the exact form, with its erf, is large), which makes the loops scalar.
 macro_rules! with_grad {
     ($approximate:expr, |$f:ident| $go:expr) => {
         match $approximate {
             Approximate::None => {
-                let $f = GeluGrad::gelu_grad;
+                let $f = inlined(
+                    #[inline(always)]
+                    |g, v| GeluGrad::gelu_grad(g, v),
+                );
                 $go
             }
             Approximate::Tanh => {
-                let $f = GeluGrad::gelu_tanh_grad;
+                let $f = inlined(
+                    #[inline(always)]
+                    |g, v| GeluGrad::gelu_tanh_grad(g, v),
+                );
                 $go
             }
         }
@@ -149,6 +165,36 @@ fn typed<T: GeluGrad>(
     Ok(RawTensor::from_cpu_buffer(out, grad.layout.shape))
 }
 
+/// `out[i] = narrow(f(widen(grad[i]), widen(x[i])))` in blocks of [`BLOCK`], where `grad` is
+/// `out` itself when it is `None` (in place); equal lengths. `ops::half::zip_blocks`, but with
+/// the `f32` loop inside `vectorized`: at the build's baseline vector width, the exact gradient
+/// (every range of erf computed) cost twice what the composed GELU's gradient did.
+fn half_blocks<H: HalfBlock>(
+    grad: Option<&[H]>,
+    x: &[H],
+    out: &mut [H],
+    f: impl Fn(f32, f32) -> f32 + Sync,
+) {
+    for_each_chunk(out, |start, chunk| {
+        let (mut gb, mut xb) = ([0f32; BLOCK], [0f32; BLOCK]);
+        for (k, o) in chunk.chunks_mut(BLOCK).enumerate() {
+            let (at, n) = (start + k * BLOCK, o.len());
+            let (gb, xb) = (&mut gb[..n], &mut xb[..n]);
+            H::widen_block(grad.map_or(&*o, |g| &g[at..at + n]), gb);
+            H::widen_block(&x[at..at + n], xb);
+            vectorized(
+                #[inline(always)]
+                || {
+                    for (g, &v) in gb.iter_mut().zip(xb.iter()) {
+                        *g = f(*g, v);
+                    }
+                },
+            );
+            H::narrow_block(gb, o);
+        }
+    });
+}
+
 /// `f16`/`bf16`: contiguous operands in blocks (widened to `f32`, the `f32` formula, narrowed
 /// once: the bits of the per-element path); strided views per element.
 fn half_typed<H: HalfBlock + GeluGrad>(
@@ -162,9 +208,11 @@ fn half_typed<H: HalfBlock + GeluGrad>(
     let xs = &x.cpu_slice::<H>().expect("cpu")[rx];
     if let Operand::Owned(owner) = &mut grad {
         if let Some(dst) = owner.unique_cpu_data::<H>() {
-            with_grad!(approximate, |f| zip_blocks_in_place(
-                dst,
+            with_grad!(approximate, |f| half_blocks(
+                None,
                 xs,
+                dst,
+                #[inline(always)]
                 |g: f32, v: f32| f(g, v)
             ));
             return Ok(grad.into_owned());
@@ -172,10 +220,11 @@ fn half_typed<H: HalfBlock + GeluGrad>(
     }
     let gs = &grad.cpu_slice::<H>().expect("cpu")[rg];
     let mut out = PooledVec::<H>::with_len(gs.len())?;
-    with_grad!(approximate, |f| zip_blocks(
-        gs,
+    with_grad!(approximate, |f| half_blocks(
+        Some(gs),
         xs,
         out.as_mut_slice(),
+        #[inline(always)]
         |g: f32, v: f32| f(g, v)
     ));
     Ok(RawTensor::from_cpu_buffer(out, grad.layout.shape))
