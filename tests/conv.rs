@@ -600,6 +600,138 @@ fn modules() {
     assert!(net.weight().grad().is_some() && net.bias().unwrap().grad().is_some());
 }
 
+/// PyTorch's max pool of one plane, written out: each window's maximum starting at `-inf` at
+/// its first index, taps in row-major order, a tap winning when it is greater or NaN (so the
+/// first of tied maxima, the last NaN). `(values, flat indices)`.
+#[allow(clippy::too_many_arguments)]
+fn naive_max_pool(
+    plane: &[f64],
+    (h, w): (usize, usize),
+    (kh, kw): Size2,
+    (sh, sw): Size2,
+    (ph, pw): Size2,
+    (dh, dw): Size2,
+    (oh, ow): Size2,
+) -> (Vec<f64>, Vec<i64>) {
+    let (mut ys, mut idx) = (vec![], vec![]);
+    for oy in 0..oh {
+        for ox in 0..ow {
+            let (y0, x0) = (
+                oy as i64 * sh as i64 - ph as i64,
+                ox as i64 * sw as i64 - pw as i64,
+            );
+            let (mut best, mut at) = (f64::NEG_INFINITY, -1i64);
+            for ki in 0..kh as i64 {
+                for kj in 0..kw as i64 {
+                    let (y, x) = (y0 + ki * dh as i64, x0 + kj * dw as i64);
+                    if y < 0 || x < 0 || y >= h as i64 || x >= w as i64 {
+                        continue;
+                    }
+                    let i = y * w as i64 + x;
+                    let v = plane[i as usize];
+                    if at < 0 {
+                        at = i;
+                    }
+                    if v > best || v.is_nan() {
+                        (best, at) = (v, i);
+                    }
+                }
+            }
+            ys.push(best);
+            idx.push(at);
+        }
+    }
+    (ys, idx)
+}
+
+/// Max pools of fresh inputs against [`naive_max_pool`], in f64 and f32: values drawn from a few
+/// levels (ties in most windows), NaN and `-inf` sprinkled in, rows wide enough for the
+/// kernel's vector of outputs and a tail, windows inside the image (the branch-free path) and
+/// reaching into padding or dilated; the gradient goes to each maximum's index.
+#[test]
+fn max_pool_against_naive_reference_on_fresh_inputs() {
+    let mut rng = Rng::new("max_pool_against_naive_reference_on_fresh_inputs");
+    for round in 0..40 {
+        let (kh, kw) = (1 + rng.below(3), 1 + rng.below(3));
+        let (sh, sw) = (1 + rng.below(3), 1 + rng.below(3));
+        let padded = rng.chance(0.3);
+        let (ph, pw) = if padded {
+            (rng.below(kh / 2 + 1), rng.below(kw / 2 + 1))
+        } else {
+            (0, 0)
+        };
+        let (dh, dw) = if padded {
+            (1 + rng.below(2), 1)
+        } else {
+            (1, 1)
+        };
+        let h = (kh - 1) * dh + 1 + rng.below(6);
+        let w = (kw - 1) * dw + 1 + rng.below(70);
+        let planes = 1 + rng.below(3);
+        let x: Vec<f64> = (0..planes * h * w)
+            .map(|_| match rng.below(40) {
+                0 => f64::NAN,
+                1 => f64::NEG_INFINITY,
+                _ => rng.below(5) as f64 - 2.0,
+            })
+            .collect();
+        let (oh, ow) = (
+            (h + 2 * ph - (kh - 1) * dh - 1) / sh + 1,
+            (w + 2 * pw - (kw - 1) * dw - 1) / sw + 1,
+        );
+        let (mut want, mut want_idx) = (vec![], vec![]);
+        for p in 0..planes {
+            let (v, i) = naive_max_pool(
+                &x[p * h * w..][..h * w],
+                (h, w),
+                (kh, kw),
+                (sh, sw),
+                (ph, pw),
+                (dh, dw),
+                (oh, ow),
+            );
+            want.extend(v);
+            want_idx.extend(i);
+        }
+        let what = format!(
+            "round {round}: x [{planes}, {h}, {w}], kernel ({kh}, {kw}), stride ({sh}, {sw}), padding ({ph}, {pw}), dilation ({dh}, {dw})"
+        );
+        let same = |got: &[f64], what: &str| {
+            assert_eq!(got.len(), want.len(), "{what}");
+            for (k, (g, e)) in got.iter().zip(&want).enumerate() {
+                assert!(
+                    g == e || (g.is_nan() && e.is_nan()),
+                    "{what}: output {k}: {g} against {e}"
+                );
+            }
+        };
+        let xt = Tensor::parameter(Tensor::<Cpu, f64>::from_vec(x.clone(), [planes, h, w], Cpu));
+        let r = xt.max_pool2d_with_indices((kh, kw), (sh, sw), (ph, pw), (dh, dw), false);
+        same(&r.values.to_vec(), &what);
+        assert_eq!(r.indices.to_vec(), want_idx, "{what}: indices");
+        let x32 =
+            Tensor::<Cpu>::from_vec(x.iter().map(|&v| v as f32).collect(), [planes, h, w], Cpu);
+        let r32 = x32.max_pool2d_with_indices((kh, kw), (sh, sw), (ph, pw), (dh, dw), false);
+        let got32: Vec<f64> = r32.values.to_vec().iter().map(|&v| v as f64).collect();
+        same(&got32, &format!("{what}: f32"));
+        assert_eq!(r32.indices.to_vec(), want_idx, "{what}: f32 indices");
+        // The gradient: each output's seed at its maximum's index, summed.
+        let seed = rng.values(want.len(), -1.0, 1.0);
+        let mut gx = vec![0.0; x.len()];
+        for (k, &i) in want_idx.iter().enumerate() {
+            gx[(k / (oh * ow)) * h * w + i as usize] += seed[k];
+        }
+        r.values
+            .backward_with(Tensor::from_vec(seed, [planes, oh, ow], Cpu));
+        close(
+            &format!("{what}: grad"),
+            &xt.grad().unwrap().to_vec(),
+            &gx,
+            1e-12,
+        );
+    }
+}
+
 /// NaN wins a max-pool window and takes its gradient; a window of `-inf` gives `-inf` and
 /// sends its gradient to its first element (PyTorch 2.15's values and gradient).
 #[test]

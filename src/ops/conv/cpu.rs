@@ -4,6 +4,7 @@
 use super::{PoolMode, Window};
 use crate::backend::cpu::parallel::{for_each_chunk_mut, for_each_chunk_pair_mut};
 use crate::backend::cpu::strided::PARALLEL_THRESHOLD;
+use crate::backend::cpu::vmath::vectorized;
 use crate::core::dtype::sealed::ElementStorage;
 use crate::core::error::Result;
 use crate::core::layout::Dims;
@@ -66,6 +67,41 @@ fn inside(n_out: usize, s: usize, p: usize, off: usize, n: usize) -> (usize, usi
     (lo, hi)
 }
 
+/// `dst.copy_from_slice(src)` (equal lengths) in fixed-size pieces, for the short rows of a
+/// convolution's columns: `copy_from_slice` calls `memmove` for a length known only at run
+/// time, and at LeNet's rows (28 and 10 elements) the calls cost more than the copies.
+#[inline(always)]
+fn copy_short<T: Copy>(dst: &mut [T], src: &[T]) {
+    let (mut d, mut s) = (dst, src);
+    while d.len() >= 16 {
+        d[..16].copy_from_slice(&s[..16]);
+        (d, s) = (&mut d[16..], &s[16..]);
+    }
+    for piece in [8, 4, 2, 1] {
+        if d.len() >= piece {
+            d[..piece].copy_from_slice(&s[..piece]);
+            (d, s) = (&mut d[piece..], &s[piece..]);
+        }
+    }
+}
+
+/// `dst.fill(value)` in fixed-size pieces ([`copy_short`]'s reason: padding columns are a
+/// few elements).
+#[inline(always)]
+fn fill_short<T: Copy>(dst: &mut [T], value: T) {
+    let mut d = dst;
+    while d.len() >= 16 {
+        d[..16].copy_from_slice(&[value; 16]);
+        d = &mut d[16..];
+    }
+    for piece in [8, 4, 2, 1] {
+        if d.len() >= piece {
+            d[..piece].fill(value);
+            d = &mut d[piece..];
+        }
+    }
+}
+
 fn im2col_typed<T: Float>(x: &RawTensor, g: &Window, shape: Dims) -> Result<RawTensor> {
     let mut out = T::pool().take(shape.iter().product())?;
     let src = data::<T>(x);
@@ -80,15 +116,15 @@ fn im2col_typed<T: Float>(x: &RawTensor, g: &Window, shape: Dims) -> Result<RawT
         for (oy, drow) in dst.chunks_exact_mut(g.ow).enumerate() {
             let iy = coord(oy, g.sh, g.ph, ki, g.dh);
             if iy < 0 || iy as usize >= g.h || x0 == x1 {
-                drow.fill(T::ZERO);
+                fill_short(drow, T::ZERO);
                 continue;
             }
             let line = &plane[iy as usize * g.w..][..g.w];
-            drow[..x0].fill(T::ZERO);
-            drow[x1..].fill(T::ZERO);
+            fill_short(&mut drow[..x0], T::ZERO);
+            fill_short(&mut drow[x1..], T::ZERO);
             let first = x0 * g.sw + kj * g.dw - g.pw;
             if g.sw == 1 {
-                drow[x0..x1].copy_from_slice(&line[first..first + (x1 - x0)]);
+                copy_short(&mut drow[x0..x1], &line[first..first + (x1 - x0)]);
             } else {
                 for (o, &v) in drow[x0..x1]
                     .iter_mut()
@@ -194,6 +230,77 @@ fn mean_window(g: &Window, oy: usize, ox: usize) -> ((usize, usize), (usize, usi
     }
 }
 
+/// Outputs of an inside max pool computed together: one vector register of `f32`.
+const POOL_LANES: usize = 16;
+
+/// Every output row of one plane's max pool whose windows lie inside the image (no padding,
+/// no dilation): up to `POOL_LANES` outputs of a row at a time, each tap a load per lane and a
+/// select (no branch: on real data which tap wins is a coin toss, and a mispredicted branch
+/// per tap cost more than the rest of the pool). PyTorch's loop, lane by lane: the maximum
+/// starts at `-inf` at the window's first index, taps in row-major order, a tap wins when it is
+/// greater or NaN, so the same values and indices as [`window_max`].
+#[inline(always)]
+fn max_rows_inside<T: Float>(plane: &[T], g: &Window, sw: usize, dst: &mut [T], at: &mut [i64]) {
+    let rows = dst.chunks_exact_mut(g.ow).zip(at.chunks_exact_mut(g.ow));
+    for (oy, (drow, arow)) in rows.enumerate() {
+        let top = oy * g.sh * g.w;
+        // Rows of LeNet's pools are 14 and 5 outputs wide: the tail in 8, 4, 2 and 1 lanes.
+        let mut ox = 0;
+        while ox < g.ow {
+            let first = top + ox * sw;
+            let n = g.ow - ox;
+            let (d, a) = (&mut drow[ox..], &mut arow[ox..]);
+            ox += if n >= POOL_LANES {
+                max_lanes::<T, POOL_LANES>(plane, g, sw, first, d, a)
+            } else if n >= 8 {
+                max_lanes::<T, 8>(plane, g, sw, first, d, a)
+            } else if n >= 4 {
+                max_lanes::<T, 4>(plane, g, sw, first, d, a)
+            } else if n >= 2 {
+                max_lanes::<T, 2>(plane, g, sw, first, d, a)
+            } else {
+                max_lanes::<T, 1>(plane, g, sw, first, d, a)
+            };
+        }
+    }
+}
+
+/// The first `N` outputs of `dst` and `at`, adjacent outputs of [`max_rows_inside`] whose first
+/// window starts at flat index `first`; returns `N`.
+#[inline(always)]
+fn max_lanes<T: Float, const N: usize>(
+    plane: &[T],
+    g: &Window,
+    sw: usize,
+    first: usize,
+    dst: &mut [T],
+    at: &mut [i64],
+) -> usize {
+    let mut best = [T::NEG_INFINITY; N];
+    let mut arg = [0usize; N];
+    for (l, a) in arg.iter_mut().enumerate() {
+        *a = first + l * sw;
+    }
+    for ki in 0..g.kh {
+        for kj in 0..g.kw {
+            let start = first + ki * g.w + kj;
+            let taps = &plane[start..][..(N - 1) * sw + 1];
+            for l in 0..N {
+                let v = taps[l * sw];
+                #[allow(clippy::eq_op)]
+                let wins = (v > best[l]) | (v != v);
+                best[l] = if wins { v } else { best[l] };
+                arg[l] = if wins { start + l * sw } else { arg[l] };
+            }
+        }
+    }
+    dst[..N].copy_from_slice(&best);
+    for (o, &i) in at[..N].iter_mut().zip(&arg) {
+        *o = i as i64;
+    }
+    N
+}
+
 fn pool_typed<T: Float>(
     x: &RawTensor,
     g: &Window,
@@ -207,7 +314,7 @@ fn pool_typed<T: Float>(
     if g.mode == PoolMode::Max {
         let mut idx = <i64 as ElementStorage>::pool().take(numel)?;
         // Every window inside the image (no padding or dilation; floor mode): no bounds test
-        // per tap. The same scan as `window_max`, so the same values and indices.
+        // per tap ([`max_rows_inside`]).
         let inside = g.ph == 0
             && g.pw == 0
             && g.dh == 1
@@ -219,25 +326,16 @@ fn pool_typed<T: Float>(
         let planes = |p: usize, dst: &mut [T], at: &mut [i64]| {
             let plane = &src[p * plane_len..][..plane_len];
             if inside {
-                for oy in 0..g.oh {
-                    for ox in 0..g.ow {
-                        let first = oy * g.sh * g.w + ox * g.sw;
-                        let (mut best, mut arg) = (plane[first], first);
-                        for ki in 0..g.kh {
-                            let row = &plane[first + ki * g.w..][..g.kw];
-                            for (kj, &v) in row.iter().enumerate() {
-                                #[allow(clippy::eq_op)]
-                                let nan = v != v;
-                                if v > best || nan {
-                                    best = v;
-                                    arg = first + ki * g.w + kj;
-                                }
-                            }
-                        }
-                        dst[oy * g.ow + ox] = best;
-                        at[oy * g.ow + ox] = arg as i64;
-                    }
-                }
+                // The strides LeNet's and VGG's pools have as constants, so the lanes' loads
+                // are fixed offsets the loop vectorizes over.
+                vectorized(
+                    #[inline(always)]
+                    || match g.sw {
+                        1 => max_rows_inside(plane, g, 1, dst, at),
+                        2 => max_rows_inside(plane, g, 2, dst, at),
+                        sw => max_rows_inside(plane, g, sw, dst, at),
+                    },
+                );
                 return;
             }
             for oy in 0..g.oh {
