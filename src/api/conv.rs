@@ -261,25 +261,6 @@ fn plan_conv(
     })
 }
 
-/// The columns of `x4` grouped: `[n, groups, c / groups * kh * kw, oh * ow]`.
-fn grouped_cols(x4: &RawTensor, g: &Window, groups: usize) -> Result<RawTensor> {
-    let col = ops::conv::im2col(x4, g)?;
-    kit::reshape(&col, &[x4.shape()[0], groups, g.rows() / groups, g.cols()])
-}
-
-/// The convolution of the 4-D `x4` with `w4` (no bias).
-fn conv_forward(x4: &RawTensor, w4: &RawTensor, g: &Window, groups: usize) -> Result<RawTensor> {
-    let n = x4.shape()[0];
-    let out_c = w4.shape()[0];
-    let cols = grouped_cols(x4, g, groups)?;
-    let wg = kit::reshape(
-        &w4.contiguous()?,
-        &[groups, out_c / groups, g.rows() / groups],
-    )?;
-    let y = ops::matmul::matmul(&wg, &cols)?;
-    kit::reshape(&y.contiguous()?, &[n, out_c, g.oh, g.ow])
-}
-
 /// `conv1d` (`spatial == 1`) or `conv2d` of `x` with `weight` and `bias`, recorded.
 pub(crate) fn conv(
     x: In<'_>,
@@ -309,7 +290,7 @@ pub(crate) fn conv(
     let groups = o.groups;
     let x4 = kit::reshape(x.value, &plan.x4)?;
     let w4 = kit::reshape(weight.value, &plan.w4)?;
-    let mut y = conv_forward(&x4, &w4, &g, groups)?;
+    let mut y = ops::conv::conv2d(&x4, &w4, &g, groups)?;
     if let Some(b) = bias {
         let b4 = kit::reshape(b.value, &[1, plan.w4[0], 1, 1])?;
         y = kit::binary(y, &b4, BinaryOp::Add)?;
@@ -333,30 +314,18 @@ pub(crate) fn conv(
             let ws = need_x.then(|| w4.clone());
             let (batch, out_c) = (plan.x4[0], plan.w4[0]);
             move |gy| {
-                let k = g.rows() / groups;
-                let og = out_c / groups;
                 let gy4 = kit::reshape(&gy, &[batch, out_c, g.oh, g.ow])?;
-                let gyg = kit::reshape(&gy4.contiguous()?, &[batch, groups, og, g.cols()])?;
                 let gx = match &ws {
                     Some(w4) => {
-                        let wg = kit::reshape(&w4.contiguous()?, &[groups, og, k])?;
-                        let wt = ops::shape::transpose(&wg, 1, 2)?;
-                        let gcol = ops::matmul::matmul(&wt, &gyg)?;
-                        let gcol = kit::reshape(&gcol.contiguous()?, &[batch, g.rows(), g.cols()])?;
-                        Some(kit::reshape(&ops::conv::col2im(&gcol, &g)?, &x_shape)?)
+                        let gx4 = ops::conv::conv2d_input_grad(&gy4, w4, &g, groups)?;
+                        Some(kit::reshape(&gx4, &x_shape)?)
                     }
                     None => None,
                 };
                 let gw = match &xs {
                     Some(x4) => {
-                        // [n, groups, og, l] @ [n, groups, l, k] (the columns transposed as a
-                        // view, no copy): one product per image and group, split across
-                        // threads when small, then summed over the batch. (One product over
-                        // `n * l` would need both operands permuted and copied first, and a
-                        // GEMM of `og x k` with a long inner dim keeps one thread busy.)
-                        let cols = grouped_cols(x4, &g, groups)?;
-                        let cols_t = ops::shape::transpose(&cols, 2, 3)?;
-                        let per_image = ops::matmul::matmul(&gyg, &cols_t)?;
+                        // One term per image, summed over the batch.
+                        let per_image = ops::conv::conv2d_weight_grads(&gy4, x4, &g, groups)?;
                         let gw = ops::reduce::reduce(&per_image, &[0], false, ReduceOp::Sum)?;
                         Some(kit::reshape(&gw, &w_shape)?)
                     }

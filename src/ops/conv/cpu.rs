@@ -11,6 +11,7 @@ use crate::core::layout::Dims;
 use crate::core::raw::RawTensor;
 use crate::core::{DType, Element, Float};
 use crate::ops::half;
+use crate::ops::matmul::cpu::{gemm_one_thread, Gemm, MatrixView};
 
 /// Runs `f(chunk_index, chunk)` over `out` in chunks of `len` (in parallel when it is large).
 fn chunks<T: Send>(out: &mut [T], len: usize, f: impl Fn(usize, &mut [T]) + Sync + Send) {
@@ -102,80 +103,105 @@ fn fill_short<T: Copy>(dst: &mut [T], value: T) {
     }
 }
 
+/// Row `k` (`c * kh * kw + ki * kw + kj`) of one image's columns: tap `(ki, kj)` of channel
+/// `c` at every output position, from that channel's `plane`.
+#[inline]
+fn im2col_row<T: Float>(plane: &[T], g: &Window, k: usize, dst: &mut [T]) {
+    let (ki, kj) = ((k / g.kw) % g.kh, k % g.kw);
+    // Each output row of this tap reads one input row, or the padding: the columns inside
+    // the image are a slice of it (every `sw`-th element), the rest zeros.
+    let (x0, x1) = inside(g.ow, g.sw, g.pw, kj * g.dw, g.w);
+    for (oy, drow) in dst.chunks_exact_mut(g.ow).enumerate() {
+        let iy = coord(oy, g.sh, g.ph, ki, g.dh);
+        if iy < 0 || iy as usize >= g.h || x0 == x1 {
+            fill_short(drow, T::ZERO);
+            continue;
+        }
+        let line = &plane[iy as usize * g.w..][..g.w];
+        fill_short(&mut drow[..x0], T::ZERO);
+        fill_short(&mut drow[x1..], T::ZERO);
+        let first = x0 * g.sw + kj * g.dw - g.pw;
+        if g.sw == 1 {
+            copy_short(&mut drow[x0..x1], &line[first..first + (x1 - x0)]);
+        } else {
+            for (o, &v) in drow[x0..x1]
+                .iter_mut()
+                .zip(line[first..].iter().step_by(g.sw))
+            {
+                *o = v;
+            }
+        }
+    }
+}
+
+/// One image (`[c, h, w]`) unfolded into `dst` (`[c * kh * kw, oh * ow]`).
+fn im2col_image<T: Float>(image: &[T], g: &Window, dst: &mut [T]) {
+    let plane_len = g.h * g.w;
+    for (k, row) in dst.chunks_exact_mut(g.cols()).enumerate() {
+        let c = k / (g.kh * g.kw);
+        im2col_row(&image[c * plane_len..][..plane_len], g, k, row);
+    }
+}
+
 fn im2col_typed<T: Float>(x: &RawTensor, g: &Window, shape: Dims) -> Result<RawTensor> {
     let mut out = T::pool().take(shape.iter().product())?;
     let src = data::<T>(x);
-    let (rows, cols) = (g.rows(), g.cols());
-    chunks(&mut out, cols, |row, dst| {
+    let rows = g.rows();
+    chunks(&mut out, g.cols(), |row, dst| {
         let (n, k) = (row / rows, row % rows);
-        let (c, ki, kj) = (k / (g.kh * g.kw), (k / g.kw) % g.kh, k % g.kw);
+        let c = k / (g.kh * g.kw);
         let plane = &src[(n * g.c + c) * g.h * g.w..][..g.h * g.w];
-        // Each output row of this tap reads one input row, or the padding: the columns inside
-        // the image are a slice of it (every `sw`-th element), the rest zeros.
-        let (x0, x1) = inside(g.ow, g.sw, g.pw, kj * g.dw, g.w);
-        for (oy, drow) in dst.chunks_exact_mut(g.ow).enumerate() {
-            let iy = coord(oy, g.sh, g.ph, ki, g.dh);
-            if iy < 0 || iy as usize >= g.h || x0 == x1 {
-                fill_short(drow, T::ZERO);
+        im2col_row(plane, g, k, dst);
+    });
+    Ok(RawTensor::from_cpu_vec(out, shape))
+}
+
+/// Channel `c` of the adjoint of [`im2col_image`]: the rows of one image's columns `cols`
+/// (`[c * kh * kw, oh * ow]`) that channel `c`'s taps produced, summed back onto its plane
+/// `dst` (`[h, w]`, overwritten).
+fn col2im_plane<T: Float>(cols: &[T], g: &Window, c: usize, dst: &mut [T]) {
+    let width = g.cols();
+    dst.fill(T::ZERO);
+    // The taps in order (`ki`, then `kj`): each pixel receives its terms in that order, as
+    // a per-pixel sum over the window would add them. Each tap's output row is added to
+    // one input row, a slice of it (every `sw`-th element).
+    for ki in 0..g.kh {
+        for kj in 0..g.kw {
+            let r = (c * g.kh + ki) * g.kw + kj;
+            let tap = &cols[r * width..][..width];
+            let (x0, x1) = inside(g.ow, g.sw, g.pw, kj * g.dw, g.w);
+            if x0 == x1 {
                 continue;
             }
-            let line = &plane[iy as usize * g.w..][..g.w];
-            fill_short(&mut drow[..x0], T::ZERO);
-            fill_short(&mut drow[x1..], T::ZERO);
-            let first = x0 * g.sw + kj * g.dw - g.pw;
-            if g.sw == 1 {
-                copy_short(&mut drow[x0..x1], &line[first..first + (x1 - x0)]);
-            } else {
-                for (o, &v) in drow[x0..x1]
-                    .iter_mut()
-                    .zip(line[first..].iter().step_by(g.sw))
-                {
-                    *o = v;
+            for (oy, trow) in tap.chunks_exact(g.ow).enumerate() {
+                let iy = coord(oy, g.sh, g.ph, ki, g.dh);
+                if iy < 0 || iy as usize >= g.h {
+                    continue;
+                }
+                let line = &mut dst[iy as usize * g.w..][..g.w];
+                let first = x0 * g.sw + kj * g.dw - g.pw;
+                let terms = &trow[x0..x1];
+                if g.sw == 1 {
+                    for (o, &v) in line[first..first + terms.len()].iter_mut().zip(terms) {
+                        *o += v;
+                    }
+                } else {
+                    for (o, &v) in line[first..].iter_mut().step_by(g.sw).zip(terms) {
+                        *o += v;
+                    }
                 }
             }
         }
-    });
-    Ok(RawTensor::from_cpu_vec(out, shape))
+    }
 }
 
 fn col2im_typed<T: Float>(col: &RawTensor, g: &Window, shape: Dims) -> Result<RawTensor> {
     let mut out = T::pool().take(shape.iter().product())?;
     let src = data::<T>(col);
-    let (rows, cols) = (g.rows(), g.cols());
+    let per_image = g.rows() * g.cols();
     chunks(&mut out, g.h * g.w, |p, dst| {
         let (n, c) = (p / g.c, p % g.c);
-        dst.fill(T::ZERO);
-        // The taps in order (`ki`, then `kj`): each pixel receives its terms in that order, as
-        // a per-pixel sum over the window would add them. Each tap's output row is added to
-        // one input row, a slice of it (every `sw`-th element).
-        for ki in 0..g.kh {
-            for kj in 0..g.kw {
-                let r = (c * g.kh + ki) * g.kw + kj;
-                let tap = &src[(n * rows + r) * cols..][..cols];
-                let (x0, x1) = inside(g.ow, g.sw, g.pw, kj * g.dw, g.w);
-                if x0 == x1 {
-                    continue;
-                }
-                for (oy, trow) in tap.chunks_exact(g.ow).enumerate() {
-                    let iy = coord(oy, g.sh, g.ph, ki, g.dh);
-                    if iy < 0 || iy as usize >= g.h {
-                        continue;
-                    }
-                    let line = &mut dst[iy as usize * g.w..][..g.w];
-                    let first = x0 * g.sw + kj * g.dw - g.pw;
-                    let terms = &trow[x0..x1];
-                    if g.sw == 1 {
-                        for (o, &v) in line[first..first + terms.len()].iter_mut().zip(terms) {
-                            *o += v;
-                        }
-                    } else {
-                        for (o, &v) in line[first..].iter_mut().step_by(g.sw).zip(terms) {
-                            *o += v;
-                        }
-                    }
-                }
-            }
-        }
+        col2im_plane(&src[n * per_image..][..per_image], g, c, dst);
     });
     Ok(RawTensor::from_cpu_vec(out, shape))
 }
@@ -426,6 +452,149 @@ fn pool_backward_typed<T: Float>(
     Ok(RawTensor::from_cpu_vec(out, shape))
 }
 
+/// The most elements of one image's columns (`c * kh * kw * oh * ow`) for which the CPU
+/// computes a convolution image by image: each thread unfolds one image into a buffer that
+/// stays in its L2 cache (1 MiB of `f32`) and multiplies it there, instead of unfolding the
+/// whole batch into a buffer several times the cache (LeNet's first layer: 5 MB at batch 64,
+/// written and read back, then recomputed for the weight's gradient: ~22% of its training
+/// step's samples). Larger images keep the batched composition, whose products are large
+/// enough to be split across threads themselves.
+const IMAGE_COLS_MAX: usize = 1 << 18;
+
+/// Whether [`ConvKernel`](super::ConvKernel)'s products run image by image here: at least
+/// two images to share among threads, columns that fit in a cache, `f32`/`f64`.
+fn by_image(t: &RawTensor, g: &Window) -> bool {
+    t.shape()[0] >= 2
+        && g.rows() * g.cols() <= IMAGE_COLS_MAX
+        && matches!(t.dtype, DType::F32 | DType::F64)
+}
+
+/// `f(image, out_chunk, columns)` for each image's `per`-element chunk of `out`, on every
+/// thread when the work is large, with a `columns`-element scratch buffer per task; the first
+/// allocation failure is returned after the loop.
+fn each_image<T: Float>(
+    out: &mut [T],
+    per: usize,
+    columns: usize,
+    f: impl Fn(usize, &mut [T], &mut [T]) + Sync,
+) -> Result<()> {
+    if per == 0 {
+        return Ok(());
+    }
+    let failed = std::sync::Mutex::new(None);
+    let task = |start: usize, chunk: &mut [T]| match T::pool().take(columns) {
+        Ok(mut buf) => f(start / per, chunk, &mut buf),
+        Err(e) => {
+            let mut first = failed.lock().unwrap_or_else(|p| p.into_inner());
+            first.get_or_insert(e);
+        }
+    };
+    if (out.len() / per).saturating_mul(columns) >= PARALLEL_THRESHOLD && !cfg!(miri) {
+        for_each_chunk_mut(out, per, &task);
+    } else {
+        for (i, chunk) in out.chunks_mut(per).enumerate() {
+            task(i * per, chunk);
+        }
+    }
+    match failed.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// A row-major `rows x cols` matrix at `offset` in `data`, or its transpose (`t`).
+fn matrix<T>(data: &[T], offset: usize, cols: usize, t: bool) -> MatrixView<'_, T> {
+    let (row_stride, col_stride) = if t { (1, cols) } else { (cols, 1) };
+    MatrixView {
+        data,
+        offset,
+        row_stride,
+        col_stride,
+    }
+}
+
+/// [`super::conv2d`] image by image: `y[i, g] = W[g] @ im2col(x[i])[g]`.
+fn conv2d_typed<T: Gemm>(
+    x: &RawTensor,
+    w: &RawTensor,
+    g: &Window,
+    groups: usize,
+) -> Result<RawTensor> {
+    let (n, out_c) = (x.shape()[0], w.shape()[0]);
+    let (og, kg, l) = (out_c / groups, g.rows() / groups, g.cols());
+    let mut out = T::pool().take(n * out_c * l)?;
+    let (src, wd) = (data::<T>(x), data::<T>(w));
+    let image = g.c * g.h * g.w;
+    each_image(&mut out, out_c * l, g.rows() * l, |i, y, cols| {
+        im2col_image(&src[i * image..][..image], g, cols);
+        for (gi, y) in y.chunks_exact_mut(og * l).enumerate() {
+            let (a, b) = (
+                matrix(wd, gi * og * kg, kg, false),
+                matrix(cols, gi * kg * l, l, false),
+            );
+            gemm_one_thread(y, (og, kg, l), a, b, false);
+        }
+    })?;
+    Ok(RawTensor::from_cpu_vec(
+        out,
+        Dims::shape(&[n, out_c, g.oh, g.ow])?,
+    ))
+}
+
+/// [`super::conv2d_input_grad`] image by image: `col2im(W[g]^T @ gy[i, g])`.
+fn input_grad_typed<T: Gemm>(
+    gy: &RawTensor,
+    w: &RawTensor,
+    g: &Window,
+    groups: usize,
+) -> Result<RawTensor> {
+    let (n, out_c) = (gy.shape()[0], w.shape()[0]);
+    let (og, kg, l) = (out_c / groups, g.rows() / groups, g.cols());
+    let image = g.c * g.h * g.w;
+    let mut out = T::pool().take(n * image)?;
+    let (gd, wd) = (data::<T>(gy), data::<T>(w));
+    each_image(&mut out, image, g.rows() * l, |i, dx, gcol| {
+        for (gi, gcol) in gcol.chunks_exact_mut(kg * l).enumerate() {
+            let a = matrix(wd, gi * og * kg, kg, true);
+            let b = matrix(gd, (i * out_c + gi * og) * l, l, false);
+            gemm_one_thread(gcol, (kg, og, l), a, b, false);
+        }
+        for (c, plane) in dx.chunks_exact_mut(g.h * g.w).enumerate() {
+            col2im_plane(gcol, g, c, plane);
+        }
+    })?;
+    Ok(RawTensor::from_cpu_vec(
+        out,
+        Dims::shape(&[n, g.c, g.h, g.w])?,
+    ))
+}
+
+/// [`super::conv2d_weight_grads`] image by image: `gy[i, g] @ im2col(x[i])[g]^T`.
+fn weight_grads_typed<T: Gemm>(
+    gy: &RawTensor,
+    x: &RawTensor,
+    g: &Window,
+    groups: usize,
+) -> Result<RawTensor> {
+    let (n, out_c) = (gy.shape()[0], gy.shape()[1]);
+    let (og, kg, l) = (out_c / groups, g.rows() / groups, g.cols());
+    let mut out = T::pool().take(n * out_c * kg)?;
+    let (gd, src) = (data::<T>(gy), data::<T>(x));
+    let image = g.c * g.h * g.w;
+    each_image(&mut out, out_c * kg, g.rows() * l, |i, dw, cols| {
+        im2col_image(&src[i * image..][..image], g, cols);
+        for (gi, dw) in dw.chunks_exact_mut(og * kg).enumerate() {
+            let a = matrix(gd, (i * out_c + gi * og) * l, l, false);
+            let b = matrix(cols, gi * kg * l, l, true);
+            gemm_one_thread(dw, (og, l, kg), a, b, false);
+        }
+    })?;
+    Ok(RawTensor::from_cpu_vec(
+        out,
+        Dims::shape(&[n, groups, og, kg])?,
+    ))
+}
+
 /// Runs `f` on `f32`/`f64` tensors, the 16-bit floats widened to `f32` and the result rounded
 /// back.
 fn floats(
@@ -462,6 +631,48 @@ impl super::ConvKernel for crate::ops::backend::CpuBackend {
             |t| col2im_typed::<f32>(&t[0], g, out),
             |t| col2im_typed::<f64>(&t[0], g, out),
         )
+    }
+
+    fn conv2d(
+        self,
+        x4: &RawTensor,
+        w4: &RawTensor,
+        g: &Window,
+        groups: usize,
+    ) -> Result<RawTensor> {
+        match x4.dtype {
+            DType::F32 if by_image(x4, g) => conv2d_typed::<f32>(x4, w4, g, groups),
+            DType::F64 if by_image(x4, g) => conv2d_typed::<f64>(x4, w4, g, groups),
+            _ => super::composed::conv2d(x4, w4, g, groups),
+        }
+    }
+
+    fn conv2d_input_grad(
+        self,
+        gy: &RawTensor,
+        w4: &RawTensor,
+        g: &Window,
+        groups: usize,
+    ) -> Result<RawTensor> {
+        match gy.dtype {
+            DType::F32 if by_image(gy, g) => input_grad_typed::<f32>(gy, w4, g, groups),
+            DType::F64 if by_image(gy, g) => input_grad_typed::<f64>(gy, w4, g, groups),
+            _ => super::composed::input_grad(gy, w4, g, groups),
+        }
+    }
+
+    fn conv2d_weight_grads(
+        self,
+        gy: &RawTensor,
+        x4: &RawTensor,
+        g: &Window,
+        groups: usize,
+    ) -> Result<RawTensor> {
+        match x4.dtype {
+            DType::F32 if by_image(x4, g) => weight_grads_typed::<f32>(gy, x4, g, groups),
+            DType::F64 if by_image(x4, g) => weight_grads_typed::<f64>(gy, x4, g, groups),
+            _ => super::composed::weight_grads(gy, x4, g, groups),
+        }
     }
 
     fn pool2d(

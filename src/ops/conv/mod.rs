@@ -12,6 +12,7 @@ pub(super) mod cuda;
 use crate::core::error::Result;
 use crate::core::layout::Dims;
 use crate::core::raw::RawTensor;
+use crate::ops::copy::contiguous;
 
 /// The geometry of a 2-D window over an image of `[c, h, w]` per item: kernel `kh x kw`,
 /// strides, paddings, dilations, and the output's `oh x ow`. `mode` is what the pooling kernels
@@ -118,6 +119,110 @@ pub(crate) fn pool2d_backward(
     ))
 }
 
+/// `x4` (`[n, c, h, w]`) convolved with `w4` (`[out_c, c / groups, kh, kw]`), no bias:
+/// `[n, out_c, oh, ow]`, `y[n, g] = W[g] @ im2col(x[n])[g]` for each group `g`.
+pub(crate) fn conv2d(
+    x4: &RawTensor,
+    w4: &RawTensor,
+    g: &Window,
+    groups: usize,
+) -> Result<RawTensor> {
+    let (x, w) = (contiguous(x4)?, contiguous(w4)?);
+    dispatch!([&x, &w], |be| be.conv2d(&x, &w, g, groups))
+}
+
+/// The gradient of [`conv2d`] with respect to its input: `gy` (`[n, out_c, oh, ow]`) weighed
+/// back through `w4` and folded onto `[n, c, h, w]`, `col2im(W[g]^T @ gy[n, g])`.
+pub(crate) fn conv2d_input_grad(
+    gy: &RawTensor,
+    w4: &RawTensor,
+    g: &Window,
+    groups: usize,
+) -> Result<RawTensor> {
+    let (gy, w) = (contiguous(gy)?, contiguous(w4)?);
+    dispatch!([&gy, &w], |be| be.conv2d_input_grad(&gy, &w, g, groups))
+}
+
+/// Each image's term of the gradient of [`conv2d`] with respect to its weight:
+/// `[n, groups, out_c / groups, c / groups * kh * kw]`, `gy[n, g] @ im2col(x[n])[g]^T` (the
+/// caller sums them over `n`).
+pub(crate) fn conv2d_weight_grads(
+    gy: &RawTensor,
+    x4: &RawTensor,
+    g: &Window,
+    groups: usize,
+) -> Result<RawTensor> {
+    let (gy, x) = (contiguous(gy)?, contiguous(x4)?);
+    dispatch!([&gy, &x], |be| be.conv2d_weight_grads(&gy, &x, g, groups))
+}
+
+/// The three products of a convolution composed of this family's `im2col`/`col2im` and the
+/// matmul family's batched product over the whole batch: every backend's way unless it has
+/// its own (the CPU's, for images whose columns fit in its caches, in `cpu.rs`).
+pub(crate) mod composed {
+    use super::{col2im, im2col, Window};
+    use crate::core::error::Result;
+    use crate::core::raw::RawTensor;
+    use crate::ops::copy::contiguous;
+    use crate::ops::matmul::matmul;
+    use crate::ops::shape::{reshape, transpose};
+
+    fn reshaped(t: &RawTensor, dims: &[usize]) -> Result<RawTensor> {
+        let dims: Vec<isize> = dims.iter().map(|&d| d as isize).collect();
+        reshape(&contiguous(t)?, &dims)
+    }
+
+    /// `[n, groups, c / groups * kh * kw, oh * ow]`.
+    fn grouped_cols(x4: &RawTensor, g: &Window, groups: usize) -> Result<RawTensor> {
+        let n = x4.shape()[0];
+        reshaped(&im2col(x4, g)?, &[n, groups, g.rows() / groups, g.cols()])
+    }
+
+    /// [`super::conv2d`].
+    pub(crate) fn conv2d(
+        x4: &RawTensor,
+        w4: &RawTensor,
+        g: &Window,
+        groups: usize,
+    ) -> Result<RawTensor> {
+        let (n, out_c) = (x4.shape()[0], w4.shape()[0]);
+        let cols = grouped_cols(x4, g, groups)?;
+        let wg = reshaped(w4, &[groups, out_c / groups, g.rows() / groups])?;
+        reshaped(&matmul(&wg, &cols)?, &[n, out_c, g.oh, g.ow])
+    }
+
+    /// [`super::conv2d_input_grad`].
+    pub(crate) fn input_grad(
+        gy: &RawTensor,
+        w4: &RawTensor,
+        g: &Window,
+        groups: usize,
+    ) -> Result<RawTensor> {
+        let (n, out_c) = (gy.shape()[0], w4.shape()[0]);
+        let og = out_c / groups;
+        let gyg = reshaped(gy, &[n, groups, og, g.cols()])?;
+        let wt = transpose(&reshaped(w4, &[groups, og, g.rows() / groups])?, 1, 2)?;
+        let gcol = reshaped(&matmul(&wt, &gyg)?, &[n, g.rows(), g.cols()])?;
+        col2im(&gcol, g)
+    }
+
+    /// [`super::conv2d_weight_grads`]: one product per image and group (the columns
+    /// transposed as a view, no copy). One product over `n * oh * ow` would need both operands
+    /// permuted and copied first, and a GEMM of `og x k` with a long inner dimension keeps one
+    /// thread busy.
+    pub(crate) fn weight_grads(
+        gy: &RawTensor,
+        x4: &RawTensor,
+        g: &Window,
+        groups: usize,
+    ) -> Result<RawTensor> {
+        let (n, out_c) = (gy.shape()[0], gy.shape()[1]);
+        let gyg = reshaped(gy, &[n, groups, out_c / groups, g.cols()])?;
+        let cols_t = transpose(&grouped_cols(x4, g, groups)?, 2, 3)?;
+        matmul(&gyg, &cols_t)
+    }
+}
+
 /// The kernel entries of this family, one impl per backend: [`CpuBackend`](crate::ops::backend::CpuBackend)
 /// in `cpu.rs`, [`CudaBackend`](crate::ops::backend::CudaBackend) in `cuda.rs`. The operands are
 /// contiguous, on that backend's device (`dispatch!` checked it), of a floating-point type, and
@@ -134,4 +239,37 @@ pub(crate) trait ConvKernel {
         g: &Window,
         out: Dims,
     ) -> Result<RawTensor>;
+    /// [`conv2d`] (operands contiguous).
+    fn conv2d(self, x4: &RawTensor, w4: &RawTensor, g: &Window, groups: usize) -> Result<RawTensor>
+    where
+        Self: Sized,
+    {
+        composed::conv2d(x4, w4, g, groups)
+    }
+    /// [`conv2d_input_grad`] (operands contiguous).
+    fn conv2d_input_grad(
+        self,
+        gy: &RawTensor,
+        w4: &RawTensor,
+        g: &Window,
+        groups: usize,
+    ) -> Result<RawTensor>
+    where
+        Self: Sized,
+    {
+        composed::input_grad(gy, w4, g, groups)
+    }
+    /// [`conv2d_weight_grads`] (operands contiguous).
+    fn conv2d_weight_grads(
+        self,
+        gy: &RawTensor,
+        x4: &RawTensor,
+        g: &Window,
+        groups: usize,
+    ) -> Result<RawTensor>
+    where
+        Self: Sized,
+    {
+        composed::weight_grads(gy, x4, g, groups)
+    }
 }

@@ -398,6 +398,39 @@ pub(crate) fn gemm_into<T: Gemm>(
     );
 }
 
+/// [`gemm_into`] on the calling thread alone, for a product that is one task of a loop
+/// already split across threads (a convolution's per-image products).
+pub(crate) fn gemm_one_thread<T: Gemm>(
+    dst: &mut [T],
+    (m, k, n): (usize, usize, usize),
+    a: MatrixView<'_, T>,
+    b: MatrixView<'_, T>,
+    accumulate: bool,
+) {
+    let out_len = m.checked_mul(n).expect("gemm: m * n overflows");
+    assert!(dst.len() >= out_len, "gemm destination too small");
+    if m == 0 || n == 0 {
+        return;
+    }
+    if k == 0 {
+        if !accumulate {
+            dst[..out_len].fill(T::ZERO);
+        }
+        return;
+    }
+    if out_len.saturating_mul(k) <= SMALL_PRODUCT || cfg!(miri) {
+        return small_product_widest(dst, (m, k, n), a, b, accumulate);
+    }
+    crate_gemm(
+        dst,
+        (m, k, n),
+        a,
+        b,
+        accumulate,
+        gemm_common::Parallelism::None,
+    );
+}
+
 /// `dst[m x n] = (accumulate ? dst : 0) + a @ b` by the `gemm-*` crate, `m, k, n > 0`.
 fn crate_gemm<T: Gemm>(
     dst: &mut [T],
