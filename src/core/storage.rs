@@ -3,6 +3,8 @@
 
 use crate::core::cpu_storage::CpuStorage;
 use crate::core::cuda_storage::CudaStorage;
+use crate::core::pool::{PooledVec, INLINE};
+use crate::core::Element;
 use std::cell::RefCell;
 use std::mem::ManuallyDrop;
 use std::ops::Deref;
@@ -69,6 +71,44 @@ impl SharedStorage {
         SharedStorage(ManuallyDrop::new(Arc::new(storage)))
     }
 
+    /// A tiny host storage: `len` values of `E` (at most [`INLINE`]) inside the allocation,
+    /// written by `fill` where they stay, in a recycled allocation when one is spare.
+    ///
+    /// Built in place rather than on the stack and moved in: the move read the inline
+    /// buffer's fresh narrow stores back with wide loads, a store-forwarding stall per result
+    /// (perf: about a fifth of the 1-element add's own samples on an Intel Xeon).
+    #[inline(always)]
+    pub(crate) fn tiny_cpu<E: Element>(len: usize, fill: impl FnOnce(&mut [E])) -> Self {
+        debug_assert!(len <= INLINE);
+        let value = || Storage::Cpu(E::buffer_into_cpu_storage(PooledVec::inline(len)));
+        let spare = SPARE
+            .try_with(|list| list.try_borrow_mut().ok()?.pop())
+            .ok()
+            .flatten();
+        let arc = match spare {
+            Some(arc) => {
+                let ptr = Arc::into_raw(arc).cast_mut();
+                // SAFETY: as in `new`: `ptr` is the only pointer to a tiny host storage, which
+                // owns no heap memory, and is given back to an `Arc` at once.
+                unsafe {
+                    ptr.write(value());
+                    Arc::from_raw(ptr)
+                }
+            }
+            None => Arc::new(value()),
+        };
+        let ptr = Arc::as_ptr(&arc).cast_mut();
+        // SAFETY: `arc` is the only handle to its storage (a spare one, see above, or one just
+        // made; no `Weak` exists) and it is not used while this exclusive borrow lives, so the
+        // borrow aliases nothing. The pointer may be written, as `Arc::get_mut`'s is.
+        if let Storage::Cpu(s) = unsafe { &mut *ptr } {
+            if let Some(values) = E::cpu_slice_mut(s) {
+                fill(values);
+            }
+        }
+        SharedStorage(ManuallyDrop::new(arc))
+    }
+
     /// The storage, mutably, when no other handle shares it.
     #[inline]
     pub(crate) fn get_mut(&mut self) -> Option<&mut Storage> {
@@ -131,7 +171,6 @@ fn keep_spare(arc: Arc<Storage>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::pool::PooledVec;
 
     fn tiny(values: &[f32]) -> Storage {
         let mut v = PooledVec::<f32>::with_len(values.len()).unwrap();
@@ -190,6 +229,23 @@ mod tests {
         drop(a); // the last handle: its allocation goes to this thread's list
         let b = SharedStorage::new(tiny(&[7.0]));
         assert_eq!(values(&b), [7.0]);
+    }
+
+    #[test]
+    fn a_tiny_storage_built_in_place_holds_its_values_and_element_type() {
+        // A spare f32 allocation reused for an i64 storage, then a fresh one.
+        drop(SharedStorage::new(tiny(&[1.0, 2.0, 3.0])));
+        let ints = SharedStorage::tiny_cpu::<i64>(2, |v| v.copy_from_slice(&[7, -8]));
+        match &*ints {
+            Storage::Cpu(CpuStorage::I64(v)) => assert_eq!(v.as_slice(), [7, -8]),
+            _ => panic!("not an i64 host storage"),
+        }
+        let held: Vec<_> = (0..MAX_SPARE + 2)
+            .map(|i| SharedStorage::tiny_cpu::<f32>(1, |v| v[0] = i as f32))
+            .collect();
+        for (i, s) in held.iter().enumerate() {
+            assert_eq!(values(s), [i as f32]);
+        }
     }
 
     #[test]
