@@ -294,13 +294,12 @@ fn tiny_typed<T: Arith>(
     }
     // A plain loop (at most `INLINE` values: never a parallel one), into the result's own
     // allocation.
-    let storage = SharedStorage::tiny_cpu::<T>(x.len(), |out| {
-        with_op!(op, |f| {
-            for ((o, &p), &q) in out.iter_mut().zip(x).zip(y) {
-                *o = f(p, q);
-            }
-        })
-    });
+    // The op is chosen outside the fill, so each fill is a short loop that inlines.
+    let storage = with_op!(op, |f| SharedStorage::tiny_cpu::<T>(x.len(), |out| {
+        for ((o, &p), &q) in out.iter_mut().zip(x).zip(y) {
+            *o = f(p, q);
+        }
+    }));
     Some(RawTensor::from_cpu_storage::<T>(storage, a.layout.shape))
 }
 
