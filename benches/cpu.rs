@@ -12,6 +12,11 @@
 //! cargo bench --bench cpu -- T         # training steps: LeNet and examples/transformer.rs (TL, TT: one)
 //! ```
 //!
+//! `BENCH_COUNT=<case>:<n>` runs one tiny case `n` times, untimed, and nothing else: for
+//! instruction counts, e.g. `valgrind --tool=callgrind <bench> ` with `n` = 1000 and 2000 (the
+//! difference over 1000 is the count per call, without start-up). Cases: `add`, `dyn_add`,
+//! `linear`, `dyn_linear`, `matmul`, `clone`.
+//!
 //! `BENCH_IN_POOL=1` runs the transformer's step on one of `rayon`'s threads instead of the
 //! program's own (what a step costs when no op has to hand work to a sleeping pool).
 
@@ -869,7 +874,37 @@ fn transformer_step(cfg: Cfg) {
     );
 }
 
+/// `BENCH_COUNT`: one case of workloads C and E, `n` times, on the same inputs.
+fn count_case(spec: &str) {
+    let (case, n) = spec.split_once(':').expect("BENCH_COUNT=<case>:<n>");
+    let n: usize = n.parse().expect("BENCH_COUNT=<case>:<n>");
+    let x = Tensor::from_vec(det_sym(40, 11, 1.0), [4, 10], Cpu);
+    let w = Tensor::from_vec(det_sym(20, 12, 0.3), [2, 10], Cpu);
+    let b = Tensor::from_vec(det_sym(2, 13, 0.3), [2], Cpu);
+    let lin = Linear::from_parameters(w.clone(), Some(b.clone()));
+    let (dx, dw, db) = (x.to_dyn(), w.to_dyn(), b.to_dyn());
+    let wt = w.t();
+    let a1 = Tensor::from_vec(vec![1.5f32], [1], Cpu);
+    let b1 = Tensor::from_vec(vec![2.5f32], [1], Cpu);
+    let (da1, db1) = (a1.to_dyn(), b1.to_dyn());
+    for _ in 0..n {
+        match case {
+            "add" => drop(black_box(&a1 + &b1)),
+            "dyn_add" => drop(black_box(da1.add(&db1).unwrap())),
+            "linear" => drop(black_box(lin.forward(&x))),
+            "dyn_linear" => drop(black_box(dx.linear(&dw, Some(&db)).unwrap())),
+            "matmul" => drop(black_box(x.matmul(&wt))),
+            "clone" => drop(black_box(a1.clone())),
+            _ => panic!("unknown BENCH_COUNT case {case}"),
+        }
+    }
+}
+
 fn main() {
+    if let Ok(spec) = std::env::var("BENCH_COUNT") {
+        count_case(&spec);
+        return;
+    }
     let args: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| !a.starts_with('-'))

@@ -62,6 +62,17 @@ impl RawTensor {
         }
     }
 
+    /// A contiguous CPU tensor of `shape` on `storage`, which holds its values of `E`.
+    #[inline(always)]
+    pub(crate) fn from_cpu_storage<E: Element>(storage: SharedStorage, shape: Dims) -> Self {
+        RawTensor {
+            storage,
+            layout: Layout::contiguous(shape),
+            dtype: E::DTYPE,
+            device: DynDevice::cpu(),
+        }
+    }
+
     #[inline]
     pub(crate) fn shape(&self) -> &[usize] {
         &self.layout.shape

@@ -10,6 +10,7 @@ use crate::core::error::Result;
 use crate::core::layout::{Dims, Layout};
 use crate::core::pool::{PooledVec, INLINE};
 use crate::core::raw::{Operand, RawTensor};
+use crate::core::storage::SharedStorage;
 use crate::core::{DType, Element, Float, Scalar};
 use crate::ops::half::{
     map_blocks, map_blocks_in_place, zip_blocks, zip_blocks_in_place, HalfBlock,
@@ -291,14 +292,15 @@ fn tiny_typed<T: Arith>(
     if a.layout.shape != b.layout.shape || !whole(a, x.len()) || !whole(b, y.len()) {
         return None;
     }
-    let mut out = PooledVec::<T>::inline(x.len());
-    // A plain loop (at most `INLINE` values: never a parallel one).
-    with_op!(op, |f| {
-        for ((o, &p), &q) in out.as_mut_slice().iter_mut().zip(x).zip(y) {
+    // A plain loop (at most `INLINE` values: never a parallel one), into the result's own
+    // allocation.
+    // The op is chosen outside the fill, so each fill is a short loop that inlines.
+    let storage = with_op!(op, |f| SharedStorage::tiny_cpu::<T>(x.len(), |out| {
+        for ((o, &p), &q) in out.iter_mut().zip(x).zip(y) {
             *o = f(p, q);
         }
-    });
-    Some(RawTensor::from_cpu_buffer(out, a.layout.shape))
+    }));
+    Some(RawTensor::from_cpu_storage::<T>(storage, a.layout.shape))
 }
 
 fn binary_typed<T: Arith>(
