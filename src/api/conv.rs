@@ -3,10 +3,10 @@
 //! rule.
 //!
 //! A convolution unfolds its input into columns (`im2col`: `[n, c kh kw, oh ow]`) and weighs
-//! them with one batched matrix product per group (the matmul family's GEMM, cuBLAS on a GPU):
-//! `y[n, g] = W[g] @ col[n, g]`. Its backward: `dX = col2im(W^T @ dY)`,
-//! `dW = dY @ col^T` (summed over the batch in the same product), `db = dY` summed over
-//! `n, oh, ow`. A 1-D convolution is the 2-D one over `[n, c, 1, l]`.
+//! them with a matrix product per image and group (`ops::conv::conv2d`; the CPU image by image
+//! in its cache, a GPU with one batched product on cuBLAS): `y[n, g] = W[g] @ col[n, g]`. Its
+//! backward: `dX = col2im(W^T @ dY)` (`conv2d_input_grad`), `dW = dY @ col^T` per image
+//! (`conv2d_weight_grads`) summed over the batch, `db = dY` summed over `n, oh, ow`. A 1-D convolution is the 2-D one over `[n, c, 1, l]`.
 
 use super::autocast;
 use super::declare::declare_ops;
