@@ -218,8 +218,12 @@ mod tests {
             apart = apart.max(ulps(got, libm::erff(x) as f64));
         }
         eprintln!("worst: {worst} ulps at {at:e}; at most {apart} ulps from libm::erff");
-        assert!(worst <= 1.0, "erf({at:e}) is {worst} ulps off");
-        assert!(apart <= 1.0, "{apart} ulps from libm::erff");
+        // Under Miri (whose float operations may be deliberately imprecise, to catch code that
+        // relies on exact results) one sample point measured 1.0000000000000004 ulps from
+        // `libm::erff` in CI's run; natively every difference is a whole number of ulps.
+        let slack = if cfg!(miri) { 0.01 } else { 0.0 };
+        assert!(worst <= 1.0 + slack, "erf({at:e}) is {worst} ulps off");
+        assert!(apart <= 1.0 + slack, "{apart} ulps from libm::erff");
     }
 
     #[test]
