@@ -2,6 +2,7 @@
 //! plane per task (in parallel above a size), `f16`/`bf16` through `f32`.
 
 use super::{PoolMode, Window};
+use crate::backend::cpu::copy_short;
 use crate::backend::cpu::parallel::{for_each_chunk_mut, for_each_chunk_pair_mut};
 use crate::backend::cpu::strided::PARALLEL_THRESHOLD;
 use crate::backend::cpu::vmath::vectorized;
@@ -66,24 +67,6 @@ fn inside(n_out: usize, s: usize, p: usize, off: usize, n: usize) -> (usize, usi
     let lo = p.saturating_sub(off).div_ceil(s).min(n_out);
     let hi = (n + p).saturating_sub(off).div_ceil(s).clamp(lo, n_out);
     (lo, hi)
-}
-
-/// `dst.copy_from_slice(src)` (equal lengths) in fixed-size pieces, for the short rows of a
-/// convolution's columns: `copy_from_slice` calls `memmove` for a length known only at run
-/// time, and at LeNet's rows (28 and 10 elements) the calls cost more than the copies.
-#[inline(always)]
-fn copy_short<T: Copy>(dst: &mut [T], src: &[T]) {
-    let (mut d, mut s) = (dst, src);
-    while d.len() >= 16 {
-        d[..16].copy_from_slice(&s[..16]);
-        (d, s) = (&mut d[16..], &s[16..]);
-    }
-    for piece in [8, 4, 2, 1] {
-        if d.len() >= piece {
-            d[..piece].copy_from_slice(&s[..piece]);
-            (d, s) = (&mut d[piece..], &s[piece..]);
-        }
-    }
 }
 
 /// `dst.fill(value)` in fixed-size pieces ([`copy_short`]'s reason: padding columns are a

@@ -45,7 +45,7 @@ fn typed<T: Gemm>(
                 }
             };
             for row in out.chunks_mut(n.max(1)) {
-                row.copy_from_slice(bias);
+                crate::backend::cpu::copy_short(row, bias);
             }
             true
         }
