@@ -5,6 +5,9 @@ use devtype::nn::{Linear, MSELoss};
 use devtype::optim::{Adam, Optimizer, Sgd};
 use devtype::prelude::*;
 
+mod common;
+use common::Rng;
+
 /// A one-parameter "model" and a gradient to apply.
 fn param_with_grad(p: &[f64], g: &[f64]) -> Tensor<Cpu, f64> {
     let v = Tensor::parameter(Tensor::from_vec(p.to_vec(), [p.len()], Cpu));
@@ -14,8 +17,9 @@ fn param_with_grad(p: &[f64], g: &[f64]) -> Tensor<Cpu, f64> {
 }
 
 fn close(a: &[f64], b: &[f64]) {
-    for (x, y) in a.iter().zip(b) {
-        assert!((x - y).abs() < 1e-12, "{a:?} vs {b:?}");
+    assert_eq!(a.len(), b.len());
+    for (i, (x, y)) in a.iter().zip(b).enumerate() {
+        assert!((x - y).abs() < 1e-12, "element {i}: {x} vs {y}");
     }
 }
 
@@ -86,6 +90,49 @@ fn adam_and_adamw_follow_torch() {
         let (em, ev) = opt.moments("").unwrap();
         close(&em.to_vec(), &m);
         close(&ev.to_vec(), &v);
+    }
+}
+
+/// Parameters large enough that the CPU update is split into chunks across threads (100,003
+/// elements: not a whole number of chunks), on fresh random values: SGD with momentum and
+/// Adam, three steps each, every element against the formula in f64.
+#[test]
+fn large_parameters_update_every_chunk_as_the_formula_says() {
+    let mut rng = Rng::new("large_parameters_update_every_chunk_as_the_formula_says");
+    let n = 100_003;
+    let start = rng.values(n, -1.0, 1.0);
+    let grads: Vec<Vec<f64>> = (0..3).map(|_| rng.values(n, -1.0, 1.0)).collect();
+    let (lr, mom, wd) = (0.1, 0.9, 0.01);
+    let mut p = param_with_grad(&start, &grads[0]);
+    let mut sgd = Sgd::new(lr).momentum(mom).weight_decay(wd);
+    let (mut x, mut buf) = (start.clone(), vec![0.0f64; n]);
+    for (step, g) in grads.iter().enumerate() {
+        p.try_set_grad(Some(Tensor::from_vec(g.clone(), [n], Cpu)))
+            .unwrap();
+        sgd.step(&mut p);
+        for i in 0..n {
+            let d = g[i] + wd * x[i];
+            buf[i] = if step == 0 { d } else { mom * buf[i] + d };
+            x[i] -= lr * buf[i];
+        }
+        close(&p.to_vec(), &x);
+    }
+    let (b1, b2, eps) = (0.9, 0.999, 1e-8);
+    let mut p = param_with_grad(&start, &grads[0]);
+    let mut adam = Adam::new(lr);
+    let (mut x, mut m, mut v) = (start.clone(), vec![0.0f64; n], vec![0.0f64; n]);
+    for (step, g) in grads.iter().enumerate() {
+        p.try_set_grad(Some(Tensor::from_vec(g.clone(), [n], Cpu)))
+            .unwrap();
+        adam.step(&mut p);
+        let t = (step + 1) as i32;
+        for i in 0..n {
+            m[i] = b1 * m[i] + (1.0 - b1) * g[i];
+            v[i] = b2 * v[i] + (1.0 - b2) * g[i] * g[i];
+            let denom = (v[i] / (1.0 - b2.powi(t))).sqrt() + eps;
+            x[i] -= lr / (1.0 - b1.powi(t)) * m[i] / denom;
+        }
+        close(&p.to_vec(), &x);
     }
 }
 

@@ -218,6 +218,34 @@ pub(crate) fn for_each_chunk_pair_mut<A: Send, B: Send>(
     });
 }
 
+/// `f(item)` for each of `items`, each exactly once, through [`for_each_task`], with the
+/// results in the items' order: for a loop over several slices at once, split into matching
+/// chunks (an optimizer's parameter, gradient and states), or for partial results that are
+/// then combined in a fixed order (the same bits on any thread count).
+pub(crate) fn map_items<I: Send, R: Send>(items: Vec<I>, f: &(dyn Fn(I) -> R + Sync)) -> Vec<R> {
+    // One slot per item: the task that takes index `i` is its only user, so the locks are
+    // never contended; they are what lets a shared slot hand its item out by value.
+    let slots: Vec<Mutex<(Option<I>, Option<R>)>> = items
+        .into_iter()
+        .map(|item| Mutex::new((Some(item), None)))
+        .collect();
+    let lock = |i: usize| slots[i].lock().unwrap_or_else(|e| e.into_inner());
+    for_each_task(slots.len(), &|i| {
+        let item = lock(i).0.take();
+        if let Some(item) = item {
+            let result = f(item);
+            lock(i).1 = Some(result);
+        }
+    });
+    slots
+        .into_iter()
+        .map(|slot| {
+            let (_, result) = slot.into_inner().unwrap_or_else(|e| e.into_inner());
+            result.expect("every task ran")
+        })
+        .collect()
+}
+
 /// A pointer into a slice whose disjoint parts are handed to other threads.
 struct SendPtr<O>(*mut O);
 // SAFETY: used only by the `for_each_chunk*` functions, which hand out disjoint chunks of
@@ -247,6 +275,37 @@ mod tests {
         check();
         if !cfg!(miri) {
             // Inside `rayon`'s pool (which does not run under Miri, see `pool_threads`).
+            rayon::scope(|_| check());
+        }
+    }
+
+    /// Every item is handed to `f` once, by value, and its result comes back in its place,
+    /// from outside the pool and from inside it; items can be chunks of several slices.
+    #[test]
+    fn items_map_in_order() {
+        let check = || {
+            for len in [0usize, 1, 2, 3, 17, 200] {
+                let mut a: Vec<usize> = (0..len).collect();
+                let b: Vec<usize> = (0..len).map(|i| 1000 * i).collect();
+                let items: Vec<_> = a.chunks_mut(3).zip(b.chunks(3)).collect();
+                let sums = map_items(items, &|(a, b)| {
+                    for (a, &b) in a.iter_mut().zip(b) {
+                        *a += b;
+                    }
+                    a.iter().sum::<usize>()
+                });
+                let want: Vec<usize> = (0..len)
+                    .map(|i| 1001 * i)
+                    .collect::<Vec<_>>()
+                    .chunks(3)
+                    .map(|c| c.iter().sum())
+                    .collect();
+                assert_eq!(sums, want, "{len}");
+                assert!(a.iter().enumerate().all(|(i, &v)| v == 1001 * i), "{len}");
+            }
+        };
+        check();
+        if !cfg!(miri) {
             rayon::scope(|_| check());
         }
     }

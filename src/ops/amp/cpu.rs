@@ -2,13 +2,13 @@
 //! ones), and the scale schedule on two host values.
 
 use super::ScaleSchedule;
+use crate::backend::cpu::parallel::map_items;
 use crate::backend::cpu::vmath::vectorized;
 use crate::core::error::Result;
 use crate::core::raw::RawTensor;
 use crate::core::{DType, Element, Float};
 use crate::ops::copy::cpu::make_unique;
 use crate::ops::optim::OpMath;
-use rayon::prelude::*;
 
 /// Elements per parallel task.
 const CHUNK: usize = 1 << 14;
@@ -32,14 +32,15 @@ fn unscale_typed<T: OpMath>(grad: &mut RawTensor, inv_scale: f32) -> Result<bool
     let inv = T::Acc::from_f64(inv_scale as f64);
     let parallel = g.len() >= crate::backend::cpu::strided::PARALLEL_THRESHOLD && !cfg!(miri);
     Ok(if parallel {
-        g.par_chunks_mut(CHUNK)
-            .map(|c| {
-                vectorized(
-                    #[inline(always)]
-                    || unscale_slice(c, inv),
-                )
-            })
-            .reduce(|| false, |a, b| a | b)
+        let chunks = g.chunks_mut(CHUNK).collect();
+        map_items(chunks, &|c| {
+            vectorized(
+                #[inline(always)]
+                || unscale_slice(c, inv),
+            )
+        })
+        .into_iter()
+        .any(|bad| bad)
     } else {
         vectorized(
             #[inline(always)]

@@ -2,12 +2,12 @@
 //! in place, split across threads for large parameters.
 
 use super::{AdamScalars, AdamUpdate, OpMath, SgdUpdate};
+use crate::backend::cpu::parallel::map_items;
 use crate::backend::cpu::vmath::vectorized;
 use crate::core::error::{Error, Result};
 use crate::core::raw::RawTensor;
 use crate::core::{DType, Element, Float};
 use crate::ops::copy::cpu::make_unique;
-use rayon::prelude::*;
 
 /// Elements per parallel task.
 const CHUNK: usize = 1 << 14;
@@ -79,9 +79,8 @@ fn sgd_typed<T: OpMath>(
             )
         };
         if parallel(p.len()) {
-            p.par_chunks_mut(CHUNK)
-                .zip(gs.par_chunks(CHUNK))
-                .for_each(|(p, g)| step(p, g));
+            let items = p.chunks_mut(CHUNK).zip(gs.chunks(CHUNK)).collect();
+            map_items(items, &|(p, g)| step(p, g));
         } else {
             step(p, gs);
         }
@@ -121,10 +120,12 @@ fn sgd_typed<T: OpMath>(
         )
     };
     if parallel(p.len()) {
-        p.par_chunks_mut(CHUNK)
-            .zip(gs.par_chunks(CHUNK))
-            .zip(b.par_chunks_mut(CHUNK))
-            .for_each(|((p, g), b)| step(p, g, b));
+        let items = p
+            .chunks_mut(CHUNK)
+            .zip(gs.chunks(CHUNK))
+            .zip(b.chunks_mut(CHUNK))
+            .collect();
+        map_items(items, &|((p, g), b)| step(p, g, b));
     } else {
         step(p, gs, b);
     }
@@ -203,11 +204,13 @@ fn adam_typed<T: OpMath>(
         )
     };
     if parallel(p.len()) {
-        p.par_chunks_mut(CHUNK)
-            .zip(gs.par_chunks(CHUNK))
-            .zip(m.par_chunks_mut(CHUNK))
-            .zip(v.par_chunks_mut(CHUNK))
-            .for_each(|(((p, g), m), v)| step(p, g, m, v));
+        let items = p
+            .chunks_mut(CHUNK)
+            .zip(gs.chunks(CHUNK))
+            .zip(m.chunks_mut(CHUNK))
+            .zip(v.chunks_mut(CHUNK))
+            .collect();
+        map_items(items, &|(((p, g), m), v)| step(p, g, m, v));
     } else {
         step(p, gs, m, v);
     }

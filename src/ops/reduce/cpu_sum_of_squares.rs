@@ -5,7 +5,6 @@
 use crate::core::raw::RawTensor;
 use crate::core::DType;
 use half::{bf16, f16};
-use rayon::prelude::*;
 
 /// Elements per block: large enough that a block costs far more than its scheduling.
 const BLOCK: usize = 1 << 16;
@@ -95,6 +94,13 @@ pub(crate) fn sum_of_squares(grads: &[RawTensor]) -> Option<f64> {
             _ => return None,
         }
     }
-    let sums: Vec<f64> = runs.par_iter().map(Run::sum_sq).collect();
+    // Small models' gradients (a few blocks in all) are summed on this thread: waking another
+    // would cost more than the sums. The same block sums in the same order either way.
+    let total: usize = grads.iter().map(RawTensor::numel).sum();
+    let sums = if total < crate::backend::cpu::strided::PARALLEL_THRESHOLD {
+        runs.iter().map(Run::sum_sq).collect()
+    } else {
+        crate::backend::cpu::parallel::map_items(runs, &|run| run.sum_sq())
+    };
     Some(sums.iter().sum())
 }
