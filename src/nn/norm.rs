@@ -409,6 +409,34 @@ impl<T> RunningStats<T> {
         self.count + replayed
     }
 
+    /// Counts an update that the CUDA graph being recorded will make at each replay, through
+    /// its counter (once per update: a layer used twice in a graph holds its counter twice).
+    /// The counters of graphs already dropped (no handles left but this list's: nothing can
+    /// advance them any more) are folded into `count` first, so a layer recorded into a new
+    /// graph every epoch keeps only the live graphs' counters, not one per recording.
+    pub(crate) fn count_replays(&mut self, counter: std::sync::Arc<std::sync::atomic::AtomicI64>) {
+        use std::sync::Arc;
+        let dropped: Vec<bool> = self
+            .replays
+            .iter()
+            .map(|r| {
+                let here = self.replays.iter().filter(|o| Arc::ptr_eq(o, r)).count();
+                Arc::strong_count(r) == here
+            })
+            .collect();
+        let mut dropped = dropped.into_iter();
+        let mut folded = 0;
+        self.replays.retain(|r| {
+            let gone = dropped.next().unwrap_or(false);
+            if gone {
+                folded += r.load(std::sync::atomic::Ordering::SeqCst);
+            }
+            !gone
+        });
+        self.count += folded;
+        self.replays.push(counter);
+    }
+
     /// `count` made the whole of `num_batches_tracked` (the replays so far folded in), for a
     /// caller that sets it (loading a checkpoint); later replays count on from there.
     pub(crate) fn count_mut(&mut self) -> &mut i64 {
@@ -699,7 +727,7 @@ impl<T: NormTensor> BatchNormState<T> {
                     s.mean.store(new_mean)?;
                     s.var.store(new_var)?;
                     match replays {
-                        Some(r) => s.replays.push(r),
+                        Some(r) => s.count_replays(r),
                         None => s.count += 1,
                     }
                 }
@@ -1168,5 +1196,65 @@ impl<D: Device, E: Float> Module<D, E> for GroupNorm<D, E> {
 
     fn visit_parameters_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut Tensor<D, E>)) {
         visit_affine_mut([&mut self.weight, &mut self.bias], prefix, f);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RunningStats;
+    use std::sync::atomic::{AtomicI64, Ordering};
+    use std::sync::Arc;
+
+    /// A graph's counter counts while the graph holds it; once the graph is dropped, the next
+    /// recording folds its replays into the host count and lets it go, and the total never
+    /// changes by the pruning.
+    #[test]
+    fn dropped_graphs_counters_fold_into_the_count() {
+        let mut s = RunningStats::new((), (), 3);
+        let (first, second) = (Arc::new(AtomicI64::new(0)), Arc::new(AtomicI64::new(0)));
+        s.count_replays(first.clone());
+        s.count_replays(second.clone());
+        first.fetch_add(5, Ordering::SeqCst);
+        second.fetch_add(2, Ordering::SeqCst);
+        assert_eq!(s.tracked(), 10);
+        drop(first); // the first graph is gone
+        let third = Arc::new(AtomicI64::new(0));
+        s.count_replays(third.clone());
+        assert_eq!(s.replays.len(), 2, "the dropped graph's counter is let go");
+        assert_eq!((s.count, s.tracked()), (8, 10));
+        second.fetch_add(1, Ordering::SeqCst);
+        third.fetch_add(4, Ordering::SeqCst);
+        assert_eq!(s.tracked(), 15);
+        // Recorded every epoch into a graph dropped before the next: the list stays short.
+        for epoch in 0..100 {
+            let graph = Arc::new(AtomicI64::new(0));
+            s.count_replays(graph.clone());
+            graph.fetch_add(epoch, Ordering::SeqCst);
+        }
+        assert!(s.replays.len() <= 3, "{}", s.replays.len());
+        assert_eq!(s.tracked(), 15 + (0..100).sum::<i64>());
+    }
+
+    /// A layer used twice in one graph counts two updates per replay; once that graph is
+    /// dropped, both entries fold (the list holding a counter twice is no graph's handle).
+    #[test]
+    fn a_counter_held_twice_folds_once_its_graph_is_gone() {
+        let mut s = RunningStats::new((), (), 0);
+        let graph = Arc::new(AtomicI64::new(0));
+        s.count_replays(graph.clone());
+        s.count_replays(graph.clone());
+        graph.fetch_add(3, Ordering::SeqCst); // three replays
+        assert_eq!(s.tracked(), 6);
+        let next = Arc::new(AtomicI64::new(0));
+        s.count_replays(next.clone());
+        assert_eq!(s.replays.len(), 3, "the first graph is still alive");
+        drop(graph);
+        s.count_replays(next.clone());
+        assert_eq!(
+            s.replays.len(),
+            2,
+            "both entries of the dropped graph are folded"
+        );
+        assert_eq!((s.count, s.tracked()), (6, 6));
     }
 }
