@@ -3,6 +3,8 @@
 //! takes (f32, f64, i64, bool where they apply), on fresh random inputs.
 #![allow(clippy::type_complexity)] // tables of (name, op, reference) read best spelled out
 
+#[path = "common/ops.rs"]
+mod ops;
 #[path = "cpu_reference.rs"]
 mod reference;
 
@@ -536,4 +538,67 @@ fn creation_and_conversion() {
             .to_string(),
         "Storage size calculation overflowed with sizes=[4611686018427387904, 8]"
     );
+}
+
+/// Operands of a few elements take a short path on the CPU (`ops::binary::tiny_float`); it
+/// must give the general kernels' bits. The same values as views into a larger buffer (an
+/// offset, so not the short path) are the reference, for every binary op, `f32` and `f64`,
+/// ranks 0 and 1, on fresh random inputs (positive bases for `pow`).
+#[test]
+fn tiny_operands_give_the_general_paths_bits() {
+    let mut rng = Rng::new("tiny_operands_give_the_general_paths_bits");
+    // The table's element-wise binary ops, and `pow`, which that list leaves to the GPU
+    // suites' ulp tolerance (here both sides run on the CPU and must agree bit for bit).
+    let pow: (&str, ops::BinaryFn) = ("pow", DynTensor::pow);
+    let ops = ops::BINARY.into_iter().chain([pow]);
+    let bits = |t: &DynTensor| -> Vec<u64> {
+        match t.dtype() {
+            DType::F32 => t
+                .to_vec::<f32>()
+                .unwrap()
+                .iter()
+                .map(|v| v.to_bits() as u64)
+                .collect(),
+            _ => t
+                .to_vec::<f64>()
+                .unwrap()
+                .iter()
+                .map(|v| v.to_bits())
+                .collect(),
+        }
+    };
+    for dtype in [DType::F32, DType::F64] {
+        for shape in [vec![], vec![1], vec![5], vec![8]] {
+            for (name, op) in ops.clone() {
+                let (a, b) = (
+                    Ref::random(&mut rng, &shape, 0.1, 3.0),
+                    Ref::random(&mut rng, &shape, -3.0, 3.0),
+                );
+                let (x, y) = (make(&a, dtype), make(&b, dtype));
+                // The same values after one leading element: a view at offset 1.
+                let n = a.data.len();
+                let behind = |r: &Ref| {
+                    let mut data = vec![0.5];
+                    data.extend(&r.data);
+                    let whole = make(
+                        &Ref {
+                            shape: vec![n + 1],
+                            data,
+                        },
+                        dtype,
+                    );
+                    whole
+                        .narrow(0, 1, n)
+                        .unwrap()
+                        .reshape(&shape.iter().map(|&s| s as isize).collect::<Vec<_>>())
+                        .unwrap()
+                };
+                let (xv, yv) = (behind(&a), behind(&b));
+                let got = op(&x, &y).unwrap();
+                let want = op(&xv, &yv).unwrap();
+                assert_eq!(got.shape(), want.shape(), "{name} {dtype:?} {shape:?}");
+                assert_eq!(bits(&got), bits(&want), "{name} {dtype:?} {shape:?}");
+            }
+        }
+    }
 }

@@ -376,6 +376,11 @@ fn bool_elementwise(a: In<'_>, b: In<'_>, op: BinaryOp) -> Result<Out> {
 /// operands add (or), multiply (and) and take maximum/minimum, and refuse `-` with PyTorch's
 /// texts.
 fn dyn_elementwise(a: In<'_>, b: In<'_>, op: BinaryOp) -> Result<Out> {
+    if a.node.is_none() && b.node.is_none() {
+        if let Some(out) = ops::binary::tiny_float(a.value, b.value, op) {
+            return Ok(Out::untracked(out));
+        }
+    }
     if op == BinaryOp::Sub {
         sub_check(a.value.dtype, b.value.dtype)?;
     }

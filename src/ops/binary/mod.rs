@@ -147,6 +147,19 @@ pub(crate) fn binary_typed_front<E: crate::core::Element>(
     binary_out_of_line(a, b, op)
 }
 
+/// The dynamic front's counterpart of [`binary_typed_front`]'s first test: `a op b` for two
+/// floating-point CPU operands of one dtype that are whole storages of a few elements (see
+/// [`cpu::tiny_as`]), or `None`. For these, the dynamic front's rules (`torch.result_type`,
+/// true division) are the plain op's, so the general path would give the same result, after
+/// the type and broadcast bookkeeping that a loss or a step size does not need.
+#[inline]
+pub(crate) fn tiny_float(a: &RawTensor, b: &RawTensor, op: BinaryOp) -> Option<RawTensor> {
+    match a.dtype {
+        DType::F32 | DType::F64 => cpu::tiny_as(a.dtype, a, b, op),
+        _ => None,
+    }
+}
+
 /// [`binary`], compiled once, here.
 #[inline(never)]
 pub(crate) fn binary_out_of_line(
