@@ -15,7 +15,8 @@
 //! `BENCH_COUNT=<case>:<n>` runs one tiny case `n` times, untimed, and nothing else: for
 //! instruction counts, e.g. `valgrind --tool=callgrind <bench> ` with `n` = 1000 and 2000 (the
 //! difference over 1000 is the count per call, without start-up). Cases: `add`, `dyn_add`,
-//! `linear`, `dyn_linear`, `matmul`, `clone`.
+//! `linear`, `dyn_linear`, `matmul`, `clone`; and, for `perf record`, `gemm_f32` and `gemm_bf16`
+//! (one 1024x1024 product per count).
 //!
 //! `BENCH_IN_POOL=1` runs the transformer's step on one of `rayon`'s threads instead of the
 //! program's own (what a step costs when no op has to hand work to a sleeping pool).
@@ -887,6 +888,13 @@ fn count_case(spec: &str) {
     let a1 = Tensor::from_vec(vec![1.5f32], [1], Cpu);
     let b1 = Tensor::from_vec(vec![2.5f32], [1], Cpu);
     let (da1, db1) = (a1.to_dyn(), b1.to_dyn());
+    let big = |seed| Tensor::from_vec(det_sym(1024 * 1024, seed, 1.0), [1024, 1024], Cpu);
+    let (g1, g2) = if case.starts_with("gemm") {
+        (big(14), big(15))
+    } else {
+        (Tensor::zeros([0, 0], Cpu), Tensor::zeros([0, 0], Cpu))
+    };
+    let (h1, h2): (Tensor<Cpu, bf16>, Tensor<Cpu, bf16>) = (g1.to_dtype(), g2.to_dtype());
     for _ in 0..n {
         match case {
             "add" => drop(black_box(&a1 + &b1)),
@@ -895,6 +903,8 @@ fn count_case(spec: &str) {
             "dyn_linear" => drop(black_box(dx.linear(&dw, Some(&db)).unwrap())),
             "matmul" => drop(black_box(x.matmul(&wt))),
             "clone" => drop(black_box(a1.clone())),
+            "gemm_f32" => drop(black_box(g1.matmul(&g2))),
+            "gemm_bf16" => drop(black_box(h1.matmul(&h2))),
             _ => panic!("unknown BENCH_COUNT case {case}"),
         }
     }

@@ -1499,8 +1499,12 @@ fn every_op_of_the_table_in_f32_matches_f64() {
 /// one-thread pool) as on every thread from the program's own thread, on shapes above their
 /// thresholds: a chunk handed the wrong start, or partial sums added in an order that depends
 /// on the scheduling, would differ. Element-wise add, a 1M-element `sum`, row sums, `softmax`,
-/// batched small products, a product big enough to split, max pooling with its indices, and `Linear`'s bias gradient. (The
-/// values themselves are checked against the f64 reference by the tests above.)
+/// batched small products, a product big enough to split, max pooling with its indices,
+/// `Linear`'s bias gradient, and convolutions forward and backward: small images (unfolded
+/// image by image on every thread count) and large ones, fewer than a machine with four or
+/// more threads has (there the pool runs the batched product and one thread runs image by
+/// image, so the two paths must agree). (The values themselves are checked against the f64
+/// reference by the tests above and in `tests/conv.rs`.)
 #[test]
 fn parallel_kernels_give_the_same_bits_on_any_thread_count() {
     let mut rng = Rng::new("parallel_kernels_give_the_same_bits_on_any_thread_count");
@@ -1519,6 +1523,8 @@ fn parallel_kernels_give_the_same_bits_on_any_thread_count() {
     let img = t(&[8, 16, 41, 40]);
     let x = t(&[1030, 70]);
     let (m1, m2) = (t(&[300, 200]), t(&[200, 250]));
+    let (small, small_w) = (t(&[5, 3, 20, 19]), t(&[8, 3, 3, 3]));
+    let (large, large_w) = (t(&[3, 16, 64, 64]), t(&[16, 16, 3, 3]));
     let run = || {
         let lin = devtype::nn::Linear::new(70, 64, Cpu);
         let scale = Tensor::<Cpu>::from_vec(
@@ -1528,6 +1534,18 @@ fn parallel_kernels_give_the_same_bits_on_any_thread_count() {
         );
         (lin.forward(&x) * &scale).sum().backward();
         let pooled = img.max_pool2d_with_indices((3, 3), (2, 2), (1, 1), (1, 1), false);
+        let conv = |x: &Tensor<Cpu>, w: &Tensor<Cpu>| {
+            let (x, w) = (Tensor::parameter(x.clone()), Tensor::parameter(w.clone()));
+            let y = x.conv2d(&w, None, (1, 1), (1, 1), (1, 1), 1);
+            (&y * &y).sum().backward();
+            [
+                y.to_vec(),
+                x.grad().unwrap().to_vec(),
+                w.grad().unwrap().to_vec(),
+            ]
+        };
+        let [small_y, small_dx, small_dw] = conv(&small, &small_w);
+        let [large_y, large_dx, large_dw] = conv(&large, &large_w);
         vec![
             (&a + &b).to_vec(),
             vec![big.sum().item()],
@@ -1538,6 +1556,12 @@ fn parallel_kernels_give_the_same_bits_on_any_thread_count() {
             pooled.values.to_vec(),
             pooled.indices.to_vec().iter().map(|&i| i as f32).collect(),
             lin.bias().unwrap().grad().unwrap().to_vec(),
+            small_y,
+            small_dx,
+            small_dw,
+            large_y,
+            large_dx,
+            large_dw,
         ]
     };
     let bits = |v: Vec<Vec<f32>>| -> Vec<Vec<u32>> {
@@ -1559,10 +1583,18 @@ fn parallel_kernels_give_the_same_bits_on_any_thread_count() {
         "sum(1)",
         "softmax",
         "bmm",
+        "mm",
         "max_pool2d",
         "indices",
         "bias grad",
+        "conv2d, small images",
+        "its input gradient",
+        "its weight gradient",
+        "conv2d, large images",
+        "its input gradient",
+        "its weight gradient",
     ];
+    assert_eq!(names.len(), pool.len(), "a name for every result");
     for ((name, p), s) in names.iter().zip(&pool).zip(&serial) {
         assert!(p == s, "{name}: the pool's bits differ from one thread's");
     }

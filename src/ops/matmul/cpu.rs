@@ -330,38 +330,20 @@ pub(crate) fn gemm_into<T: Gemm>(
     b: MatrixView<'_, T>,
     accumulate: bool,
 ) {
-    // The preconditions of the `unsafe` call below, with checked arithmetic throughout. Every
-    // layout was checked when it was made, so these hold for every tensor; a failure is a bug
-    // in devtype, reported by a panic rather than by memory corruption.
-    let out_len = m.checked_mul(n).expect("gemm: m * n overflows");
-    assert!(dst.len() >= out_len, "gemm destination too small");
-    if m == 0 || n == 0 {
-        return;
-    }
-    if k == 0 {
-        if !accumulate {
-            dst[..out_len].fill(T::ZERO);
-        }
-        return;
-    }
-    let flops = out_len.saturating_mul(k);
-    // The plain loops below index the slices (bounds-checked); the `gemm` call at the end
-    // relies on the operands lying inside their slices, checked right before it.
-    if flops <= SMALL_PRODUCT || cfg!(miri) {
-        small_product_widest(dst, (m, k, n), a, b, accumulate);
-        return;
+    // Small products first: asking `rayon` for its thread count costs about as much as a
+    // 4x10x2 product (`Linear(10, 2)`'s).
+    let flops = m.saturating_mul(n).saturating_mul(k);
+    if flops < GEMM_THREADS_FROM || cfg!(miri) {
+        return gemm_one_thread(dst, (m, k, n), a, b, accumulate);
     }
     let threads = rayon::current_num_threads();
-    if flops < GEMM_THREADS_FROM || threads < 2 {
-        return crate_gemm(
-            dst,
-            (m, k, n),
-            a,
-            b,
-            accumulate,
-            gemm_common::Parallelism::None,
-        );
+    if threads < 2 {
+        return gemm_one_thread(dst, (m, k, n), a, b, accumulate);
     }
+    // From here `m, n, k > 0` (their product is at least `GEMM_THREADS_FROM`). The preconditions
+    // of the `unsafe` call in `crate_gemm` are asserted there; these are the split's own.
+    let out_len = m.checked_mul(n).expect("gemm: m * n overflows");
+    assert!(dst.len() >= out_len, "gemm destination too small");
     if rayon::current_thread_index().is_some() || m < 16 * threads {
         // On a pool thread already (the crate's `rayon` loops steal while they wait), or too
         // few rows to share: the crate splits the product.
@@ -398,8 +380,9 @@ pub(crate) fn gemm_into<T: Gemm>(
     );
 }
 
-/// [`gemm_into`] on the calling thread alone, for a product that is one task of a loop
-/// already split across threads (a convolution's per-image products).
+/// [`gemm_into`] on the calling thread alone: its small products, and a product that is one
+/// task of a loop already split across threads (a convolution's per-image products).
+#[inline]
 pub(crate) fn gemm_one_thread<T: Gemm>(
     dst: &mut [T],
     (m, k, n): (usize, usize, usize),
@@ -407,6 +390,9 @@ pub(crate) fn gemm_one_thread<T: Gemm>(
     b: MatrixView<'_, T>,
     accumulate: bool,
 ) {
+    // The preconditions of the `unsafe` call in `crate_gemm`, with checked arithmetic
+    // throughout. Every layout was checked when it was made, so these hold for every tensor;
+    // a failure is a bug in devtype, reported by a panic rather than by memory corruption.
     let out_len = m.checked_mul(n).expect("gemm: m * n overflows");
     assert!(dst.len() >= out_len, "gemm destination too small");
     if m == 0 || n == 0 {
@@ -418,6 +404,8 @@ pub(crate) fn gemm_one_thread<T: Gemm>(
         }
         return;
     }
+    // The plain loops index the slices (bounds-checked); the `gemm` call relies on the
+    // operands lying inside their slices, checked right before it.
     if out_len.saturating_mul(k) <= SMALL_PRODUCT || cfg!(miri) {
         return small_product_widest(dst, (m, k, n), a, b, accumulate);
     }

@@ -13,17 +13,20 @@
 //!
 //! Layout, as the usual GEMM kernels do it (BLIS's loops): `b` is packed once, in blocks of
 //! `KC` pairs of `k` and panels of `NR` columns, each `f32` lane holding one column's two `bf16`
-//! values of a pair (a 32-bit word). The rows of `dst` are split evenly between the threads
-//! (whole `MR`-row micro-panels, one task per thread: `rayon`'s finer tasks left one thread
-//! idle for a whole block at the end); each thread walks its rows in blocks of at most `MC`,
-//! packs that block of `a` per `KC` block (one pair per word, broadcast to every lane), and
-//! runs the micro-kernel over every `MR x NR` tile. The micro-kernel holds the tile in 24 of
-//! the 32 vector registers, loads it from (or zeroes it for the first `KC` block) and stores it
-//! to an `f32` buffer of the thread's block, which is rounded to `bf16` once, into `dst`, while
-//! it is still in cache: no `m x n` `f32` result is allocated or written.
+//! values of a pair (a 32-bit word), reading each pair of `b`'s rows once, front to back. The
+//! rows of `dst` are split evenly between the threads (whole `MR`-row micro-panels, one task
+//! per thread: `rayon`'s finer tasks left one thread idle for a whole block at the end); each
+//! thread walks its rows in blocks of at most `MC` (fewer when `k` is long), packs that block of
+//! `a` for the whole of `k` (one pair per word, broadcast to every lane), then walks `dst`'s
+//! columns in blocks of `NC` and, for each `KC` block, runs the micro-kernel over every
+//! `MR x NR` tile. The micro-kernel sums a tile in 24 of the 32 vector registers, from zero,
+//! then adds the earlier `KC` blocks' sums (kept in an `f32` buffer of one row block by one
+//! column block, in L2 with the packed `a`) and, for the last `KC` block, rounds the tile to
+//! `bf16` straight into `dst`
+//! (`vcvtne2ps2bf16`): no `m x n` `f32` result is allocated or written, and the buffer is not
+//! needed at all when `k` fits one block.
 
 use super::cpu::MatrixView;
-use crate::ops::half::HalfBlock;
 use half::bf16;
 use half::slice::HalfFloatSliceExt;
 use rayon::prelude::*;
@@ -35,9 +38,14 @@ const NR: usize = 32;
 /// Pairs of `k` per packed block: one `b` micro-panel (`KC * NR * 4` bytes, 16 KiB) stays in
 /// L1 while the micro-panels of `a` stream past it.
 const KC: usize = 128;
-/// Most rows of `dst` per block of a thread (a multiple of `MR`): the packed `a` block
-/// (`MC * KC * 4` bytes, 48 KiB) stays in L2.
+/// Most rows of `dst` per block of a thread (a multiple of `MR`); fewer when `k` is long, so
+/// that the block's packed `a`, every `KC` block of it, stays within [`A_BLOCK_WORDS`].
 const MC: usize = 8 * MR;
+/// Words of packed `a` per row block: 256 KiB, a quarter of a Zen 4 core's L2, beside the
+/// `f32` sums of one column block (`MC * NC * 4` bytes, 192 KiB) and the `b` panels going by.
+const A_BLOCK_WORDS: usize = 64 * 1024;
+/// Columns of `dst` per column block (a multiple of `NR`).
+const NC: usize = 16 * NR;
 /// Products with fewer multiply-adds run on one thread.
 const PARALLEL_FLOPS: usize = 1 << 18;
 
@@ -64,11 +72,12 @@ pub(crate) fn available() -> bool {
     }
 }
 
-/// True when this CPU has AVX-512F and AVX512-BF16, which [`gemm`] needs.
+/// True when this CPU has AVX-512F, AVX-512BW and AVX512-BF16, which [`gemm`] needs.
 pub(crate) fn supported() -> bool {
     #[cfg(all(target_arch = "x86_64", not(miri)))]
     {
         std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512bw")
             && std::arch::is_x86_feature_detected!("avx512bf16")
     }
     #[cfg(not(all(target_arch = "x86_64", not(miri))))]
@@ -111,38 +120,52 @@ impl Bits<'_> {
     }
 }
 
-/// Packs `b`'s pairs `q0 .. q0 + kc` (rows `2 q0 ..`) of columns `c0 .. c0 + NR` into `panel`
-/// (word `q * NR + j` = rows `2 (q0 + q)` and `+ 1` of column `c0 + j`; zero past the edges).
-fn pack_b(panel: &mut [u32], b: Bits<'_>, (k, n): (usize, usize), q0: usize, c0: usize) {
-    let kc = panel.len() / NR;
-    let cols = NR.min(n - c0);
+/// Packs `b`'s pairs `q0 .. q0 + kc` (rows `2 q0 ..`) into `block`, one `KC * NR`-word panel
+/// per `NR` columns (word `p * KC * NR + q * NR + j` = rows `2 (q0 + q)` and `+ 1` of column
+/// `p * NR + j`; zero past the edges).
+#[inline(always)]
+fn pack_b(block: &mut [u32], b: Bits<'_>, (k, n): (usize, usize), (q0, kc): (usize, usize)) {
     if b.cs == 1 {
-        // Row-major: two rows zipped into words (vectorized).
-        for (q, out) in panel.chunks_exact_mut(NR).enumerate() {
+        // Row-major: each pair of rows is read once, front to back, and zipped into words
+        // (vectorized), one panel's `NR` columns at a time.
+        for q in 0..kc {
             let r0 = 2 * (q0 + q);
-            let row0 = &b.data[b.offset + r0 * b.rs + c0..][..cols];
-            if r0 + 1 < k {
-                let row1 = &b.data[b.offset + (r0 + 1) * b.rs + c0..][..cols];
-                for ((w, &x), &y) in out.iter_mut().zip(row0).zip(row1) {
-                    *w = x as u32 | (y as u32) << 16;
+            let row0 = &b.data[b.offset + r0 * b.rs..][..n];
+            let row1 = (r0 + 1 < k).then(|| &b.data[b.offset + (r0 + 1) * b.rs..][..n]);
+            for (p, panel) in block.chunks_mut(KC * NR).enumerate() {
+                let out = &mut panel[q * NR..][..NR];
+                let (c0, cols) = (p * NR, NR.min(n - p * NR));
+                let x0 = &row0[c0..][..cols];
+                match row1 {
+                    Some(row1) => {
+                        for ((w, &x), &y) in out.iter_mut().zip(x0).zip(&row1[c0..][..cols]) {
+                            *w = x as u32 | (y as u32) << 16;
+                        }
+                    }
+                    None => {
+                        for (w, &x) in out.iter_mut().zip(x0) {
+                            *w = x as u32;
+                        }
+                    }
                 }
-            } else {
-                for (w, &x) in out.iter_mut().zip(row0) {
-                    *w = x as u32;
-                }
+                out[cols..].fill(0);
             }
-            out[cols..].fill(0);
         }
         return;
     }
-    panel.fill(0);
     // Any other strides (column-major `b`, the `x @ w.T` of a linear layer: each pair is two
     // neighbours in memory), column by column.
-    for j in 0..cols {
+    for (p, panel) in block.chunks_mut(KC * NR).enumerate() {
+        let (c0, cols) = (p * NR, NR.min(n - p * NR));
         for q in 0..kc {
-            let r0 = 2 * (q0 + q);
-            let hi = if r0 + 1 < k { b.at(r0 + 1, c0 + j) } else { 0 };
-            panel[q * NR + j] = b.at(r0, c0 + j) | hi << 16;
+            panel[q * NR + cols..][..NR - cols].fill(0);
+        }
+        for j in 0..cols {
+            for q in 0..kc {
+                let r0 = 2 * (q0 + q);
+                let hi = if r0 + 1 < k { b.at(r0 + 1, c0 + j) } else { 0 };
+                panel[q * NR + j] = b.at(r0, c0 + j) | hi << 16;
+            }
         }
     }
 }
@@ -157,7 +180,22 @@ fn pack_a(
     (r0, rows): (usize, usize),
     (q0, kc): (usize, usize),
 ) {
+    let c0 = 2 * q0;
     for (i, panel) in out.chunks_exact_mut(kc * MR).enumerate() {
+        let first = r0 + i * MR;
+        if a.cs == 1 && (i + 1) * MR <= rows && c0 + 2 * kc <= k {
+            // Row-major, a whole micro-panel: written front to back, one pair of each of the
+            // `MR` rows per `MR` words.
+            let src: [&[u16]; MR] =
+                std::array::from_fn(|r| &a.data[a.offset + (first + r) * a.rs + c0..][..2 * kc]);
+            for (q, words) in panel.chunks_exact_mut(MR).enumerate() {
+                for (w, row) in words.iter_mut().zip(&src) {
+                    let pair = &row[2 * q..2 * q + 2];
+                    *w = pair[0] as u32 | (pair[1] as u32) << 16;
+                }
+            }
+            continue;
+        }
         for r in 0..MR {
             let row = i * MR + r;
             if row >= rows {
@@ -167,23 +205,10 @@ fn pack_a(
                 continue;
             }
             let row = r0 + row;
-            let c0 = 2 * q0;
-            if a.cs == 1 {
-                let len = (2 * kc).min(k - c0);
-                let src = &a.data[a.offset + row * a.rs + c0..][..len];
-                let mut pairs = src.chunks_exact(2);
-                for (q, p) in (&mut pairs).enumerate() {
-                    panel[q * MR + r] = p[0] as u32 | (p[1] as u32) << 16;
-                }
-                if let [x] = pairs.remainder() {
-                    panel[(len / 2) * MR + r] = *x as u32;
-                }
-            } else {
-                for q in 0..kc {
-                    let c = c0 + 2 * q;
-                    let hi = if c + 1 < k { a.at(row, c + 1) } else { 0 };
-                    panel[q * MR + r] = a.at(row, c) | hi << 16;
-                }
+            for q in 0..kc {
+                let c = c0 + 2 * q;
+                let hi = if c + 1 < k { a.at(row, c + 1) } else { 0 };
+                panel[q * MR + r] = a.at(row, c) | hi << 16;
             }
         }
     }
@@ -216,15 +241,24 @@ pub(crate) fn gemm(
     // Block `kb`, panel `p`: `kc(kb) * NR` words at `(kb * panels + p) * KC * NR`.
     let mut packed_b = vec![0u32; kblocks * panels * KC * NR];
     let parallel = m.saturating_mul(n).saturating_mul(k) >= PARALLEL_FLOPS && !cfg!(miri);
-    let pack = |(i, chunk): (usize, &mut [u32])| {
-        let (kb, p) = (i / panels, i % panels);
+    let pack = |(kb, block): (usize, &mut [u32])| {
         let kc = KC.min(pairs - kb * KC);
-        pack_b(&mut chunk[..kc * NR], b, (k, n), kb * KC, p * NR);
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `gemm` runs only where `supported()` found AVX-512F and AVX-512BW.
+        unsafe {
+            x86::pack_b(block, b, (k, n), (kb * KC, kc))
+        };
     };
     if parallel {
-        packed_b.par_chunks_mut(KC * NR).enumerate().for_each(pack);
+        packed_b
+            .par_chunks_mut(panels * KC * NR)
+            .enumerate()
+            .for_each(pack);
     } else {
-        packed_b.chunks_mut(KC * NR).enumerate().for_each(pack);
+        packed_b
+            .chunks_mut(panels * KC * NR)
+            .enumerate()
+            .for_each(pack);
     }
     let packed_b = &packed_b[..];
     // Whole micro-panels of rows, split evenly: one task per thread.
@@ -244,27 +278,59 @@ pub(crate) fn gemm(
         rest = tail;
         row = end;
     }
+    // Rows per block: whole micro-panels whose packed `a` (all of `k`) fits the budget.
+    let mc = (A_BLOCK_WORDS / (kblocks * KC * MR)).clamp(1, MC / MR) * MR;
     let work = |(r0, part): (usize, &mut [bf16])| {
         let rows = part.len() / n;
-        let mut acc = vec![0f32; MC.min(rows.next_multiple_of(MR)) * n];
-        let mut packed_a = vec![0u32; MC * KC];
-        for (blk, out) in part.chunks_mut(MC * n).enumerate() {
+        // The `f32` sums of a column block over the `KC` blocks before the last (whole tiles
+        // of rows, row stride `NC`); the last block's tiles go straight to `dst`, rounded.
+        let mut acc = if kblocks > 1 {
+            vec![0f32; mc.min(rows.next_multiple_of(MR)) * NC]
+        } else {
+            Vec::new()
+        };
+        // Block `kb`'s micro-panel `i`: `kc(kb) * MR` words at `(kb * micro + i) * KC * MR`.
+        let mut packed_a = vec![0u32; kblocks * mc.min(rows.next_multiple_of(MR)) * KC];
+        for (blk, out) in part.chunks_mut(mc * n).enumerate() {
             let brows = out.len() / n;
             let bmicro = brows.div_ceil(MR);
             for kb in 0..kblocks {
                 let kc = KC.min(pairs - kb * KC);
-                let pa = &mut packed_a[..bmicro * kc * MR];
-                pack_a(pa, a, k, (r0 + blk * MC, brows), (kb * KC, kc));
-                for p in 0..panels {
-                    let bp = &packed_b[(kb * panels + p) * KC * NR..][..kc * NR];
-                    for (i, ap) in pa.chunks_exact(kc * MR).enumerate() {
-                        // The tile's rows in `acc` (whole tiles: `acc` has `bmicro * MR` rows).
-                        let c = &mut acc[i * MR * n + p * NR..];
-                        tile(kc, ap, bp, c, n, NR.min(n - p * NR), kb == 0);
+                let pa = &mut packed_a[kb * bmicro * KC * MR..][..bmicro * KC * MR];
+                pack_a(
+                    &mut pa[..bmicro * kc * MR],
+                    a,
+                    k,
+                    (r0 + blk * mc, brows),
+                    (kb * KC, kc),
+                );
+            }
+            for c0 in (0..n).step_by(NC) {
+                for kb in 0..kblocks {
+                    let kc = KC.min(pairs - kb * KC);
+                    let pa = &packed_a[kb * bmicro * KC * MR..][..bmicro * kc * MR];
+                    for p in c0 / NR..(c0 + NC).min(n).div_ceil(NR) {
+                        let bp = &packed_b[(kb * panels + p) * KC * NR..][..kc * NR];
+                        let cols = NR.min(n - p * NR);
+                        for (i, ap) in pa.chunks_exact(kc * MR).enumerate() {
+                            let at = i * MR * NC + (p * NR - c0);
+                            let sink = if kb + 1 == kblocks {
+                                Sink::Round {
+                                    prior: (kb > 0).then(|| &acc[at..]),
+                                    dst: &mut out[i * MR * n + p * NR..],
+                                    ld: n,
+                                    rows: MR.min(brows - i * MR),
+                                }
+                            } else if kb == 0 {
+                                Sink::Store(&mut acc[at..])
+                            } else {
+                                Sink::Add(&mut acc[at..])
+                            };
+                            tile(kc, ap, bp, cols, sink);
+                        }
                     }
                 }
             }
-            <bf16 as HalfBlock>::narrow_block(&acc[..brows * n], out);
         }
     };
     if tasks > 1 {
@@ -274,41 +340,83 @@ pub(crate) fn gemm(
     }
 }
 
-/// `c[MR x cols] (row stride ldc) = (first ? 0 : c) + a-panel @ b-panel`.
-fn tile(kc: usize, a: &[u32], b: &[u32], c: &mut [f32], ldc: usize, cols: usize, first: bool) {
+/// Where a tile's sum over its `kc` pairs goes: `MR` rows of `cols`, at row stride `NC` in the
+/// `f32` sums and `n` in `dst`.
+enum Sink<'a> {
+    /// `c = sum`: the first of several `KC` blocks.
+    Store(&'a mut [f32]),
+    /// `c += sum`: a block between the first and the last.
+    Add(&'a mut [f32]),
+    /// The last block: `dst = bf16(prior + sum)` (or of `sum` alone when it is also the
+    /// first), for the tile's first `rows` rows.
+    Round {
+        prior: Option<&'a [f32]>,
+        dst: &'a mut [bf16],
+        ld: usize,
+        rows: usize,
+    },
+}
+
+/// Runs the micro-kernel on one `MR x cols` tile: the packed panels' product, summed from zero
+/// (so the tile's earlier sums are read only after the products, their cache misses hidden
+/// behind the next tile's work), then into `sink`.
+fn tile(kc: usize, a: &[u32], b: &[u32], cols: usize, sink: Sink<'_>) {
     assert!(a.len() >= kc * MR && b.len() >= kc * NR);
-    assert!((1..=NR).contains(&cols) && ldc >= cols);
-    assert!(c.len() >= (MR - 1) * ldc + cols);
-    if cols == NR {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: `gemm` runs only when `supported()` found AVX-512F and AVX512-BF16; the
-        // packed panels hold `kc` pairs and `c` holds `MR` rows of `NR` at stride `ldc`
-        // (asserted above).
-        unsafe {
-            x86::kernel(kc, a.as_ptr(), b.as_ptr(), c.as_mut_ptr(), ldc, first)
-        };
-        return;
-    }
-    // A right-edge tile: through a full local tile.
-    let mut t = [0f32; MR * NR];
-    if !first {
-        for r in 0..MR {
-            t[r * NR..][..cols].copy_from_slice(&c[r * ldc..][..cols]);
+    assert!((1..=NR).contains(&cols));
+    let tile_len = |rows: usize, ld: usize| (rows - 1) * ld + cols;
+    let (mode, c, dst, rows) = match sink {
+        Sink::Store(c) => {
+            assert!(c.len() >= tile_len(MR, NC));
+            (Mode::Store, c.as_mut_ptr(), (std::ptr::null_mut(), 0), MR)
         }
-    }
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: as above, with `t` a local `MR x NR` tile.
-    unsafe {
-        x86::kernel(kc, a.as_ptr(), b.as_ptr(), t.as_mut_ptr(), NR, first)
+        Sink::Add(c) => {
+            assert!(c.len() >= tile_len(MR, NC));
+            (Mode::Add, c.as_mut_ptr(), (std::ptr::null_mut(), 0), MR)
+        }
+        Sink::Round {
+            prior,
+            dst,
+            ld,
+            rows,
+        } => {
+            assert!((1..=MR).contains(&rows) && ld >= cols && dst.len() >= tile_len(rows, ld));
+            let dst = (dst.as_mut_ptr().cast::<u16>(), ld);
+            match prior {
+                Some(c) => {
+                    assert!(c.len() >= tile_len(rows, NC));
+                    // Only read through, never written.
+                    (Mode::AddRound, c.as_ptr().cast_mut(), dst, rows)
+                }
+                None => (Mode::Round, std::ptr::null_mut(), dst, rows),
+            }
+        }
     };
-    for r in 0..MR {
-        c[r * ldc..][..cols].copy_from_slice(&t[r * NR..][..cols]);
-    }
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `gemm` runs only when `supported()` found AVX-512F, AVX-512BW and AVX512-BF16;
+    // the packed panels hold `kc` pairs, and `c` (row stride `NC`) and `dst` hold the `rows`
+    // rows of `cols` values that `mode` touches (asserted above); `c` is written only in the
+    // modes that got it from a `&mut`.
+    unsafe {
+        x86::kernel(kc, a.as_ptr(), b.as_ptr(), c, dst, (rows, cols), mode)
+    };
+}
+
+/// What the micro-kernel does with a tile's sum.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// `c = sum`.
+    Store,
+    /// `c += sum`.
+    Add,
+    /// `dst = bf16(sum)`.
+    Round,
+    /// `dst = bf16(c + sum)`.
+    AddRound,
 }
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{MR, NR};
+    use super::{Mode, MR, NC, NR};
     use std::arch::x86_64::*;
 
     /// The 32 `bf16` halves of a 512-bit integer vector, as the BF16 instructions take them.
@@ -318,31 +426,43 @@ mod x86 {
         unsafe { std::mem::transmute::<__m512i, __m512bh>(v) }
     }
 
-    /// `c[r][j] = (first ? 0 : c[r][j]) + sum over q of a[q][r] . b[q][j]` (each a pair of
-    /// `bf16` dot products), `c` an `MR x NR` tile with row stride `ldc`.
+    /// [`super::pack_b`] compiled for AVX-512 (its zip of two rows into words then runs 32
+    /// columns per instruction).
     ///
     /// # Safety
-    /// The CPU must have AVX-512F and AVX512-BF16; `a` must hold `kc * MR` words, `b`
-    /// `kc * NR` words and `c` `MR` rows of `NR` `f32`s at stride `ldc`.
-    #[target_feature(enable = "avx512f,avx512bf16")]
+    /// The CPU must have AVX-512F and AVX-512BW.
+    #[target_feature(enable = "avx512f,avx512bw")]
+    pub(super) unsafe fn pack_b(
+        block: &mut [u32],
+        b: super::Bits<'_>,
+        kn: (usize, usize),
+        q: (usize, usize),
+    ) {
+        super::pack_b(block, b, kn, q);
+    }
+
+    /// Sums `a[q][r] . b[q][j]` (each a pair of `bf16` products) over the `kc` pairs of the
+    /// packed panels, from zero, for an `MR x NR` tile, then finishes it as `mode` says on the
+    /// first `rows` rows and `cols` columns of `c` (`f32`, row stride `NC`) or `dst` (`bf16`
+    /// bits, row stride `ldd`). The rounding to `bf16` is to nearest, ties to even, as `half`'s `from_f32`, with
+    /// NaN kept quiet; sums in the subnormal range become zero.
+    ///
+    /// # Safety
+    /// The CPU must have AVX-512F, AVX-512BW and AVX512-BF16; `a` must hold `kc * MR` words,
+    /// `b` `kc * NR` words; `c` (read in `Add` and `AddRound`, written in `Store` and `Add`)
+    /// and `dst` (written in `Round` and `AddRound`) must hold `rows` rows of `cols` values at
+    /// their strides, `rows <= MR` and `cols <= NR`.
+    #[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
     pub(super) unsafe fn kernel(
         kc: usize,
         a: *const u32,
         b: *const u32,
         c: *mut f32,
-        ldc: usize,
-        first: bool,
+        (dst, ldd): (*mut u16, usize),
+        (rows, cols): (usize, usize),
+        mode: Mode,
     ) {
         let mut acc = [[_mm512_setzero_ps(); 2]; MR];
-        if !first {
-            for (r, cr) in acc.iter_mut().enumerate() {
-                // SAFETY: row `r < MR` of the tile (the caller's contract); unaligned loads.
-                unsafe {
-                    cr[0] = _mm512_loadu_ps(c.add(r * ldc));
-                    cr[1] = _mm512_loadu_ps(c.add(r * ldc + 16));
-                }
-            }
-        }
         for q in 0..kc {
             // SAFETY: pair `q < kc` of each panel is inside it (the caller's contract); the
             // loads are unaligned.
@@ -362,11 +482,35 @@ mod x86 {
                 cr[1] = _mm512_dpbf16_ps(cr[1], x, b1);
             }
         }
-        for (r, cr) in acc.iter().enumerate() {
-            // SAFETY: row `r < MR` of the tile (the caller's contract); unaligned stores.
+        // The columns in use: the first 16 in the first vector, the rest in the second.
+        let m0: __mmask16 = if cols >= 16 { !0 } else { (1 << cols) - 1 };
+        let m1: __mmask16 = if cols >= NR {
+            !0
+        } else {
+            ((1u32 << cols.saturating_sub(16)) - 1) as u16
+        };
+        let m32: __mmask32 = m0 as u32 | (m1 as u32) << 16;
+        for (r, cr) in acc.iter().enumerate().take(rows) {
+            // SAFETY: row `r < rows` of the tile, columns `< cols` (the masks) of `c` or `dst`
+            // (the caller's contract); masked-off lanes are neither read nor written.
             unsafe {
-                _mm512_storeu_ps(c.add(r * ldc), cr[0]);
-                _mm512_storeu_ps(c.add(r * ldc + 16), cr[1]);
+                let cr_ptr = c.wrapping_add(r * NC);
+                let (mut v0, mut v1) = (cr[0], cr[1]);
+                if matches!(mode, Mode::Add | Mode::AddRound) {
+                    v0 = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, cr_ptr), v0);
+                    v1 = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, cr_ptr.wrapping_add(16)), v1);
+                }
+                match mode {
+                    Mode::Store | Mode::Add => {
+                        _mm512_mask_storeu_ps(cr_ptr, m0, v0);
+                        _mm512_mask_storeu_ps(cr_ptr.wrapping_add(16), m1, v1);
+                    }
+                    Mode::Round | Mode::AddRound => {
+                        // Lanes 0-15 from `v0`, 16-31 from `v1`.
+                        let h: __m512i = std::mem::transmute(_mm512_cvtne2ps_pbh(v1, v0));
+                        _mm512_mask_storeu_epi16(dst.wrapping_add(r * ldd).cast(), m32, h);
+                    }
+                }
             }
         }
     }
@@ -388,8 +532,8 @@ mod tests {
     }
 
     /// Against the f64 product of the same `bf16` values, on odd sizes (every edge: rows past
-    /// `MR` and `MC`, columns past `NR`, an odd `k`, more than one `KC` block, more than one
-    /// task) and every stride order of both operands (row-major, transposed, and a view with
+    /// `MR` and `MC`, columns past `NR` and `NC`, an odd `k`, more than one `KC` block, row
+    /// blocks shortened by a long `k`, more than one task) and every stride order of both operands (row-major, transposed, and a view with
     /// neither stride 1), with the operands at an offset inside a larger buffer.
     #[test]
     fn bf16_kernel_matches_the_f64_product() {
@@ -406,18 +550,31 @@ mod tests {
             (100, 257, 70),
             (2 * MC + 5, 2 * 2 * KC + 3, NR + 1),
             (1, 2 * KC, 2 * NR),
+            // More than one column block, and a `k` long enough for row blocks under `MC`.
+            (40, 2 * 12 * KC + 1, NC + NR + 3),
         ];
         for (m, k, n) in sizes {
             // Each operand in a buffer 3 times its size, at offset 7, with strides:
             // 0 row-major, 1 column-major, 2 both strides > 1 (every other element).
             let a = values(3 * m * k + 7, &mut seed);
             let b = values(3 * k * n + 7, &mut seed);
+            let (a64, b64): (Vec<f64>, Vec<f64>) = (
+                a.iter().map(|x| x.to_f64()).collect(),
+                b.iter().map(|x| x.to_f64()).collect(),
+            );
             let strides = |rows: usize, cols: usize, order: usize| match order {
                 0 => (cols, 1),
                 1 => (1, rows),
                 _ => (2 * cols, 2),
             };
-            for (oa, ob) in [(0, 0), (0, 1), (1, 0), (1, 1), (2, 2)] {
+            // The long case in two orders only (the reference is slow in a debug build).
+            let orders = [(0, 0), (1, 1), (0, 1), (1, 0), (2, 2)];
+            let orders = if m * k * n > 1 << 24 {
+                &orders[..2]
+            } else {
+                &orders[..]
+            };
+            for &(oa, ob) in orders {
                 let (a_rs, a_cs) = strides(m, k, oa);
                 let (b_rs, b_cs) = strides(k, n, ob);
                 let va = MatrixView {
@@ -438,8 +595,7 @@ mod tests {
                     for j in 0..n {
                         let (mut want, mut mag) = (0f64, 0f64);
                         for p in 0..k {
-                            let x = a[7 + i * a_rs + p * a_cs].to_f64()
-                                * b[7 + p * b_rs + j * b_cs].to_f64();
+                            let x = a64[7 + i * a_rs + p * a_cs] * b64[7 + p * b_rs + j * b_cs];
                             want += x;
                             mag += x.abs();
                         }
@@ -453,6 +609,53 @@ mod tests {
                             "({m}, {k}, {n}) strides {oa}/{ob} at ({i}, {j}): {got} vs {want}"
                         );
                     }
+                }
+            }
+        }
+    }
+
+    /// Infinities, NaN and sums past `bf16`'s range come out as the `f64` product says, in
+    /// the full tiles and in a right-edge tile, on one `KC` block and on several.
+    #[test]
+    fn special_values_come_out_as_the_f64_product_says() {
+        if !supported() {
+            eprintln!("skipping: this CPU has no AVX512-BF16");
+            return;
+        }
+        for k in [5, 2 * KC + 5] {
+            let (m, n) = (MR + 3, NR + 8);
+            let mut a = vec![bf16::from_f32(0.5); m * k];
+            let b: Vec<bf16> = (0..k * n)
+                .map(|i| bf16::from_f32(1.0 + (i % 7) as f32))
+                .collect();
+            a[k + 1] = bf16::INFINITY; // row 1: +inf
+            a[2 * k + 3] = bf16::NEG_INFINITY; // row 2: -inf
+            a[3 * k] = bf16::NAN; // row 3: NaN
+            a[4 * k] = bf16::INFINITY; // row 4: inf - inf = NaN
+            a[4 * k + 2] = bf16::NEG_INFINITY;
+            for x in &mut a[5 * k..6 * k] {
+                *x = bf16::from_f32(3e37); // row 5: finite products whose sum overflows
+            }
+            a[(MR + 1) * k + 1] = bf16::NAN; // a row past the first tile
+            let view = |data, rs| MatrixView {
+                data,
+                offset: 0,
+                row_stride: rs,
+                col_stride: 1,
+            };
+            let mut dst = vec![bf16::ZERO; m * n];
+            gemm(&mut dst, (m, k, n), view(&a, k), view(&b, n));
+            for i in 0..m {
+                for j in 0..n {
+                    let want: f64 = (0..k)
+                        .map(|p| a[i * k + p].to_f64() * b[p * n + j].to_f64())
+                        .sum();
+                    let want = bf16::from_f64(want);
+                    let got = dst[i * n + j];
+                    assert!(
+                        got == want || got.is_nan() && want.is_nan(),
+                        "k = {k} at ({i}, {j}): {got} vs {want}"
+                    );
                 }
             }
         }
