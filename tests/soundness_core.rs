@@ -113,6 +113,26 @@ fn allocations_the_host_cannot_make_are_errors_not_aborts() {
     assert!(Tensor::<Cpu>::try_randn(shape, Cpu).is_err());
 }
 
+/// A `bf16` product whose result is one element but whose inner size is 2^46: the scratch
+/// of the native `bf16` kernel (AVX512-BF16 CPUs) or the `f32` copies of the widening path
+/// (others) cannot exist (more bytes than the address space), and either way the product is
+/// an error, not an abort of the process.
+#[test]
+fn products_whose_scratch_the_host_cannot_hold_are_errors() {
+    let k: isize = 1 << 46;
+    let one = Tensor::<Cpu, bf16>::ones([1, 1], Cpu);
+    let (a, b) = (one.expand(&[1, k]), one.expand(&[k, 1]));
+    let err = a.try_matmul(&b).unwrap_err();
+    assert!(matches!(err, Error::CpuOutOfMemory { .. }), "{err}");
+    assert!(
+        err.to_string()
+            .starts_with("DefaultCPUAllocator: can't allocate memory: you tried to allocate "),
+        "{err}"
+    );
+    let dyn_err = a.to_dyn().matmul(&b.to_dyn()).unwrap_err();
+    assert_eq!(dyn_err, err);
+}
+
 #[test]
 fn op_results_too_large_for_the_host_are_errors() {
     // `x.unsqueeze(1) - x` on 2^20 elements: a 2^40-element (4 TiB) result.

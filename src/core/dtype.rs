@@ -317,7 +317,7 @@ pub(crate) mod sealed {
     use crate::core::cpu_storage::CpuStorage;
 
     /// Crate-private plumbing of [`Element`](super::Element): how a `Vec<Self>` sits in storage.
-    pub trait ElementStorage: Sized {
+    pub trait ElementStorage: Sized + crate::core::pool::ZeroBits {
         fn cpu_slice(storage: &CpuStorage) -> Option<&[Self]>;
         fn cpu_slice_mut(storage: &mut CpuStorage) -> Option<&mut [Self]>;
         fn into_cpu_storage(data: Vec<Self>) -> CpuStorage;

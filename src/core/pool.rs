@@ -244,13 +244,45 @@ pub(crate) fn out_of_memory<T>(len: usize) -> Error {
     }
 }
 
+/// Types whose all-zero bit pattern is a value: the element types and the kernels' scratch
+/// words (`u32`), for [`zeroed_vec`]. Nominally public only because [`Element`]'s sealed
+/// plumbing names it; the module is the crate's own.
+///
+/// # Safety
+///
+/// An implementor is not zero-sized and is valid with every byte zero.
+///
+/// [`Element`]: crate::core::Element
+pub unsafe trait ZeroBits: Copy {
+    /// The all-zero value.
+    const ZERO_BITS: Self;
+}
+
+macro_rules! zero_bits {
+    ($($t:ty = $zero:expr),* $(,)?) => {$(
+        // SAFETY: all-zero bytes are `0`, `0.0` (IEEE 754 and bfloat16 alike) or `false`.
+        unsafe impl ZeroBits for $t {
+            const ZERO_BITS: Self = $zero;
+        }
+    )*};
+}
+zero_bits!(
+    f32 = 0.0,
+    f64 = 0.0,
+    half::f16 = half::f16::ZERO,
+    half::bf16 = half::bf16::ZERO,
+    i64 = 0,
+    bool = false,
+    u32 = 0,
+);
+
 /// `len` elements of `T`, all zero (`0`, `0.0`, `false`), allocated fallibly: an allocation
 /// the host cannot make is [`Error::CpuOutOfMemory`], never an abort of the process.
 ///
 /// Large buffers come zeroed from the allocator (`calloc`), which maps zero pages lazily, so
 /// no page is touched before a kernel writes it; small ones from `malloc`, filled here
 /// (glibc's `calloc` bypasses its per-thread cache).
-pub(crate) fn zeroed_vec<T: crate::core::Element>(len: usize) -> Result<Vec<T>> {
+pub(crate) fn zeroed_vec<T: ZeroBits>(len: usize) -> Result<Vec<T>> {
     if len == 0 {
         return Ok(Vec::new());
     }
@@ -259,19 +291,18 @@ pub(crate) fn zeroed_vec<T: crate::core::Element>(len: usize) -> Result<Vec<T>> 
         let mut v = Vec::new();
         v.try_reserve_exact(len)
             .map_err(|_| out_of_memory::<T>(len))?;
-        v.resize(len, T::ZERO);
+        v.resize(len, T::ZERO_BITS);
         return Ok(v);
     }
     let layout = std::alloc::Layout::array::<T>(len).map_err(|_| out_of_memory::<T>(len))?;
-    // SAFETY: `layout` has a non-zero size: `len > 0` and no element type is zero-sized.
+    // SAFETY: `layout` has a non-zero size: `len > 0` and no `ZeroBits` type is zero-sized.
     let ptr = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<T>();
     if ptr.is_null() {
         return Err(out_of_memory::<T>(len));
     }
     // SAFETY: `ptr` comes from the global allocator with the layout of `[T; len]`, which is the
     // layout `Vec<T>` frees a capacity of `len` with; its `len` elements are all-zero bytes,
-    // a valid value of every element type (`Element` is sealed to f32, f64, f16, bf16, i64
-    // and bool; all-zero bits are 0.0 for each float, 0 and `false`).
+    // a valid value of `T` (`ZeroBits`'s contract).
     Ok(unsafe { Vec::from_raw_parts(ptr, len, len) })
 }
 

@@ -640,7 +640,7 @@ fn bf16_native(a: &[half::bf16], b: &[half::bf16], plan: &MatmulPlan) -> Result<
                 row_stride: plan.b.strides[rb - 2],
                 col_stride: plan.b.strides[rb - 1],
             };
-            super::cpu_bf16::gemm(dst, (m, k, n), va, vb);
+            super::cpu_bf16::gemm(dst, (m, k, n), va, vb)?;
         }
     }
     Ok(RawTensor::from_cpu_buffer(out, plan.out_shape))

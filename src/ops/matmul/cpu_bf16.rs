@@ -27,6 +27,8 @@
 //! needed at all when `k` fits one block.
 
 use super::cpu::MatrixView;
+use crate::core::error::Result;
+use crate::core::pool::zeroed_vec;
 use half::bf16;
 use half::slice::HalfFloatSliceExt;
 use rayon::prelude::*;
@@ -216,30 +218,35 @@ fn pack_a(
 
 /// `dst[m x n]` (row-major, contiguous) `= a[m x k] @ b[k x n]` on `bf16` operands in any
 /// strides, accumulated in `f32` and rounded once. Call only where [`supported`] (it panics
-/// otherwise).
+/// otherwise). Its packed operands and sums are allocated before any work starts, fallibly:
+/// scratch the host cannot hold is [`Error::CpuOutOfMemory`], with `dst` untouched.
+///
+/// [`Error::CpuOutOfMemory`]: crate::core::error::Error::CpuOutOfMemory
 pub(crate) fn gemm(
     dst: &mut [bf16],
     (m, k, n): (usize, usize, usize),
     a: MatrixView<'_, bf16>,
     b: MatrixView<'_, bf16>,
-) {
+) -> Result<()> {
     assert!(supported(), "the bf16 kernel needs AVX512-BF16");
     let out_len = m.checked_mul(n).expect("gemm: m * n overflows");
     assert!(dst.len() >= out_len, "gemm destination too small");
     let dst = &mut dst[..out_len];
     if m == 0 || n == 0 {
-        return;
+        return Ok(());
     }
     if k == 0 {
         dst.fill(bf16::ZERO);
-        return;
+        return Ok(());
     }
     let (a, b) = (Bits::new(&a), Bits::new(&b));
     let pairs = k.div_ceil(2);
     let kblocks = pairs.div_ceil(KC);
     let panels = n.div_ceil(NR);
     // Block `kb`, panel `p`: `kc(kb) * NR` words at `(kb * panels + p) * KC * NR`.
-    let mut packed_b = vec![0u32; kblocks * panels * KC * NR];
+    // Sizes that overflow saturate, and no allocator grants `usize::MAX` words.
+    let words = |parts: &[usize]| parts.iter().fold(1usize, |w, &p| w.saturating_mul(p));
+    let mut packed_b = zeroed_vec::<u32>(words(&[kblocks, panels, KC, NR]))?;
     let parallel = m.saturating_mul(n).saturating_mul(k) >= PARALLEL_FLOPS && !cfg!(miri);
     let pack = |(kb, block): (usize, &mut [u32])| {
         let kc = KC.min(pairs - kb * KC);
@@ -268,29 +275,29 @@ pub(crate) fn gemm(
     } else {
         1
     };
+    // Rows per block: whole micro-panels whose packed `a` (all of `k`) fits the budget.
+    let mc = (A_BLOCK_WORDS / kblocks.saturating_mul(KC * MR)).clamp(1, MC / MR) * MR;
     let mut parts = Vec::with_capacity(tasks);
     let mut rest = dst;
     let mut row = 0;
     for t in 0..tasks {
         let end = ((t + 1) * micro / tasks * MR).min(m);
         let (part, tail) = rest.split_at_mut((end - row) * n);
-        parts.push((row, part));
-        rest = tail;
-        row = end;
-    }
-    // Rows per block: whole micro-panels whose packed `a` (all of `k`) fits the budget.
-    let mc = (A_BLOCK_WORDS / (kblocks * KC * MR)).clamp(1, MC / MR) * MR;
-    let work = |(r0, part): (usize, &mut [bf16])| {
-        let rows = part.len() / n;
+        let block_rows = mc.min((end - row).next_multiple_of(MR));
         // The `f32` sums of a column block over the `KC` blocks before the last (whole tiles
         // of rows, row stride `NC`); the last block's tiles go straight to `dst`, rounded.
-        let mut acc = if kblocks > 1 {
-            vec![0f32; mc.min(rows.next_multiple_of(MR)) * NC]
+        let acc = if kblocks > 1 {
+            zeroed_vec::<f32>(block_rows * NC)?
         } else {
             Vec::new()
         };
         // Block `kb`'s micro-panel `i`: `kc(kb) * MR` words at `(kb * micro + i) * KC * MR`.
-        let mut packed_a = vec![0u32; kblocks * mc.min(rows.next_multiple_of(MR)) * KC];
+        let packed_a = zeroed_vec::<u32>(words(&[kblocks, block_rows, KC]))?;
+        parts.push((row, part, acc, packed_a));
+        rest = tail;
+        row = end;
+    }
+    let work = |(r0, part, mut acc, mut packed_a): Task<'_>| {
         for (blk, out) in part.chunks_mut(mc * n).enumerate() {
             let brows = out.len() / n;
             let bmicro = brows.div_ceil(MR);
@@ -338,7 +345,12 @@ pub(crate) fn gemm(
     } else {
         parts.into_iter().for_each(work);
     }
+    Ok(())
 }
+
+/// One thread's share of [`gemm`]: its first row, its rows of `dst`, and its scratch (the
+/// `f32` sums and the packed `a`).
+type Task<'a> = (usize, &'a mut [bf16], Vec<f32>, Vec<u32>);
 
 /// Where a tile's sum over its `kc` pairs goes: `MR` rows of `cols`, at row stride `NC` in the
 /// `f32` sums and `n` in `dst`.
@@ -590,7 +602,7 @@ mod tests {
                     col_stride: b_cs,
                 };
                 let mut dst = vec![bf16::NAN; m * n];
-                gemm(&mut dst, (m, k, n), va, vb);
+                gemm(&mut dst, (m, k, n), va, vb).unwrap();
                 for i in 0..m {
                     for j in 0..n {
                         let (mut want, mut mag) = (0f64, 0f64);
@@ -644,7 +656,7 @@ mod tests {
                 col_stride: 1,
             };
             let mut dst = vec![bf16::ZERO; m * n];
-            gemm(&mut dst, (m, k, n), view(&a, k), view(&b, n));
+            gemm(&mut dst, (m, k, n), view(&a, k), view(&b, n)).unwrap();
             for i in 0..m {
                 for j in 0..n {
                     let want: f64 = (0..k)
