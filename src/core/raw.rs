@@ -62,6 +62,28 @@ impl RawTensor {
         }
     }
 
+    /// A contiguous CPU tensor of `shape` whose `len` values `fill` writes, every one (it may be
+    /// handed a recycled buffer's stale values), where they stay:
+    /// inside the storage's own allocation when they fit there (see
+    /// [`SharedStorage::tiny_cpu`]: a buffer built on the stack and moved in costs a
+    /// store-forwarding stall per result), else in a pooled buffer. Fails only when the host
+    /// has no room for the buffer.
+    #[inline(always)]
+    pub(crate) fn cpu_filled<E: Element>(
+        shape: Dims,
+        len: usize,
+        fill: impl FnOnce(&mut [E]),
+    ) -> Result<Self> {
+        debug_assert_eq!(len, shape.iter().product::<usize>());
+        if len <= crate::core::pool::INLINE {
+            let storage = SharedStorage::tiny_cpu::<E>(len, fill);
+            return Ok(RawTensor::from_cpu_storage::<E>(storage, shape));
+        }
+        let mut buffer = crate::core::pool::PooledVec::<E>::with_len(len)?;
+        fill(buffer.as_mut_slice());
+        Ok(RawTensor::from_cpu_buffer(buffer, shape))
+    }
+
     /// A contiguous CPU tensor of `shape` on `storage`, which holds its values of `E`.
     #[inline(always)]
     pub(crate) fn from_cpu_storage<E: Element>(storage: SharedStorage, shape: Dims) -> Self {

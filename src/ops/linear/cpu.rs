@@ -2,7 +2,6 @@
 
 use crate::core::error::Result;
 use crate::core::layout::Dims;
-use crate::core::pool::PooledVec;
 use crate::core::raw::RawTensor;
 use crate::core::DType;
 use crate::ops::half;
@@ -32,24 +31,17 @@ fn typed<T: Gemm>(
         };
         &reshaped
     };
-    let mut buffer = PooledVec::<T>::with_len(rows * n)?;
-    let out = buffer.as_mut_slice();
-    let accumulate = match bias {
-        Some(b) => {
-            let owned;
-            let bias = match b.layout.contiguous_range() {
-                Some(r) => &b.cpu_slice::<T>().expect("cpu")[r],
-                None => {
-                    owned = b.to_vec::<T>()?;
-                    &owned[..]
-                }
-            };
-            for row in out.chunks_mut(n.max(1)) {
-                crate::backend::cpu::copy_short(row, bias);
+    // The bias as a slice (a copy when it is a strided view), read before the result is made.
+    let owned;
+    let bias = match bias {
+        Some(b) => Some(match b.layout.contiguous_range() {
+            Some(r) => &b.cpu_slice::<T>().expect("cpu")[r],
+            None => {
+                owned = b.to_vec::<T>()?;
+                &owned[..]
             }
-            true
-        }
-        None => false,
+        }),
+        None => None,
     };
     let a = MatrixView {
         data: x2.cpu_slice::<T>().expect("cpu"),
@@ -64,8 +56,14 @@ fn typed<T: Gemm>(
         row_stride: w.layout.strides[1],
         col_stride: w.layout.strides[0],
     };
-    gemm_into(out, (rows, k, n), a, b, accumulate);
-    Ok(RawTensor::from_cpu_buffer(buffer, shape))
+    RawTensor::cpu_filled::<T>(shape, rows * n, |out| {
+        if let Some(bias) = bias {
+            for row in out.chunks_mut(n.max(1)) {
+                crate::backend::cpu::copy_short(row, bias);
+            }
+        }
+        gemm_into(out, (rows, k, n), a, b, bias.is_some());
+    })
 }
 
 pub(crate) fn linear(

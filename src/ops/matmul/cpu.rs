@@ -544,7 +544,6 @@ fn typed<T: Gemm>(a: &[T], b: &[T], plan: &MatmulPlan) -> Result<RawTensor> {
     let batches: usize = plan.batch.iter().product();
     if br == 0 {
         // One matrix: no per-batch offsets to gather.
-        let mut out = PooledVec::<T>::with_len(m * n)?;
         let va = MatrixView {
             data: a,
             offset: plan.a.offset,
@@ -557,8 +556,9 @@ fn typed<T: Gemm>(a: &[T], b: &[T], plan: &MatmulPlan) -> Result<RawTensor> {
             row_stride: plan.b.strides[0],
             col_stride: plan.b.strides[1],
         };
-        gemm_into(out.as_mut_slice(), (m, k, n), va, vb, false);
-        return Ok(RawTensor::from_cpu_buffer(out, plan.out_shape));
+        return RawTensor::cpu_filled::<T>(plan.out_shape, m * n, |out| {
+            gemm_into(out, (m, k, n), va, vb, false)
+        });
     }
     // The output's size was checked when the plan was made, so this cannot overflow.
     let mut out = T::pool().take(batches * m * n)?;
