@@ -320,6 +320,11 @@ pub(crate) mod sealed {
     pub trait ElementStorage: Sized + crate::core::pool::ZeroBits {
         fn cpu_slice(storage: &CpuStorage) -> Option<&[Self]>;
         fn cpu_slice_mut(storage: &mut CpuStorage) -> Option<&mut [Self]>;
+        fn cpu_buffer_mut(
+            storage: &mut CpuStorage,
+        ) -> Option<&mut crate::core::pool::PooledVec<Self>>
+        where
+            Self: super::Element;
         fn into_cpu_storage(data: Vec<Self>) -> CpuStorage;
         fn buffer_into_cpu_storage(data: crate::core::pool::PooledVec<Self>) -> CpuStorage
         where
@@ -422,6 +427,15 @@ macro_rules! element {
             fn cpu_slice_mut(storage: &mut CpuStorage) -> Option<&mut [Self]> {
                 match storage {
                     CpuStorage::$variant(b) => Some(b.as_mut_slice()),
+                    _ => None,
+                }
+            }
+            #[inline]
+            fn cpu_buffer_mut(
+                storage: &mut CpuStorage,
+            ) -> Option<&mut crate::core::pool::PooledVec<Self>> {
+                match storage {
+                    CpuStorage::$variant(b) => Some(b),
                     _ => None,
                 }
             }

@@ -140,6 +140,21 @@ impl<T: crate::core::Element> PooledVec<T> {
         }
     }
 
+    /// Makes an inline buffer hold `len` values, for a recycled tiny storage: they are what the
+    /// buffer held before (initialised, but stale), for the caller to overwrite every one;
+    /// `false`, and nothing changed, when the buffer is not inline.
+    #[inline(always)]
+    pub(crate) fn reuse_inline(&mut self, len: usize) -> bool {
+        debug_assert!(len <= INLINE);
+        match &mut self.repr {
+            Repr::Inline { len: l, .. } => {
+                *l = len.min(INLINE) as u8;
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// The heap case of [`with_len`](Self::with_len), kept out of line so that the inline
     /// case of every tiny op stays a few instructions.
     #[inline(never)]
