@@ -12,7 +12,6 @@ pub(super) mod cuda;
 use crate::core::error::Result;
 use crate::core::layout::Dims;
 use crate::core::raw::RawTensor;
-use crate::ops::copy::contiguous;
 
 /// The geometry of a 2-D window over an image of `[c, h, w]` per item: kernel `kh x kw`,
 /// strides, paddings, dilations, and the output's `oh x ow`. `mode` is what the pooling kernels
@@ -76,7 +75,7 @@ fn shape(dims: &[usize]) -> Result<Dims> {
 /// `x` (`[n, c, h, w]`) unfolded to `[n, c * kh * kw, oh * ow]`, zeros where a window reaches
 /// into the padding.
 pub(crate) fn im2col(x: &RawTensor, g: &Window) -> Result<RawTensor> {
-    let x = crate::ops::copy::contiguous(x)?;
+    let x = x.contiguous()?;
     let n = x.shape()[0];
     let out = shape(&[n, g.rows(), g.cols()])?;
     dispatch!([&x], |be| be.im2col(&x, g, out))
@@ -85,7 +84,7 @@ pub(crate) fn im2col(x: &RawTensor, g: &Window) -> Result<RawTensor> {
 /// The adjoint of [`im2col`]: `col` (`[n, c * kh * kw, oh * ow]`) summed back onto
 /// `[n, c, h, w]`.
 pub(crate) fn col2im(col: &RawTensor, g: &Window) -> Result<RawTensor> {
-    let col = crate::ops::copy::contiguous(col)?;
+    let col = col.contiguous()?;
     let n = col.shape()[0];
     let out = shape(&[n, g.c, g.h, g.w])?;
     dispatch!([&col], |be| be.col2im(&col, g, out))
@@ -94,7 +93,7 @@ pub(crate) fn col2im(col: &RawTensor, g: &Window) -> Result<RawTensor> {
 /// Pools `x` (`[planes, h, w]`) to `[planes, oh, ow]`; for [`PoolMode::Max`] also the flat
 /// index (in its plane) of each maximum, an `i64` tensor of the same shape.
 pub(crate) fn pool2d(x: &RawTensor, g: &Window) -> Result<(RawTensor, Option<RawTensor>)> {
-    let x = crate::ops::copy::contiguous(x)?;
+    let x = x.contiguous()?;
     let planes = x.shape()[0];
     let out = shape(&[planes, g.oh, g.ow])?;
     dispatch!([&x], |be| be.pool2d(&x, g, out))
@@ -107,8 +106,8 @@ pub(crate) fn pool2d_backward(
     indices: Option<&RawTensor>,
     g: &Window,
 ) -> Result<RawTensor> {
-    let gy = crate::ops::copy::contiguous(gy)?;
-    let indices = indices.map(crate::ops::copy::contiguous).transpose()?;
+    let gy = gy.contiguous()?;
+    let indices = indices.map(RawTensor::contiguous).transpose()?;
     let planes = gy.shape()[0];
     let out = shape(&[planes, g.h, g.w])?;
     dispatch!([&gy], |be| be.pool2d_backward(
@@ -127,7 +126,7 @@ pub(crate) fn conv2d(
     g: &Window,
     groups: usize,
 ) -> Result<RawTensor> {
-    let (x, w) = (contiguous(x4)?, contiguous(w4)?);
+    let (x, w) = (x4.contiguous()?, w4.contiguous()?);
     dispatch!([&x, &w], |be| be.conv2d(&x, &w, g, groups))
 }
 
@@ -139,7 +138,7 @@ pub(crate) fn conv2d_input_grad(
     g: &Window,
     groups: usize,
 ) -> Result<RawTensor> {
-    let (gy, w) = (contiguous(gy)?, contiguous(w4)?);
+    let (gy, w) = (gy.contiguous()?, w4.contiguous()?);
     dispatch!([&gy, &w], |be| be.conv2d_input_grad(&gy, &w, g, groups))
 }
 
@@ -152,7 +151,7 @@ pub(crate) fn conv2d_weight_grads(
     g: &Window,
     groups: usize,
 ) -> Result<RawTensor> {
-    let (gy, x) = (contiguous(gy)?, contiguous(x4)?);
+    let (gy, x) = (gy.contiguous()?, x4.contiguous()?);
     dispatch!([&gy, &x], |be| be.conv2d_weight_grads(&gy, &x, g, groups))
 }
 
@@ -163,13 +162,12 @@ pub(crate) mod composed {
     use super::{col2im, im2col, Window};
     use crate::core::error::Result;
     use crate::core::raw::RawTensor;
-    use crate::ops::copy::contiguous;
     use crate::ops::matmul::matmul;
     use crate::ops::shape::{reshape, transpose};
 
     fn reshaped(t: &RawTensor, dims: &[usize]) -> Result<RawTensor> {
         let dims: Vec<isize> = dims.iter().map(|&d| d as isize).collect();
-        reshape(&contiguous(t)?, &dims)
+        reshape(&t.contiguous()?, &dims)
     }
 
     /// `[n, groups, c / groups * kh * kw, oh * ow]`.

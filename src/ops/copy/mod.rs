@@ -67,8 +67,9 @@ pub(crate) fn copy_into_gpu(dst: &mut RawTensor, src: &RawTensor) -> Result<()> 
     )
 }
 
-/// A contiguous copy of a strided view, on the same device.
-pub(crate) fn contiguous(t: &RawTensor) -> Result<RawTensor> {
+/// A contiguous copy of `t`, on the same device, made even when `t` is contiguous already:
+/// kernels call [`RawTensor::contiguous`], which copies only a strided view.
+fn copy_contiguous(t: &RawTensor) -> Result<RawTensor> {
     dispatch!([t], |be| be.contiguous(t))
 }
 
@@ -152,7 +153,7 @@ impl RawTensor {
         if self.layout.is_contiguous() {
             return Ok(self.clone());
         }
-        contiguous(self)
+        copy_contiguous(self)
     }
 
     /// Moves to `device`: the same storage when already there, else a copy.

@@ -47,7 +47,7 @@ pub(crate) fn cumsum(a: &RawTensor, dim: isize, reverse: bool) -> Result<RawTens
             dtype: a.dtype,
         });
     }
-    let a = crate::ops::copy::contiguous(a)?;
+    let a = a.contiguous()?;
     let lines = Lines::new(a.shape(), d);
     dispatch!([&a], |be| be.cumsum(&a, lines, reverse))
 }
@@ -73,7 +73,7 @@ pub(crate) fn sort(
             dtype: a.dtype,
         });
     }
-    let a = crate::ops::copy::contiguous(a)?;
+    let a = a.contiguous()?;
     let lines = Lines::new(a.shape(), d);
     let mut shape = crate::core::layout::Dims::shape(a.shape())?;
     if a.rank() > 0 {
