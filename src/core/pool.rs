@@ -321,11 +321,25 @@ pub(crate) fn zeroed_vec<T: ZeroBits>(len: usize) -> Result<Vec<T>> {
     Ok(unsafe { Vec::from_raw_parts(ptr, len, len) })
 }
 
+/// `len` copies of `value` in a new buffer, allocated fallibly (see [`zeroed_vec`]): for the
+/// kernels' scratch, whose size follows the data.
+pub(crate) fn filled_vec<T: Copy>(len: usize, value: T) -> Result<Vec<T>> {
+    let mut v = empty_vec(len)?;
+    v.resize(len, value);
+    Ok(v)
+}
+
+/// An empty buffer with room for `len` values, allocated fallibly (see [`zeroed_vec`]).
+pub(crate) fn empty_vec<T>(len: usize) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len)
+        .map_err(|_| out_of_memory::<T>(len))?;
+    Ok(v)
+}
+
 /// A copy of `values` in a new buffer, allocated fallibly (see [`zeroed_vec`]).
 pub(crate) fn copy_to_vec<T: crate::core::Element>(values: &[T]) -> Result<Vec<T>> {
-    let mut v = Vec::new();
-    v.try_reserve_exact(values.len())
-        .map_err(|_| out_of_memory::<T>(values.len()))?;
+    let mut v = empty_vec(values.len())?;
     v.extend_from_slice(values);
     Ok(v)
 }

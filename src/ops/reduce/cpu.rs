@@ -351,7 +351,7 @@ fn typed<T: Reducible>(data: &[T], plan: &ReducePlan, op: ReduceOp) -> Result<Ra
         // One big sum: split the reduction itself across threads, into one partial sum per
         // block of the line, added in order (the same bits whatever the thread count).
         let chunk = 1 << 14;
-        let mut partial = vec![T::ZERO; r.div_ceil(chunk)];
+        let mut partial = crate::core::pool::filled_vec(r.div_ceil(chunk), T::ZERO)?;
         for_each_chunk_mut(&mut partial, 1, &|c, p| {
             p[0] = fold_range(data, &walk, c * chunk..((c + 1) * chunk).min(r), op);
         });

@@ -1,13 +1,17 @@
 //! CPU kernels for `cumsum` and `sort`: lines in parallel (rayon), one scratch buffer per
-//! worker, no allocation per element.
+//! worker, no allocation per element. Every scratch buffer is allocated fallibly: a line
+//! the host has no room to sort is [`Error::CpuOutOfMemory`](crate::core::error::Error), never
+//! an abort.
 
 use super::Lines;
 use crate::core::error::Result;
 use crate::core::layout::Dims;
+use crate::core::pool::filled_vec;
 use crate::core::raw::RawTensor;
 use crate::core::Element;
 use rayon::prelude::*;
 use std::cmp::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 
 /// An element type `cumsum` runs on, with the type it accumulates in (`f32` for the 16-bit
 /// floats, rounded once per output, as PyTorch's CPU kernel).
@@ -108,12 +112,19 @@ fn cumsum_typed<T: Scan>(x: &[T], lines: Lines, reverse: bool) -> Result<Vec<T>>
         return Ok(out);
     }
     if outer > 1 && outer * block >= 1 << 15 && !cfg!(miri) {
+        let failed = AtomicBool::new(false);
         out.par_chunks_mut(block)
             .zip(x.par_chunks(block))
             .for_each_init(
-                || vec![T::ZERO_ACC; inner],
-                |acc, (o, xs)| scan_block(xs, o, acc, n, reverse),
+                || filled_vec(inner, T::ZERO_ACC),
+                |acc, (o, xs)| match acc {
+                    Ok(acc) => scan_block(xs, o, acc, n, reverse),
+                    Err(_) => failed.store(true, AtomicOrdering::Relaxed),
+                },
             );
+        if failed.load(AtomicOrdering::Relaxed) {
+            return Err(crate::core::pool::out_of_memory::<T::Acc>(inner));
+        }
     } else if outer == 1 && inner >= 64 && block >= 1 << 15 && !cfg!(miri) {
         // One block with many columns: the columns in parallel strips.
         let strip = inner.div_ceil(rayon::current_num_threads().max(1)).max(16);
@@ -125,8 +136,8 @@ fn cumsum_typed<T: Scan>(x: &[T], lines: Lines, reverse: bool) -> Result<Vec<T>>
             .par_iter()
             .map(|&(s, e)| {
                 let w = e - s;
-                let mut acc = vec![T::ZERO_ACC; w];
-                let mut part = vec![T::ZERO; n * w];
+                let mut acc = filled_vec(w, T::ZERO_ACC)?;
+                let mut part = filled_vec(n * w, T::ZERO)?;
                 for step in 0..n {
                     let i = if reverse { n - 1 - step } else { step };
                     for j in 0..w {
@@ -134,9 +145,9 @@ fn cumsum_typed<T: Scan>(x: &[T], lines: Lines, reverse: bool) -> Result<Vec<T>>
                         part[i * w + j] = T::out(acc[j]);
                     }
                 }
-                part
+                Ok(part)
             })
-            .collect();
+            .collect::<Result<_>>()?;
         for (&(s, e), part) in strips.iter().zip(&parts) {
             let w = e - s;
             for i in 0..n {
@@ -144,7 +155,7 @@ fn cumsum_typed<T: Scan>(x: &[T], lines: Lines, reverse: bool) -> Result<Vec<T>>
             }
         }
     } else {
-        let mut acc = vec![T::ZERO_ACC; inner];
+        let mut acc = filled_vec(inner, T::ZERO_ACC)?;
         for (o, xs) in out.chunks_mut(block).zip(x.chunks(block)) {
             scan_block(xs, o, &mut acc, n, reverse);
         }
@@ -191,6 +202,28 @@ fn value_order<T: Sortable>(a: T, b: T) -> Ordering {
     }
 }
 
+/// Whether [`sort_line`] finds the first `k` of a line of `n` in one pass (a few of a long
+/// line, `topk`) rather than by sorting the line.
+fn scans(n: usize, k: usize) -> bool {
+    k <= 64 && k * 16 <= n
+}
+
+/// A scratch buffer with the room [`sort_line`] needs, allocated fallibly: a line is sorted in
+/// a copy of `(value, index)` pairs, four times the size of an `f32` line.
+fn line_scratch<T>(n: usize, k: usize) -> Result<Vec<(T, i64)>> {
+    crate::core::pool::empty_vec(if scans(n, k) { k + 1 } else { n })
+}
+
+/// The error of a parallel loop whose scratch could not be allocated (see [`line_scratch`]).
+fn scratch_failed<T>(failed: &AtomicBool, n: usize, k: usize) -> Result<()> {
+    if failed.load(AtomicOrdering::Relaxed) {
+        return Err(crate::core::pool::out_of_memory::<(T, i64)>(
+            if scans(n, k) { k + 1 } else { n },
+        ));
+    }
+    Ok(())
+}
+
 /// Sorts one line (`x[i * inner]`, `i < n`) into `scratch` and writes its first `k`
 /// (values, indices) to `vs`/`is` at stride `step`. The order is total (equal values by their
 /// index), so the unstable sort and `select_nth` give the stable result.
@@ -218,7 +251,7 @@ fn sort_line<T: Sortable>(
     if k == 0 {
         return;
     }
-    let scan = k <= 64 && k * 16 <= n;
+    let scan = scans(n, k);
     if scan {
         // A few of a long line (`topk`): one pass keeping the best `k` so far in order. An
         // element enters only when it beats the `k`-th, which after the first few hundred
@@ -280,13 +313,21 @@ fn sort_typed<T: Sortable>(
         };
         let pairs = values.chunks_mut(k).zip(indices.chunks_mut(k)).enumerate();
         if parallel {
+            let failed = AtomicBool::new(false);
             values
                 .par_chunks_mut(k)
                 .zip(indices.par_chunks_mut(k))
                 .enumerate()
-                .for_each_init(|| Vec::with_capacity(n), |s, p| run(p, s));
+                .for_each_init(
+                    || line_scratch(n, k),
+                    |s, p| match s {
+                        Ok(s) => run(p, s),
+                        Err(_) => failed.store(true, AtomicOrdering::Relaxed),
+                    },
+                );
+            scratch_failed::<T>(&failed, n, k)?;
         } else {
-            let mut scratch = Vec::with_capacity(n);
+            let mut scratch = line_scratch(n, k)?;
             pairs.for_each(|p| run(p, &mut scratch));
         }
         return Ok((values, indices));
@@ -309,16 +350,21 @@ fn sort_typed<T: Sortable>(
         }
     };
     if parallel && outer > 1 {
+        let failed = AtomicBool::new(false);
         values
             .par_chunks_mut(k * inner)
             .zip(indices.par_chunks_mut(k * inner))
             .enumerate()
             .for_each_init(
-                || Vec::with_capacity(n),
-                |s, (o, (vs, is))| block(o, vs, is, s),
+                || line_scratch(n, k),
+                |s, (o, (vs, is))| match s {
+                    Ok(s) => block(o, vs, is, s),
+                    Err(_) => failed.store(true, AtomicOrdering::Relaxed),
+                },
             );
+        scratch_failed::<T>(&failed, n, k)?;
     } else {
-        let mut scratch = Vec::with_capacity(n);
+        let mut scratch = line_scratch(n, k)?;
         for (o, (vs, is)) in values
             .chunks_mut(k * inner)
             .zip(indices.chunks_mut(k * inner))

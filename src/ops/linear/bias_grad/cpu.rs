@@ -30,7 +30,7 @@ fn typed<T: Float>(grad: &RawTensor) -> Result<RawTensor> {
             // One partial sum per block of rows, added in order (the same bits whatever the
             // thread count).
             let blocks = rows.div_ceil(ROWS_PER_TASK);
-            let mut partial = vec![T::ZERO; blocks * n];
+            let mut partial = crate::core::pool::zeroed_vec::<T>(blocks * n)?;
             for_each_chunk_mut(&mut partial, n, &|start, acc| {
                 let b = start / n;
                 add_rows(
