@@ -20,13 +20,18 @@ static LIVE: AtomicUsize = AtomicUsize::new(0);
 static LIMIT: AtomicUsize = AtomicUsize::new(usize::MAX);
 
 impl Budgeted {
-    fn admit(&self, size: usize) -> bool {
+    /// `allocate()` when `size` more bytes fit the budget, else null, with the count kept.
+    fn admit(&self, size: usize, allocate: impl FnOnce() -> *mut u8) -> *mut u8 {
         let live = LIVE.fetch_add(size, Ordering::SeqCst) + size;
-        if live > LIMIT.load(Ordering::SeqCst) {
+        let p = if live > LIMIT.load(Ordering::SeqCst) {
+            std::ptr::null_mut()
+        } else {
+            allocate()
+        };
+        if p.is_null() {
             LIVE.fetch_sub(size, Ordering::SeqCst);
-            return false;
         }
-        true
+        p
     }
 }
 
@@ -35,27 +40,13 @@ impl Budgeted {
 // allows) and never touches the memory.
 unsafe impl GlobalAlloc for Budgeted {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if !self.admit(layout.size()) {
-            return std::ptr::null_mut();
-        }
         // SAFETY: the caller's contract for `alloc`, passed on.
-        let p = unsafe { System.alloc(layout) };
-        if p.is_null() {
-            LIVE.fetch_sub(layout.size(), Ordering::SeqCst);
-        }
-        p
+        self.admit(layout.size(), || unsafe { System.alloc(layout) })
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        if !self.admit(layout.size()) {
-            return std::ptr::null_mut();
-        }
         // SAFETY: the caller's contract for `alloc_zeroed`, passed on.
-        let p = unsafe { System.alloc_zeroed(layout) };
-        if p.is_null() {
-            LIVE.fetch_sub(layout.size(), Ordering::SeqCst);
-        }
-        p
+        self.admit(layout.size(), || unsafe { System.alloc_zeroed(layout) })
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
