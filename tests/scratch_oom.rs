@@ -1,8 +1,8 @@
 //! Kernels whose scratch buffers the host cannot hold return `CpuOutOfMemory`, on both fronts,
 //! instead of aborting the process: this binary's allocator refuses any allocation past a
 //! budget of live bytes, set just above what the op's results need and below what its
-//! scratch needs (a `sort` works in a copy of `(value, index)` pairs, four times an `f32`
-//! line; `cumsum` keeps partial sums per worker). After each refusal the same op, with room
+//! scratch needs (a `sort` works in a copy of the line as packed `(key, index)` words, twice
+//! an `f32` line; `cumsum` keeps partial sums per worker). After each refusal the same op, with room
 //! for its results and scratch but not for a copy of its contiguous input, gives the values of
 //! an independent computation.
 //!
@@ -80,7 +80,7 @@ fn assert_oom(err: Error, what: &str) {
 
 const MIB: usize = 1 << 20;
 
-/// Ascending by value, ties by index: the order `sort` promises, computed on `(f64, i64)`.
+/// Ascending by value, ties by index: the order `sort` promises, by `total_cmp` on pairs.
 fn sorted_reference(line: &[f32]) -> (Vec<f32>, Vec<i64>) {
     let mut pairs: Vec<(f32, i64)> = line.iter().copied().zip(0..).collect();
     pairs.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
@@ -93,7 +93,7 @@ fn kernel_scratch_the_host_cannot_hold_is_an_error() {
     let warm = Tensor::<Cpu>::randn([4, 1 << 14], Cpu);
     drop((warm.sort(1, false), warm.cumsum(0), warm.cumsum(1)));
 
-    // One line of 2^20 `f32`: values and indices take 12 MiB, the pairs 16 MiB.
+    // One line of 2^20 `f32`: values and indices take 12 MiB, the packed words 8 MiB.
     let n = 1 << 20;
     let line = Tensor::<Cpu>::randn([n], Cpu);
     let err = with_budget(14 * MIB, || line.try_sort(0, false)).unwrap_err();
@@ -102,24 +102,25 @@ fn kernel_scratch_the_host_cannot_hold_is_an_error() {
         format!(
             "DefaultCPUAllocator: can't allocate memory: you tried to allocate {} bytes. \
              Error code 12 (Cannot allocate memory)",
-            n * std::mem::size_of::<(f32, i64)>()
+            n * std::mem::size_of::<u64>()
         )
     );
     let dyn_err = with_budget(14 * MIB, || line.to_dyn().sort(0, false)).unwrap_err();
     assert_eq!(dyn_err, err);
-    // With room for the results and the pairs, but not for a copy of the input as well
-    // (a contiguous input is sorted where it is).
-    let sorted = with_budget(29 * MIB, || line.try_sort(0, false)).unwrap();
+    // With room for the results and the words (20 MiB), but not for a copy of the input as
+    // well (a contiguous input is sorted where it is).
+    let sorted = with_budget(22 * MIB, || line.try_sort(0, false)).unwrap();
     let (values, indices) = sorted_reference(&line.to_vec());
     assert_eq!(sorted.values.to_vec(), values);
     assert_eq!(sorted.indices.to_vec(), indices);
 
     // Eight lines sorted in parallel (one scratch per worker), and lines down a column (strided).
     let rows = Tensor::<Cpu>::randn([8, 1 << 18], Cpu);
-    let err = with_budget(26 * MIB, || rows.try_sort(1, false)).unwrap_err();
+    // Results 24 MiB, each worker's words 2 MiB.
+    let err = with_budget(25 * MIB, || rows.try_sort(1, false)).unwrap_err();
     assert_oom(err, "sort of 8 lines");
     let columns = rows.t().contiguous();
-    let err = with_budget(26 * MIB, || columns.try_sort(0, false)).unwrap_err();
+    let err = with_budget(25 * MIB, || columns.try_sort(0, false)).unwrap_err();
     assert_oom(err, "sort down columns");
     let sorted = columns.sort(0, true);
     let all = rows.to_vec();

@@ -10,7 +10,6 @@ use crate::core::pool::filled_vec;
 use crate::core::raw::RawTensor;
 use crate::core::Element;
 use rayon::prelude::*;
-use std::cmp::Ordering;
 use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 
 /// An element type `cumsum` runs on, with the type it accumulates in (`f32` for the 16-bit
@@ -173,32 +172,97 @@ pub(crate) fn cumsum(a: &RawTensor, lines: Lines, reverse: bool) -> Result<RawTe
     })
 }
 
-/// An element type `sort` orders: NaN above every number (PyTorch's order for sort and topk).
+/// An element type `sort` orders, by an unsigned key whose order is sort's: NaN above every
+/// number and all NaNs equal, `-0.0` equal to `0.0` (PyTorch's order for sort and topk).
 pub(crate) trait Sortable: Element + PartialOrd {
-    fn nan(self) -> bool;
+    /// Bits of [`key`](Self::key) in use (the low ones).
+    const KEY_BITS: u32;
+    fn key(self) -> u64;
 }
 
-macro_rules! sortable {
-    ($($t:ty),*) => {$(
+macro_rules! float_key {
+    ($t:ty, $bits:ty, $n:expr) => {
         impl Sortable for $t {
-            #[inline]
-            #[allow(clippy::eq_op)]
-            fn nan(self) -> bool {
-                self != self
+            const KEY_BITS: u32 = $n;
+            #[inline(always)]
+            fn key(self) -> u64 {
+                if self.is_nan() {
+                    return <$bits>::MAX as u64;
+                }
+                // `+ 0.0` turns `-0.0` into `0.0` and leaves every other number as it is; a
+                // negative number's bits count down as it grows, a positive one's up.
+                let b = (self + 0.0).to_bits();
+                (if b >> ($n - 1) == 1 {
+                    !b
+                } else {
+                    b | 1 << ($n - 1)
+                }) as u64
             }
         }
-    )*};
+    };
 }
-sortable!(f32, f64, i64, half::f16, half::bf16, bool);
+float_key!(f32, u32, 32);
+float_key!(f64, u64, 64);
 
-/// The ascending order of values, NaN last (all NaNs equal).
-#[inline]
-fn value_order<T: Sortable>(a: T, b: T) -> Ordering {
-    match (a.nan(), b.nan()) {
-        (false, false) => a.partial_cmp(&b).unwrap_or(Ordering::Equal),
-        (true, true) => Ordering::Equal,
-        (true, false) => Ordering::Greater,
-        (false, true) => Ordering::Less,
+impl Sortable for half::f16 {
+    const KEY_BITS: u32 = 32;
+    #[inline(always)]
+    fn key(self) -> u64 {
+        self.to_f32().key()
+    }
+}
+
+impl Sortable for half::bf16 {
+    const KEY_BITS: u32 = 32;
+    #[inline(always)]
+    fn key(self) -> u64 {
+        self.to_f32().key()
+    }
+}
+
+impl Sortable for i64 {
+    const KEY_BITS: u32 = 64;
+    #[inline(always)]
+    fn key(self) -> u64 {
+        (self as u64) ^ 1 << 63
+    }
+}
+
+impl Sortable for bool {
+    const KEY_BITS: u32 = 1;
+    #[inline(always)]
+    fn key(self) -> u64 {
+        self as u64
+    }
+}
+
+/// A value's key and its index in one integer, the key above: integers sort in sort's order,
+/// ties by index (so an unstable sort gives the stable result), with no comparator to call.
+trait Packed: Copy + Ord + Send {
+    fn pack(key: u64, index: usize) -> Self;
+    fn index(self) -> usize;
+}
+
+/// A key of at most 32 bits and an index below 2^32.
+impl Packed for u64 {
+    #[inline(always)]
+    fn pack(key: u64, index: usize) -> Self {
+        key << 32 | index as u64
+    }
+    #[inline(always)]
+    fn index(self) -> usize {
+        (self & 0xffff_ffff) as usize
+    }
+}
+
+impl Packed for u128 {
+    #[inline(always)]
+    fn pack(key: u64, index: usize) -> Self {
+        (key as u128) << 64 | index as u128
+    }
+    #[inline(always)]
+    fn index(self) -> usize {
+        self as u64 as usize
     }
 }
 
@@ -208,87 +272,96 @@ fn scans(n: usize, k: usize) -> bool {
     k <= 64 && k * 16 <= n
 }
 
+/// How many packed words [`sort_line`] needs for a line.
+fn scratch_len(n: usize, k: usize) -> usize {
+    if scans(n, k) {
+        k + 1
+    } else {
+        n
+    }
+}
+
 /// A scratch buffer with the room [`sort_line`] needs, allocated fallibly: a line is sorted in
-/// a copy of `(value, index)` pairs, four times the size of an `f32` line.
-fn line_scratch<T>(n: usize, k: usize) -> Result<Vec<(T, i64)>> {
-    crate::core::pool::empty_vec(if scans(n, k) { k + 1 } else { n })
+/// a copy of packed `(key, index)` words, twice (`u64`) or four times (`u128`) the size of an
+/// `f32` line.
+fn line_scratch<P>(n: usize, k: usize) -> Result<Vec<P>> {
+    crate::core::pool::empty_vec(scratch_len(n, k))
 }
 
 /// The error of a parallel loop whose scratch could not be allocated (see [`line_scratch`]).
-fn scratch_failed<T>(failed: &AtomicBool, n: usize, k: usize) -> Result<()> {
+fn scratch_failed<P>(failed: &AtomicBool, n: usize, k: usize) -> Result<()> {
     if failed.load(AtomicOrdering::Relaxed) {
-        return Err(crate::core::pool::out_of_memory::<(T, i64)>(
-            if scans(n, k) { k + 1 } else { n },
-        ));
+        return Err(crate::core::pool::out_of_memory::<P>(scratch_len(n, k)));
     }
     Ok(())
 }
 
-/// Sorts one line (`x[i * inner]`, `i < n`) into `scratch` and writes its first `k`
-/// (values, indices) to `vs`/`is` at stride `step`. The order is total (equal values by their
-/// index), so the unstable sort and `select_nth` give the stable result.
+/// Sorts one line (`x[i * inner]`, `i < n`) as packed words in `scratch` and writes its first
+/// `k` (values, indices) to `vs`/`is` at stride `step`. The order is total (equal values by
+/// their index), so the unstable sort and `select_nth` give the stable result; descending
+/// inverts the keys but not the indices, so ties stay in index order.
 #[allow(clippy::too_many_arguments)]
-fn sort_line<T: Sortable>(
+fn sort_line<T: Sortable, P: Packed>(
     x: &[T],
     inner: usize,
     n: usize,
     k: usize,
     descending: bool,
-    scratch: &mut Vec<(T, i64)>,
+    scratch: &mut Vec<P>,
     vs: &mut [T],
     is: &mut [i64],
     step: usize,
 ) {
     scratch.clear();
-    let cmp = |a: &(T, i64), b: &(T, i64)| {
-        let by_value = if descending {
-            value_order(b.0, a.0)
-        } else {
-            value_order(a.0, b.0)
-        };
-        by_value.then(a.1.cmp(&b.1))
-    };
     if k == 0 {
         return;
     }
-    let scan = scans(n, k);
-    if scan {
+    let flip = if descending {
+        u64::MAX >> (64 - T::KEY_BITS)
+    } else {
+        0
+    };
+    let packed = |i: usize| P::pack(x[i * inner].key() ^ flip, i);
+    if scans(n, k) {
         // A few of a long line (`topk`): one pass keeping the best `k` so far in order. An
         // element enters only when it beats the `k`-th, which after the first few hundred
         // is rare, so the pass is mostly one compare per element.
+        // Once `k` are kept, the `k`-th's value rejects most elements with one compare: a
+        // value strictly worse than it (neither NaN) cannot enter; any other gets its key.
+        let mut kth: Option<T> = None;
         for i in 0..n {
-            let v = x[i * inner];
+            if let Some(t) = kth {
+                let v = x[i * inner];
+                if if descending { v < t } else { v > t } {
+                    continue;
+                }
+            }
+            let e = packed(i);
             if scratch.len() == k {
-                let last = scratch[k - 1].0;
-                let beats = if descending {
-                    value_order(v, last) == Ordering::Greater
-                } else {
-                    value_order(v, last) == Ordering::Less
-                };
-                if !beats {
+                if e > scratch[k - 1] {
                     continue;
                 }
                 scratch.pop();
             }
-            // Later indices lose ties, so the new one goes after every equal value.
-            let e = (v, i as i64);
-            let at = scratch.partition_point(|b| cmp(b, &e) == Ordering::Less);
+            let at = scratch.partition_point(|b| *b < e);
             scratch.insert(at, e);
+            if scratch.len() == k {
+                kth = Some(x[scratch[k - 1].index() * inner]);
+            }
         }
     } else {
-        scratch.extend((0..n).map(|i| (x[i * inner], i as i64)));
+        scratch.extend((0..n).map(packed));
+        if k < n {
+            scratch.select_nth_unstable(k - 1);
+            scratch[..k].sort_unstable();
+        } else {
+            scratch.sort_unstable();
+        }
     }
-    if scan {
-        // Filled by the pass above, already in order.
-    } else if k < n {
-        scratch.select_nth_unstable_by(k - 1, cmp);
-        scratch[..k].sort_unstable_by(cmp);
-    } else {
-        scratch.sort_unstable_by(cmp);
-    }
-    for (r, &(v, i)) in scratch[..k].iter().enumerate() {
-        vs[r * step] = v;
-        is[r * step] = i;
+    for (r, p) in scratch[..k].iter().enumerate() {
+        let i = p.index();
+        vs[r * step] = x[i * inner];
+        is[r * step] = i as i64;
     }
 }
 
@@ -298,17 +371,35 @@ fn sort_typed<T: Sortable>(
     descending: bool,
     k: usize,
 ) -> Result<(Vec<T>, Vec<i64>)> {
-    let Lines { outer, n, inner } = lines;
-    let count = outer * inner;
+    let count = lines.outer * lines.inner;
     let mut values = T::pool().take(count * k)?;
     let mut indices = crate::core::pool::zeroed_vec::<i64>(count * k)?;
     if count * k == 0 {
         return Ok((values, indices));
     }
+    let out = (&mut values[..], &mut indices[..]);
+    if T::KEY_BITS <= 32 && lines.n <= 1 << 32 {
+        sort_lines::<T, u64>(x, lines, descending, k, out)?;
+    } else {
+        sort_lines::<T, u128>(x, lines, descending, k, out)?;
+    }
+    Ok((values, indices))
+}
+
+/// The lines' first `k` (values, indices) into `values`/`indices`, sorted as words `P`.
+fn sort_lines<T: Sortable, P: Packed>(
+    x: &[T],
+    lines: Lines,
+    descending: bool,
+    k: usize,
+    (values, indices): (&mut [T], &mut [i64]),
+) -> Result<()> {
+    let Lines { outer, n, inner } = lines;
+    let count = outer * inner;
     let parallel = count > 1 && count * n >= 1 << 14 && !cfg!(miri);
     if inner == 1 {
         // Lines are contiguous, and so are their outputs.
-        let run = |(line, (vs, is)): (usize, (&mut [T], &mut [i64])), scratch: &mut Vec<_>| {
+        let run = |(line, (vs, is)): (usize, (&mut [T], &mut [i64])), scratch: &mut Vec<P>| {
             sort_line(&x[line * n..], 1, n, k, descending, scratch, vs, is, 1)
         };
         let pairs = values.chunks_mut(k).zip(indices.chunks_mut(k)).enumerate();
@@ -325,15 +416,15 @@ fn sort_typed<T: Sortable>(
                         Err(_) => failed.store(true, AtomicOrdering::Relaxed),
                     },
                 );
-            scratch_failed::<T>(&failed, n, k)?;
+            scratch_failed::<P>(&failed, n, k)?;
         } else {
             let mut scratch = line_scratch(n, k)?;
             pairs.for_each(|p| run(p, &mut scratch));
         }
-        return Ok((values, indices));
+        return Ok(());
     }
     // Strided lines: one `[k, inner]` output block per outer index.
-    let block = |o: usize, vs: &mut [T], is: &mut [i64], scratch: &mut Vec<(T, i64)>| {
+    let block = |o: usize, vs: &mut [T], is: &mut [i64], scratch: &mut Vec<P>| {
         for j in 0..inner {
             let line = &x[o * n * inner + j..];
             sort_line(
@@ -362,7 +453,7 @@ fn sort_typed<T: Sortable>(
                     Err(_) => failed.store(true, AtomicOrdering::Relaxed),
                 },
             );
-        scratch_failed::<T>(&failed, n, k)?;
+        scratch_failed::<P>(&failed, n, k)?;
     } else {
         let mut scratch = line_scratch(n, k)?;
         for (o, (vs, is)) in values
@@ -373,7 +464,7 @@ fn sort_typed<T: Sortable>(
             block(o, vs, is, &mut scratch);
         }
     }
-    Ok((values, indices))
+    Ok(())
 }
 
 pub(crate) fn sort(
