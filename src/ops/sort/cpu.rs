@@ -121,9 +121,7 @@ fn cumsum_typed<T: Scan>(x: &[T], lines: Lines, reverse: bool) -> Result<Vec<T>>
                     Err(_) => failed.store(true, AtomicOrdering::Relaxed),
                 },
             );
-        if failed.load(AtomicOrdering::Relaxed) {
-            return Err(crate::core::pool::out_of_memory::<T::Acc>(inner));
-        }
+        scratch_failed::<T::Acc>(&failed, inner)?;
     } else if outer == 1 && inner >= 64 && block >= 1 << 15 && !cfg!(miri) {
         // One block with many columns: the columns in parallel strips.
         let strip = inner.div_ceil(rayon::current_num_threads().max(1)).max(16);
@@ -288,10 +286,11 @@ fn line_scratch<P>(n: usize, k: usize) -> Result<Vec<P>> {
     crate::core::pool::empty_vec(scratch_len(n, k))
 }
 
-/// The error of a parallel loop whose scratch could not be allocated (see [`line_scratch`]).
-fn scratch_failed<P>(failed: &AtomicBool, n: usize, k: usize) -> Result<()> {
+/// The error of a parallel loop that set `failed` when a worker could not allocate its
+/// scratch of `len` values of `S` (`for_each_init` cannot return one itself).
+fn scratch_failed<S>(failed: &AtomicBool, len: usize) -> Result<()> {
     if failed.load(AtomicOrdering::Relaxed) {
-        return Err(crate::core::pool::out_of_memory::<P>(scratch_len(n, k)));
+        return Err(crate::core::pool::out_of_memory::<S>(len));
     }
     Ok(())
 }
@@ -323,11 +322,10 @@ fn sort_line<T: Sortable, P: Packed>(
     };
     let packed = |i: usize| P::pack(x[i * inner].key() ^ flip, i);
     if scans(n, k) {
-        // A few of a long line (`topk`): one pass keeping the best `k` so far in order. An
-        // element enters only when it beats the `k`-th, which after the first few hundred
-        // is rare, so the pass is mostly one compare per element.
-        // Once `k` are kept, the `k`-th's value rejects most elements with one compare: a
-        // value strictly worse than it (neither NaN) cannot enter; any other gets its key.
+        // A few of a long line (`topk`): one pass keeping the best `k` so far in order. Once
+        // `k` are kept, an element enters only when it beats the `k`-th, which after the first
+        // few hundred is rare: a value strictly worse than the `k`-th's (neither NaN) is
+        // rejected by one compare, any other gets its key.
         let mut kth: Option<T> = None;
         for i in 0..n {
             if let Some(t) = kth {
@@ -416,7 +414,7 @@ fn sort_lines<T: Sortable, P: Packed>(
                         Err(_) => failed.store(true, AtomicOrdering::Relaxed),
                     },
                 );
-            scratch_failed::<P>(&failed, n, k)?;
+            scratch_failed::<P>(&failed, scratch_len(n, k))?;
         } else {
             let mut scratch = line_scratch(n, k)?;
             pairs.for_each(|p| run(p, &mut scratch));
@@ -453,7 +451,7 @@ fn sort_lines<T: Sortable, P: Packed>(
                     Err(_) => failed.store(true, AtomicOrdering::Relaxed),
                 },
             );
-        scratch_failed::<P>(&failed, n, k)?;
+        scratch_failed::<P>(&failed, scratch_len(n, k))?;
     } else {
         let mut scratch = line_scratch(n, k)?;
         for (o, (vs, is)) in values
