@@ -30,7 +30,7 @@ impl<T: Copy + Default> Pool<T> {
     }
 
     fn cacheable(capacity: usize) -> bool {
-        capacity * std::mem::size_of::<T>() >= MIN_CACHED_BYTES
+        capacity.saturating_mul(std::mem::size_of::<T>()) >= MIN_CACHED_BYTES
     }
 
     /// A buffer of `len` elements whose values are unspecified (but initialised): callers
@@ -45,7 +45,7 @@ impl<T: Copy + Default> Pool<T> {
                 let best = free
                     .iter()
                     .enumerate()
-                    .filter(|(_, v)| v.capacity() >= len && v.capacity() <= 2 * len)
+                    .filter(|(_, v)| v.capacity() >= len && v.capacity() <= len.saturating_mul(2))
                     .min_by_key(|(_, v)| v.capacity())
                     .map(|(i, _)| i);
                 if let Some(i) = best {

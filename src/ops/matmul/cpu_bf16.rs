@@ -11,27 +11,32 @@
 //! results are flushed to zero (the instruction ignores MXCSR). The result is rounded to `bf16`
 //! once, from the `f32` accumulator.
 //!
-//! Layout, as the usual GEMM kernels do it (BLIS's loops): `b` is packed once, in blocks of
-//! `KC` pairs of `k` and panels of `NR` columns, each `f32` lane holding one column's two `bf16`
-//! values of a pair (a 32-bit word), reading each pair of `b`'s rows once, front to back. The
-//! rows of `dst` are split evenly between the threads (whole `MR`-row micro-panels, one task
-//! per thread: `rayon`'s finer tasks left one thread idle for a whole block at the end); each
-//! thread walks its rows in blocks of at most `MC` (fewer when `k` is long), packs that block of
-//! `a` for the whole of `k` (one pair per word, broadcast to every lane), then walks `dst`'s
-//! columns in blocks of `NC` and, for each `KC` block, runs the micro-kernel over every
-//! `MR x NR` tile. The micro-kernel sums a tile in 24 of the 32 vector registers, from zero,
-//! then adds the earlier `KC` blocks' sums (kept in an `f32` buffer of one row block by one
-//! column block, in L2 with the packed `a`) and, for the last `KC` block, rounds the tile to
-//! `bf16` straight into `dst`
-//! (`vcvtne2ps2bf16`): no `m x n` `f32` result is allocated or written, and the buffer is not
-//! needed at all when `k` fits one block.
+//! Layout, as the usual GEMM kernels do it (BLIS's loops): `b` is packed in units of `KC`
+//! pairs of `k` by `NC` columns, panels of `NR` columns, each `f32` lane holding one column's
+//! two `bf16` values of a pair (a 32-bit word), reading each pair of `b`'s rows once, front to
+//! back. The rows of `dst` are split evenly between the threads (whole `MR`-row micro-panels,
+//! one task per thread: `rayon`'s finer tasks left one thread idle for a whole block at the
+//! end); each thread walks its rows in blocks of at most `MC` (fewer when `k` is long), packs
+//! that block of `a` for the whole of `k` (a row of pairs per row, read by the micro-kernel as
+//! a broadcast to every lane), then walks `dst`'s columns in blocks of `NC` and, for each `KC`
+//! block, runs the micro-kernel over every `MR x NR` tile. A unit of `b` is packed by the
+//! first thread that reaches it, the others waiting for it (the threads start on different
+//! column blocks, so they seldom wait): no packing pass before the products, and the unit is
+//! in its packer's L2 when that thread's products start. The micro-kernel sums a tile in 24
+//! of the 32 vector registers, from zero, then adds the earlier `KC` blocks' sums (kept in an
+//! `f32` buffer of one row block by one column block, in L2 with the packed `a`) and, for the
+//! last `KC` block, rounds the tile to `bf16` straight into `dst` (`vcvtne2ps2bf16`): no
+//! `m x n` `f32` result is allocated or written, and the buffer is not needed at all when `k`
+//! fits one block. The packed operands and the sums are scratch from the `f32` buffer pool
+//! (`core::pool`), reused from one product to the next without being cleared.
 
 use super::cpu::MatrixView;
 use crate::core::error::Result;
-use crate::core::pool::zeroed_vec;
+use crate::core::pool::PooledVec;
 use half::bf16;
 use half::slice::HalfFloatSliceExt;
 use rayon::prelude::*;
+use std::sync::{Mutex, OnceLock};
 
 /// Rows of the micro-kernel's tile.
 const MR: usize = 12;
@@ -48,6 +53,9 @@ const MC: usize = 8 * MR;
 const A_BLOCK_WORDS: usize = 64 * 1024;
 /// Columns of `dst` per column block (a multiple of `NR`).
 const NC: usize = 16 * NR;
+/// Row stride of the `f32` sums: a column block and one cache line, so that a tile's rows
+/// fall in different L1 sets (`NC` floats, 2 KiB, would put all twelve in four).
+const ACC_LD: usize = NC + 16;
 /// Products with fewer multiply-adds run on one thread.
 const PARALLEL_FLOPS: usize = 1 << 18;
 
@@ -122,21 +130,34 @@ impl Bits<'_> {
     }
 }
 
-/// Packs `b`'s pairs `q0 .. q0 + kc` (rows `2 q0 ..`) into `block`, one `KC * NR`-word panel
-/// per `NR` columns (word `p * KC * NR + q * NR + j` = rows `2 (q0 + q)` and `+ 1` of column
-/// `p * NR + j`; zero past the edges).
+/// Packs `b`'s pairs `q0 .. q0 + kc` (rows `2 q0 ..`) of the columns from `c_first` into
+/// `block`, one `KC * NR`-word panel per `NR` columns (word `p * KC * NR + q * NR + j` = rows
+/// `2 (q0 + q)` and `+ 1` of column `c_first + p * NR + j`; zero past the edges).
 #[inline(always)]
-fn pack_b(block: &mut [u32], b: Bits<'_>, (k, n): (usize, usize), (q0, kc): (usize, usize)) {
+fn pack_b(
+    block: &mut [u32],
+    b: Bits<'_>,
+    (k, n): (usize, usize),
+    (q0, kc): (usize, usize),
+    c_first: usize,
+) {
+    let panel_cols = |p: usize| {
+        let c0 = c_first + p * NR;
+        (c0, NR.min(n - c0))
+    };
     if b.cs == 1 {
         // Row-major: each pair of rows is read once, front to back, and zipped into words
         // (vectorized), one panel's `NR` columns at a time.
+        let width = n - c_first;
         for q in 0..kc {
             let r0 = 2 * (q0 + q);
-            let row0 = &b.data[b.offset + r0 * b.rs..][..n];
-            let row1 = (r0 + 1 < k).then(|| &b.data[b.offset + (r0 + 1) * b.rs..][..n]);
+            let row0 = &b.data[b.offset + r0 * b.rs + c_first..][..width];
+            let row1 =
+                (r0 + 1 < k).then(|| &b.data[b.offset + (r0 + 1) * b.rs + c_first..][..width]);
             for (p, panel) in block.chunks_mut(KC * NR).enumerate() {
                 let out = &mut panel[q * NR..][..NR];
-                let (c0, cols) = (p * NR, NR.min(n - p * NR));
+                let (c0, cols) = panel_cols(p);
+                let c0 = c0 - c_first;
                 let x0 = &row0[c0..][..cols];
                 match row1 {
                     Some(row1) => {
@@ -158,7 +179,7 @@ fn pack_b(block: &mut [u32], b: Bits<'_>, (k, n): (usize, usize), (q0, kc): (usi
     // Any other strides (column-major `b`, the `x @ w.T` of a linear layer: each pair is two
     // neighbours in memory), column by column.
     for (p, panel) in block.chunks_mut(KC * NR).enumerate() {
-        let (c0, cols) = (p * NR, NR.min(n - p * NR));
+        let (c0, cols) = panel_cols(p);
         for q in 0..kc {
             panel[q * NR + cols..][..NR - cols].fill(0);
         }
@@ -173,8 +194,11 @@ fn pack_b(block: &mut [u32], b: Bits<'_>, (k, n): (usize, usize), (q0, kc): (usi
 }
 
 /// Packs `a`'s rows `r0 .. r0 + rows` and pairs `q0 .. q0 + kc` into micro-panels of `MR` rows
-/// (word `i * kc * MR + q * MR + r` = columns `2 (q0 + q)` and `+ 1` of row `r0 + i MR + r`;
-/// zero past the edges).
+/// of `KC` words (word `i * MR * KC + r * KC + q` = columns `2 (q0 + q)` and `+ 1` of row
+/// `r0 + i MR + r`; zero past the edges). A row of a panel is a row of `a` as it is in memory
+/// (a plain copy when `a` is row-major), and the micro-kernel reads the `MR` rows as `MR`
+/// streams, `KC * 4` bytes apart: 512 bytes, so that the streams fall in different L1 sets
+/// (`a`'s own rows, `k * 2` bytes apart, would share a few sets when `k` is a power of two).
 fn pack_a(
     out: &mut [u32],
     a: Bits<'_>,
@@ -183,34 +207,34 @@ fn pack_a(
     (q0, kc): (usize, usize),
 ) {
     let c0 = 2 * q0;
-    for (i, panel) in out.chunks_exact_mut(kc * MR).enumerate() {
-        let first = r0 + i * MR;
-        if a.cs == 1 && (i + 1) * MR <= rows && c0 + 2 * kc <= k {
-            // Row-major, a whole micro-panel: written front to back, one pair of each of the
-            // `MR` rows per `MR` words.
-            let src: [&[u16]; MR] =
-                std::array::from_fn(|r| &a.data[a.offset + (first + r) * a.rs + c0..][..2 * kc]);
-            for (q, words) in panel.chunks_exact_mut(MR).enumerate() {
-                for (w, row) in words.iter_mut().zip(&src) {
-                    let pair = &row[2 * q..2 * q + 2];
-                    *w = pair[0] as u32 | (pair[1] as u32) << 16;
-                }
-            }
-            continue;
-        }
-        for r in 0..MR {
+    for (i, panel) in out.chunks_exact_mut(MR * KC).enumerate() {
+        for (r, words) in panel.chunks_exact_mut(KC).enumerate() {
+            let words = &mut words[..kc];
             let row = i * MR + r;
             if row >= rows {
-                for q in 0..kc {
-                    panel[q * MR + r] = 0;
-                }
+                words.fill(0);
                 continue;
             }
             let row = r0 + row;
-            for q in 0..kc {
+            if a.cs == 1 {
+                // Row-major: the row's pairs, front to back (the last one half zero when `k`
+                // is odd).
+                let len = (2 * kc).min(k - c0);
+                let src = &a.data[a.offset + row * a.rs + c0..][..len];
+                let pairs = src.chunks_exact(2);
+                let odd = pairs.remainder().first().map(|&x| x as u32);
+                for (w, pair) in words.iter_mut().zip(pairs) {
+                    *w = pair[0] as u32 | (pair[1] as u32) << 16;
+                }
+                if let Some(x) = odd {
+                    words[kc - 1] = x;
+                }
+                continue;
+            }
+            for (q, w) in words.iter_mut().enumerate() {
                 let c = c0 + 2 * q;
                 let hi = if c + 1 < k { a.at(row, c + 1) } else { 0 };
-                panel[q * MR + r] = a.at(row, c) | hi << 16;
+                *w = a.at(row, c) | hi << 16;
             }
         }
     }
@@ -246,28 +270,40 @@ pub(crate) fn gemm(
     // Block `kb`, panel `p`: `kc(kb) * NR` words at `(kb * panels + p) * KC * NR`.
     // Sizes that overflow saturate, and no allocator grants `usize::MAX` words.
     let words = |parts: &[usize]| parts.iter().fold(1usize, |w, &p| w.saturating_mul(p));
-    let mut packed_b = zeroed_vec::<u32>(words(&[kblocks, panels, KC, NR]))?;
-    let parallel = m.saturating_mul(n).saturating_mul(k) >= PARALLEL_FLOPS && !cfg!(miri);
-    let pack = |(kb, block): (usize, &mut [u32])| {
-        let kc = KC.min(pairs - kb * KC);
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: `gemm` runs only where `supported()` found AVX-512F and AVX-512BW.
-        unsafe {
-            x86::pack_b(block, b, (k, n), (kb * KC, kc))
-        };
-    };
-    if parallel {
-        packed_b
-            .par_chunks_mut(panels * KC * NR)
-            .enumerate()
-            .for_each(pack);
-    } else {
-        packed_b
-            .chunks_mut(panels * KC * NR)
-            .enumerate()
-            .for_each(pack);
+    let mut packed_b = scratch(words(&[kblocks, panels, KC, NR]))?;
+    // The packed `b` in units of one `KC` block by one column block, each packed by the first
+    // thread that needs it (the others wait for it): no separate packing pass, and a unit is
+    // still in the packer's L2 when its product starts.
+    let cblocks = n.div_ceil(NC);
+    let mut units = Vec::with_capacity(kblocks * cblocks);
+    for (kb, block) in as_words(packed_b.as_mut_slice())
+        .chunks_mut(panels * KC * NR)
+        .enumerate()
+    {
+        for (cb, unit) in block.chunks_mut(NC / NR * KC * NR).enumerate() {
+            units.push(Unit {
+                raw: Mutex::new(Some(unit)),
+                packed: OnceLock::new(),
+                at: (kb, cb),
+            });
+        }
     }
-    let packed_b = &packed_b[..];
+    let unit = |kb: usize, cb: usize| -> &[u32] {
+        let unit = &units[kb * cblocks + cb];
+        unit.packed.get_or_init(|| {
+            let raw = unit.raw.lock().unwrap_or_else(|e| e.into_inner()).take();
+            let raw = raw.expect("a unit is packed once");
+            let (kb, cb) = unit.at;
+            let kc = KC.min(pairs - kb * KC);
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: `gemm` runs only where `supported()` found AVX-512F and AVX-512BW.
+            unsafe {
+                x86::pack_b(raw, b, (k, n), (kb * KC, kc), cb * NC)
+            };
+            raw
+        })
+    };
+    let parallel = m.saturating_mul(n).saturating_mul(k) >= PARALLEL_FLOPS && !cfg!(miri);
     // Whole micro-panels of rows, split evenly: one task per thread.
     let micro = m.div_ceil(MR);
     let tasks = if parallel {
@@ -285,42 +321,38 @@ pub(crate) fn gemm(
         let (part, tail) = rest.split_at_mut((end - row) * n);
         let block_rows = mc.min((end - row).next_multiple_of(MR));
         // The `f32` sums of a column block over the `KC` blocks before the last (whole tiles
-        // of rows, row stride `NC`); the last block's tiles go straight to `dst`, rounded.
-        let acc = if kblocks > 1 {
-            zeroed_vec::<f32>(block_rows * NC)?
-        } else {
-            Vec::new()
-        };
-        // Block `kb`'s micro-panel `i`: `kc(kb) * MR` words at `(kb * micro + i) * KC * MR`.
-        let packed_a = zeroed_vec::<u32>(words(&[kblocks, block_rows, KC]))?;
-        parts.push((row, part, acc, packed_a));
+        // of rows, row stride `ACC_LD`); the last block's tiles go straight to `dst`, rounded.
+        let acc = scratch(if kblocks > 1 { block_rows * ACC_LD } else { 0 })?;
+        // Block `kb`'s micro-panel `i`: `MR` rows of `kc(kb)` words, `KC` apart, at
+        // `(kb * micro + i) * KC * MR`.
+        let packed_a = scratch(words(&[kblocks, block_rows, KC]))?;
+        parts.push((t, row, part, acc, packed_a));
         rest = tail;
         row = end;
     }
-    let work = |(r0, part, mut acc, mut packed_a): Task<'_>| {
+    let work = |(t, r0, part, mut acc, mut packed_a): Task<'_>| {
+        let (acc, packed_a) = (acc.as_mut_slice(), as_words(packed_a.as_mut_slice()));
         for (blk, out) in part.chunks_mut(mc * n).enumerate() {
             let brows = out.len() / n;
             let bmicro = brows.div_ceil(MR);
             for kb in 0..kblocks {
                 let kc = KC.min(pairs - kb * KC);
                 let pa = &mut packed_a[kb * bmicro * KC * MR..][..bmicro * KC * MR];
-                pack_a(
-                    &mut pa[..bmicro * kc * MR],
-                    a,
-                    k,
-                    (r0 + blk * mc, brows),
-                    (kb * KC, kc),
-                );
+                pack_a(pa, a, k, (r0 + blk * mc, brows), (kb * KC, kc));
             }
-            for c0 in (0..n).step_by(NC) {
+            // The tasks start on different column blocks, so that they pack different units.
+            for j in 0..cblocks {
+                let cb = (j + t * cblocks / tasks) % cblocks;
+                let c0 = cb * NC;
                 for kb in 0..kblocks {
                     let kc = KC.min(pairs - kb * KC);
-                    let pa = &packed_a[kb * bmicro * KC * MR..][..bmicro * kc * MR];
+                    let pa = &packed_a[kb * bmicro * KC * MR..][..bmicro * KC * MR];
+                    let bu = unit(kb, cb);
                     for p in c0 / NR..(c0 + NC).min(n).div_ceil(NR) {
-                        let bp = &packed_b[(kb * panels + p) * KC * NR..][..kc * NR];
+                        let bp = &bu[(p - c0 / NR) * KC * NR..][..kc * NR];
                         let cols = NR.min(n - p * NR);
-                        for (i, ap) in pa.chunks_exact(kc * MR).enumerate() {
-                            let at = i * MR * NC + (p * NR - c0);
+                        for (i, ap) in pa.chunks_exact(MR * KC).enumerate() {
+                            let at = i * MR * ACC_LD + (p * NR - c0);
                             let sink = if kb + 1 == kblocks {
                                 Sink::Round {
                                     prior: (kb > 0).then(|| &acc[at..]),
@@ -341,6 +373,9 @@ pub(crate) fn gemm(
         }
     };
     if tasks > 1 {
+        // `rayon`'s two-task split, not `backend::cpu::parallel`: there the calling thread
+        // takes a task beside the pool's two threads, one too many for two cores (measured
+        // slower here, 350 against 370 GFLOP/s at n = 1024 on Zen 4).
         parts.into_par_iter().for_each(work);
     } else {
         parts.into_iter().for_each(work);
@@ -348,11 +383,34 @@ pub(crate) fn gemm(
     Ok(())
 }
 
-/// One thread's share of [`gemm`]: its first row, its rows of `dst`, and its scratch (the
+/// One thread's share of [`gemm`]: its index, its first row, its rows of `dst`, and its scratch (the
 /// `f32` sums and the packed `a`).
-type Task<'a> = (usize, &'a mut [bf16], Vec<f32>, Vec<u32>);
+type Task<'a> = (usize, usize, &'a mut [bf16], PooledVec<f32>, PooledVec<f32>);
 
-/// Where a tile's sum over its `kc` pairs goes: `MR` rows of `cols`, at row stride `NC` in the
+/// One `KC` block by one column block of the packed `b`: its words, until the first thread
+/// that needs it takes them to pack (`raw`), then packed, for every thread to read (`packed`).
+struct Unit<'a> {
+    raw: Mutex<Option<&'a mut [u32]>>,
+    packed: OnceLock<&'a [u32]>,
+    /// The `KC` block and the column block.
+    at: (usize, usize),
+}
+
+/// `len` words of scratch from the `f32` buffer pool, allocated fallibly: a recycled buffer
+/// comes as the last product left it (hot in the caches, and not cleared: every word is
+/// written before it is read), and goes back to the pool when dropped.
+fn scratch(len: usize) -> Result<PooledVec<f32>> {
+    PooledVec::with_len(len)
+}
+
+/// The scratch words of [`scratch`], as the packing and the micro-kernel see them.
+fn as_words(v: &mut [f32]) -> &mut [u32] {
+    // SAFETY: `f32` and `u32` have the same size and alignment, and every bit pattern is a
+    // valid value of both; the result borrows `v` exclusively for its lifetime.
+    unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast::<u32>(), v.len()) }
+}
+
+/// Where a tile's sum over its `kc` pairs goes: `MR` rows of `cols`, at row stride `ACC_LD` in the
 /// `f32` sums and `n` in `dst`.
 enum Sink<'a> {
     /// `c = sum`: the first of several `KC` blocks.
@@ -373,16 +431,16 @@ enum Sink<'a> {
 /// (so the tile's earlier sums are read only after the products, their cache misses hidden
 /// behind the next tile's work), then into `sink`.
 fn tile(kc: usize, a: &[u32], b: &[u32], cols: usize, sink: Sink<'_>) {
-    assert!(a.len() >= kc * MR && b.len() >= kc * NR);
+    assert!(kc <= KC && a.len() >= (MR - 1) * KC + kc && b.len() >= kc * NR);
     assert!((1..=NR).contains(&cols));
     let tile_len = |rows: usize, ld: usize| (rows - 1) * ld + cols;
     let (mode, c, dst, rows) = match sink {
         Sink::Store(c) => {
-            assert!(c.len() >= tile_len(MR, NC));
+            assert!(c.len() >= tile_len(MR, ACC_LD));
             (Mode::Store, c.as_mut_ptr(), (std::ptr::null_mut(), 0), MR)
         }
         Sink::Add(c) => {
-            assert!(c.len() >= tile_len(MR, NC));
+            assert!(c.len() >= tile_len(MR, ACC_LD));
             (Mode::Add, c.as_mut_ptr(), (std::ptr::null_mut(), 0), MR)
         }
         Sink::Round {
@@ -395,7 +453,7 @@ fn tile(kc: usize, a: &[u32], b: &[u32], cols: usize, sink: Sink<'_>) {
             let dst = (dst.as_mut_ptr().cast::<u16>(), ld);
             match prior {
                 Some(c) => {
-                    assert!(c.len() >= tile_len(rows, NC));
+                    assert!(c.len() >= tile_len(rows, ACC_LD));
                     // Only read through, never written.
                     (Mode::AddRound, c.as_ptr().cast_mut(), dst, rows)
                 }
@@ -405,7 +463,7 @@ fn tile(kc: usize, a: &[u32], b: &[u32], cols: usize, sink: Sink<'_>) {
     };
     #[cfg(target_arch = "x86_64")]
     // SAFETY: `gemm` runs only when `supported()` found AVX-512F, AVX-512BW and AVX512-BF16;
-    // the packed panels hold `kc` pairs, and `c` (row stride `NC`) and `dst` hold the `rows`
+    // the packed panels hold `kc` pairs, and `c` (row stride `ACC_LD`) and `dst` hold the `rows`
     // rows of `cols` values that `mode` touches (asserted above); `c` is written only in the
     // modes that got it from a `&mut`.
     unsafe {
@@ -428,7 +486,7 @@ enum Mode {
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{Mode, MR, NC, NR};
+    use super::{Mode, ACC_LD, KC, MR, NR};
     use std::arch::x86_64::*;
 
     /// The 32 `bf16` halves of a 512-bit integer vector, as the BF16 instructions take them.
@@ -449,19 +507,20 @@ mod x86 {
         b: super::Bits<'_>,
         kn: (usize, usize),
         q: (usize, usize),
+        c_first: usize,
     ) {
-        super::pack_b(block, b, kn, q);
+        super::pack_b(block, b, kn, q, c_first);
     }
 
-    /// Sums `a[q][r] . b[q][j]` (each a pair of `bf16` products) over the `kc` pairs of the
+    /// Sums `a[r][q] . b[q][j]` (each a pair of `bf16` products) over the `kc` pairs of the
     /// packed panels, from zero, for an `MR x NR` tile, then finishes it as `mode` says on the
-    /// first `rows` rows and `cols` columns of `c` (`f32`, row stride `NC`) or `dst` (`bf16`
+    /// first `rows` rows and `cols` columns of `c` (`f32`, row stride `ACC_LD`) or `dst` (`bf16`
     /// bits, row stride `ldd`). The rounding to `bf16` is to nearest, ties to even, as `half`'s `from_f32`, with
     /// NaN kept quiet; sums in the subnormal range become zero.
     ///
     /// # Safety
-    /// The CPU must have AVX-512F, AVX-512BW and AVX512-BF16; `a` must hold `kc * MR` words,
-    /// `b` `kc * NR` words; `c` (read in `Add` and `AddRound`, written in `Store` and `Add`)
+    /// The CPU must have AVX-512F, AVX-512BW and AVX512-BF16; `kc <= KC`; `a` must hold `MR`
+    /// rows of `kc` words, `KC` words apart, `b` `kc * NR` words; `c` (read in `Add` and `AddRound`, written in `Store` and `Add`)
     /// and `dst` (written in `Round` and `AddRound`) must hold `rows` rows of `cols` values at
     /// their strides, `rows <= MR` and `cols <= NR`.
     #[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
@@ -487,8 +546,8 @@ mod x86 {
             };
             let (b0, b1) = (as_bh(b0), as_bh(b1));
             for (r, cr) in acc.iter_mut().enumerate() {
-                // SAFETY: word `q * MR + r` is inside `a` (the caller's contract).
-                let w = unsafe { a.add(q * MR + r).read() } as i32;
+                // SAFETY: word `r * KC + q` is inside `a` (the caller's contract).
+                let w = unsafe { a.add(r * KC + q).read() } as i32;
                 let x = as_bh(_mm512_set1_epi32(w));
                 cr[0] = _mm512_dpbf16_ps(cr[0], x, b0);
                 cr[1] = _mm512_dpbf16_ps(cr[1], x, b1);
@@ -506,7 +565,7 @@ mod x86 {
             // SAFETY: row `r < rows` of the tile, columns `< cols` (the masks) of `c` or `dst`
             // (the caller's contract); masked-off lanes are neither read nor written.
             unsafe {
-                let cr_ptr = c.wrapping_add(r * NC);
+                let cr_ptr = c.wrapping_add(r * ACC_LD);
                 let (mut v0, mut v1) = (cr[0], cr[1]);
                 if matches!(mode, Mode::Add | Mode::AddRound) {
                     v0 = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, cr_ptr), v0);
@@ -564,6 +623,9 @@ mod tests {
             (1, 2 * KC, 2 * NR),
             // More than one column block, and a `k` long enough for row blocks under `MC`.
             (40, 2 * 12 * KC + 1, NC + NR + 3),
+            // Three column blocks, so that the two tasks start on different units of `b`, and
+            // each packs some that the other then reads.
+            (2 * MC + 7, 3 * 2 * KC + 1, 2 * NC + 5),
         ];
         for (m, k, n) in sizes {
             // Each operand in a buffer 3 times its size, at offset 7, with strides:
