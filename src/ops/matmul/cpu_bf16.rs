@@ -14,9 +14,9 @@
 //! Layout, as the usual GEMM kernels do it (BLIS's loops): `b` is packed in units of `KC`
 //! pairs of `k` by `NC` columns, panels of `NR` columns, each `f32` lane holding one column's
 //! two `bf16` values of a pair (a 32-bit word), reading each pair of `b`'s rows once, front to
-//! back. The rows of `dst` are split evenly between the threads (whole `MR`-row micro-panels,
-//! one task per thread: `rayon`'s finer tasks left one thread idle for a whole block at the
-//! end); each thread walks its rows in blocks of at most `MC` (fewer when `k` is long), packs
+//! back. The rows of `dst` are split into blocks of at most `MC` rows (fewer when `k` is
+//! long), as many as a multiple of the threads, which take them one at a time (a thread that
+//! starts late, or shares its core, takes fewer); for each block a thread packs
 //! that block of `a` for the whole of `k` (a row of pairs per row, read by the micro-kernel as
 //! a broadcast to every lane), then walks `dst`'s columns in blocks of `NC` and, for each `KC`
 //! block, runs the micro-kernel over every `MR x NR` tile. A unit of `b` is packed by the
@@ -36,6 +36,7 @@ use crate::core::pool::PooledVec;
 use half::bf16;
 use half::slice::HalfFloatSliceExt;
 use rayon::prelude::*;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 /// Rows of the micro-kernel's tile.
@@ -304,45 +305,61 @@ pub(crate) fn gemm(
         })
     };
     let parallel = m.saturating_mul(n).saturating_mul(k) >= PARALLEL_FLOPS && !cfg!(miri);
-    // Whole micro-panels of rows, split evenly: one task per thread.
     let micro = m.div_ceil(MR);
-    let tasks = if parallel {
+    let workers = if parallel {
         rayon::current_num_threads().clamp(1, micro)
     } else {
         1
     };
-    // Rows per block: whole micro-panels whose packed `a` (all of `k`) fits the budget.
+    // Row blocks: whole micro-panels whose packed `a` (all of `k`) fits the budget, as many
+    // as a multiple of the threads and split evenly, taken one at a time from a shared
+    // counter: when a thread starts late (a sleeping core's wake-up), the others take its
+    // blocks instead of waiting for it at the end.
     let mc = (A_BLOCK_WORDS / kblocks.saturating_mul(KC * MR)).clamp(1, MC / MR) * MR;
-    let mut parts = Vec::with_capacity(tasks);
+    let nblocks = micro.div_ceil(mc / MR).next_multiple_of(workers).min(micro);
+    let mut row_blocks = Vec::with_capacity(nblocks);
     let mut rest = dst;
     let mut row = 0;
-    for t in 0..tasks {
-        let end = ((t + 1) * micro / tasks * MR).min(m);
-        let (part, tail) = rest.split_at_mut((end - row) * n);
-        let block_rows = mc.min((end - row).next_multiple_of(MR));
+    for i in 0..nblocks {
+        let end = ((i + 1) * micro / nblocks * MR).min(m);
+        let (out, tail) = rest.split_at_mut((end - row) * n);
+        row_blocks.push(Mutex::new(Some((row, out))));
+        rest = tail;
+        row = end;
+    }
+    let next = AtomicUsize::new(0);
+    // Each thread's scratch, for its largest block.
+    let block_rows = (micro.div_ceil(nblocks) * MR).min(mc);
+    let mut scratches = Vec::with_capacity(workers);
+    for _ in 0..workers {
         // The `f32` sums of a column block over the `KC` blocks before the last (whole tiles
         // of rows, row stride `ACC_LD`); the last block's tiles go straight to `dst`, rounded.
         let acc = scratch(if kblocks > 1 { block_rows * ACC_LD } else { 0 })?;
         // Block `kb`'s micro-panel `i`: `MR` rows of `kc(kb)` words, `KC` apart, at
         // `(kb * micro + i) * KC * MR`.
         let packed_a = scratch(words(&[kblocks, block_rows, KC]))?;
-        parts.push((t, row, part, acc, packed_a));
-        rest = tail;
-        row = end;
+        scratches.push((acc, packed_a));
     }
-    let work = |(t, r0, part, mut acc, mut packed_a): Task<'_>| {
+    let work = |(mut acc, mut packed_a): (PooledVec<f32>, PooledVec<f32>)| {
         let (acc, packed_a) = (acc.as_mut_slice(), as_words(packed_a.as_mut_slice()));
-        for (blk, out) in part.chunks_mut(mc * n).enumerate() {
+        loop {
+            let blk = next.fetch_add(1, Ordering::Relaxed);
+            let Some(block) = row_blocks.get(blk) else {
+                return;
+            };
+            let taken = block.lock().unwrap_or_else(|e| e.into_inner()).take();
+            let (r0, out) = taken.expect("a row block is taken once");
             let brows = out.len() / n;
             let bmicro = brows.div_ceil(MR);
             for kb in 0..kblocks {
                 let kc = KC.min(pairs - kb * KC);
                 let pa = &mut packed_a[kb * bmicro * KC * MR..][..bmicro * KC * MR];
-                pack_a(pa, a, k, (r0 + blk * mc, brows), (kb * KC, kc));
+                pack_a(pa, a, k, (r0, brows), (kb * KC, kc));
             }
-            // The tasks start on different column blocks, so that they pack different units.
+            // Neighbouring blocks start on different column blocks, so that the threads'
+            // first blocks pack different units.
             for j in 0..cblocks {
-                let cb = (j + t * cblocks / tasks) % cblocks;
+                let cb = (j + blk) % cblocks;
                 let c0 = cb * NC;
                 for kb in 0..kblocks {
                     let kc = KC.min(pairs - kb * KC);
@@ -372,20 +389,16 @@ pub(crate) fn gemm(
             }
         }
     };
-    if tasks > 1 {
-        // `rayon`'s two-task split, not `backend::cpu::parallel`: there the calling thread
-        // takes a task beside the pool's two threads, one too many for two cores (measured
-        // slower here, 350 against 370 GFLOP/s at n = 1024 on Zen 4).
-        parts.into_par_iter().for_each(work);
+    if workers > 1 {
+        // `rayon`'s split of one job per thread, not `backend::cpu::parallel`: there the
+        // calling thread works beside the pool's two threads, one too many for two cores
+        // (measured slower here, 354 against 373 GFLOP/s at n = 1024 on Zen 4).
+        scratches.into_par_iter().for_each(work);
     } else {
-        parts.into_iter().for_each(work);
+        scratches.into_iter().for_each(work);
     }
     Ok(())
 }
-
-/// One thread's share of [`gemm`]: its index, its first row, its rows of `dst`, and its scratch (the
-/// `f32` sums and the packed `a`).
-type Task<'a> = (usize, usize, &'a mut [bf16], PooledVec<f32>, PooledVec<f32>);
 
 /// One `KC` block by one column block of the packed `b`: its words, until the first thread
 /// that needs it takes them to pack (`raw`), then packed, for every thread to read (`packed`).
@@ -685,6 +698,41 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    /// Many products at once, called from inside `rayon`'s pool (each one's threads then wait
+    /// for units of `b` and take row blocks while the pool is busy with the others): every
+    /// result has the same bits as the same product on its own, since a row's sums run in
+    /// one order whichever thread computes it.
+    #[test]
+    fn concurrent_products_from_the_pool_give_the_same_bits() {
+        if !supported() {
+            eprintln!("skipping: this CPU has no AVX512-BF16");
+            return;
+        }
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let (m, k, n) = (3 * MC + 5, 2 * KC * 2 + 9, 2 * NC + 7);
+        let a = values(m * k, &mut seed);
+        let b = values(k * n, &mut seed);
+        let view = |data, rs| MatrixView {
+            data,
+            offset: 0,
+            row_stride: rs,
+            col_stride: 1,
+        };
+        let product = || {
+            let mut dst = vec![bf16::NAN; m * n];
+            gemm(&mut dst, (m, k, n), view(&a, k), view(&b, n)).unwrap();
+            dst
+        };
+        let alone = product();
+        let together: Vec<Vec<bf16>> = (0..6).into_par_iter().map(|_| product()).collect();
+        for dst in together {
+            assert!(dst
+                .iter()
+                .zip(&alone)
+                .all(|(x, y)| x.to_bits() == y.to_bits()));
         }
     }
 
