@@ -172,7 +172,10 @@ fn pack_b(
                         }
                     }
                 }
-                out[cols..].fill(0);
+                if cols < NR {
+                    // Only the last panel (a call to `memset` for nothing, otherwise).
+                    out[cols..].fill(0);
+                }
             }
         }
         return;
@@ -181,8 +184,10 @@ fn pack_b(
     // neighbours in memory), column by column.
     for (p, panel) in block.chunks_mut(KC * NR).enumerate() {
         let (c0, cols) = panel_cols(p);
-        for q in 0..kc {
-            panel[q * NR + cols..][..NR - cols].fill(0);
+        if cols < NR {
+            for q in 0..kc {
+                panel[q * NR + cols..][..NR - cols].fill(0);
+            }
         }
         for j in 0..cols {
             for q in 0..kc {
