@@ -620,15 +620,25 @@ mod tests {
             .collect()
     }
 
+    /// True, after saying so, where the CPU lacks AVX512-BF16: the kernel cannot run there
+    /// (`matmul` widens `bf16` to `f32` instead, which `tests/half_ops.rs` checks).
+    fn skip_without_the_instruction() -> bool {
+        let skip = !supported();
+        if skip {
+            eprintln!("skipping: this CPU has no AVX512-BF16");
+        }
+        skip
+    }
+
     /// Against the f64 product of the same `bf16` values, on odd sizes (every edge: rows past
     /// `MR` and `MC`, columns past `NR` and `NC`, an odd `k`, more than one `KC` block, row
-    /// blocks shortened by a long `k`, more than one task) and every stride order of both operands (row-major, transposed, and a view with
-    /// neither stride 1), with the operands at an offset inside a larger buffer.
+    /// blocks shortened by a long `k`, more than one thread) and every stride order of both
+    /// operands (row-major, transposed, and a view with neither stride 1), with the operands
+    /// at an offset inside a larger buffer.
     #[test]
     fn bf16_kernel_matches_the_f64_product() {
         // Wherever the CPU has the instruction, whether or not `matmul` prefers it there.
-        if !supported() {
-            eprintln!("skipping: this CPU has no AVX512-BF16");
+        if skip_without_the_instruction() {
             return;
         }
         let mut seed = 0x2545_f491_4f6c_dd1du64;
@@ -712,8 +722,7 @@ mod tests {
     /// one order whichever thread computes it.
     #[test]
     fn concurrent_products_from_the_pool_give_the_same_bits() {
-        if !supported() {
-            eprintln!("skipping: this CPU has no AVX512-BF16");
+        if skip_without_the_instruction() {
             return;
         }
         let mut seed = 0x9e37_79b9_7f4a_7c15u64;
@@ -745,8 +754,7 @@ mod tests {
     /// the full tiles and in a right-edge tile, on one `KC` block and on several.
     #[test]
     fn special_values_come_out_as_the_f64_product_says() {
-        if !supported() {
-            eprintln!("skipping: this CPU has no AVX512-BF16");
+        if skip_without_the_instruction() {
             return;
         }
         for k in [5, 2 * KC + 5] {
