@@ -282,15 +282,11 @@ pub(crate) fn gemm(
     // still in the packer's L2 when its product starts.
     let cblocks = n.div_ceil(NC);
     let mut units = Vec::with_capacity(kblocks * cblocks);
-    for (kb, block) in as_words(packed_b.as_mut_slice())
-        .chunks_mut(panels * KC * NR)
-        .enumerate()
-    {
-        for (cb, unit) in block.chunks_mut(NC / NR * KC * NR).enumerate() {
+    for block in as_words(packed_b.as_mut_slice()).chunks_mut(panels * KC * NR) {
+        for unit in block.chunks_mut(NC / NR * KC * NR) {
             units.push(Unit {
                 raw: Mutex::new(Some(unit)),
                 packed: OnceLock::new(),
-                at: (kb, cb),
             });
         }
     }
@@ -299,7 +295,6 @@ pub(crate) fn gemm(
         unit.packed.get_or_init(|| {
             let raw = unit.raw.lock().unwrap_or_else(|e| e.into_inner()).take();
             let raw = raw.expect("a unit is packed once");
-            let (kb, cb) = unit.at;
             let kc = KC.min(pairs - kb * KC);
             #[cfg(target_arch = "x86_64")]
             // SAFETY: `gemm` runs only where `supported()` found AVX-512F and AVX-512BW.
@@ -340,8 +335,8 @@ pub(crate) fn gemm(
         // The `f32` sums of a column block over the `KC` blocks before the last (whole tiles
         // of rows, row stride `ACC_LD`); the last block's tiles go straight to `dst`, rounded.
         let acc = scratch(if kblocks > 1 { block_rows * ACC_LD } else { 0 })?;
-        // Block `kb`'s micro-panel `i`: `MR` rows of `kc(kb)` words, `KC` apart, at
-        // `(kb * micro + i) * KC * MR`.
+        // In a row block of `bmicro` micro-panels, block `kb`'s micro-panel `i`: `MR` rows of
+        // `kc(kb)` words, `KC` apart, at `(kb * bmicro + i) * KC * MR`.
         let packed_a = scratch(words(&[kblocks, block_rows, KC]))?;
         scratches.push((acc, packed_a));
     }
@@ -410,8 +405,6 @@ pub(crate) fn gemm(
 struct Unit<'a> {
     raw: Mutex<Option<&'a mut [u32]>>,
     packed: OnceLock<&'a [u32]>,
-    /// The `KC` block and the column block.
-    at: (usize, usize),
 }
 
 /// `len` words of scratch from the `f32` buffer pool, allocated fallibly: a recycled buffer
