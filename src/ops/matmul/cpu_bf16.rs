@@ -322,17 +322,22 @@ pub(crate) fn gemm(
         1
     };
     // Row blocks: whole micro-panels whose packed `a` (all of `k`) fits the budget, taken one
-    // at a time from a shared counter, and smaller towards the end (each a `2 * workers`-th of
-    // what is left, down to one micro-panel): a thread that starts late (a sleeping core's
-    // wake-up) leaves its blocks to the others, and the threads end within a small block of
-    // each other. (With even blocks, one thread waited 300-450 us of a 5.6 ms product at
-    // n = 1024 for the other's last block; 40-140 us now.) The blocks' sizes depend only on
-    // the shape, and a tile's sums on its row and column alone.
+    // at a time by the threads, and, when there are several, smaller towards the end (each a
+    // `2 * workers`-th of what is left, down to one micro-panel): a thread that starts late (a
+    // sleeping core's wake-up) leaves its blocks to the others, and the threads end within a
+    // small block of each other. (With even blocks, one thread waited 300-450 us of a 5.6 ms
+    // product at n = 1024 for the other's last block; 40-140 us now.) The blocks' sizes
+    // depend only on the shape, and a tile's sums on its row and column alone.
     let mc = (A_BLOCK_WORDS / kblocks.saturating_mul(KC * MR)).clamp(1, MC / MR) * MR;
     let mut row_blocks = Vec::new();
     let (mut rest, mut row, mut left) = (dst, 0, micro);
     while left > 0 {
-        let size = (left / (2 * workers)).clamp(1, mc / MR);
+        let size = if workers == 1 {
+            left
+        } else {
+            left / (2 * workers)
+        };
+        let size = size.clamp(1, mc / MR);
         left -= size;
         let end = (row + size * MR).min(m);
         let (out, tail) = rest.split_at_mut((end - row) * n);
