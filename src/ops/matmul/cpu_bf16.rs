@@ -327,7 +327,8 @@ pub(crate) fn gemm(
     // sleeping core's wake-up) leaves its blocks to the others, and the threads end within a
     // small block of each other. (With even blocks, one thread waited 300-450 us of a 5.6 ms
     // product at n = 1024 for the other's last block; 40-140 us now.) The blocks' sizes
-    // depend only on the shape, and a tile's sums on its row and column alone.
+    // depend on the thread count, but a tile's sums on its row and column alone: the same
+    // bits on any number of threads.
     let mc = (A_BLOCK_WORDS / kblocks.saturating_mul(KC * MR)).clamp(1, MC / MR) * MR;
     let mut row_blocks = Vec::new();
     let (mut rest, mut row, mut left) = (dst, 0, micro);
