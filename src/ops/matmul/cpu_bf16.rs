@@ -431,8 +431,9 @@ pub(crate) fn gemm(
     Ok(())
 }
 
-/// One `KC` block by `UNIT_PANELS` micro-panels of the packed `b`: its words, until the first thread
-/// that needs it takes them to pack (`raw`), then packed, for every thread to read (`packed`).
+/// One `KC` block by `UNIT_PANELS` micro-panels of the packed `b`: its words, until the first
+/// thread that needs it takes them to pack (`raw`), then packed, for every thread to read
+/// (`packed`).
 struct Unit<'a> {
     raw: Mutex<Option<&'a mut [u32]>>,
     packed: OnceLock<&'a [u32]>,
