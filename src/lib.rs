@@ -99,7 +99,7 @@ pub mod cuda {
     //! - **Asynchrony.** Ops only queue work on the device's stream and return; memory is
     //!   allocated and freed in stream order. The host waits only in `to_vec`, `item`, printing,
     //!   `to(Cpu)`, [`synchronize`] and [`Timer::elapsed_ms`]. [`sync_count`] counts those waits
-    //!   and [`set_sync_debug_mode`] makes implicit ones warn or fail, as
+    //!   ([`thread_sync_count`]: the calling thread's) and [`set_sync_debug_mode`] makes implicit ones warn or fail, as
     //!   `torch.cuda.set_sync_debug_mode` does.
     //! - **Kernels** live in `kernels/*.cu`, are embedded in the crate, and are compiled by NVRTC
     //!   for the device's architecture the first time an op family runs on a device
@@ -118,7 +118,7 @@ pub mod cuda {
     pub use crate::backend::cuda::{
         device_count, empty_cache, get_device_name, is_available, max_memory_allocated,
         memory_allocated, nvrtc_available, nvrtc_version, set_sync_debug_mode, sync_count,
-        sync_debug_mode, synchronize, SyncDebugMode, Timer,
+        sync_debug_mode, synchronize, thread_sync_count, SyncDebugMode, Timer,
     };
     pub use crate::backend::cuda::{
         empty_pinned_cache, pinned_memory_allocated, pinned_memory_reserved,

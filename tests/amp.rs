@@ -396,7 +396,7 @@ fn settings_and_call_order_are_checked_as_in_pytorch() {
 #[test]
 fn a_gpu_amp_step_makes_no_host_sync() {
     let Some(gpu) = common::gpu() else { return };
-    use devtype::cuda::sync_count;
+    use devtype::cuda::thread_sync_count;
     let mut model = Linear::new(10, 3, Cpu).to(gpu);
     let mut opt = Sgd::new(0.1).momentum(0.9);
     let mut scaler = GradScaler::new(gpu);
@@ -404,7 +404,7 @@ fn a_gpu_amp_step_makes_no_host_sync() {
     let x = Tensor::<Cpu>::randn([8, 10], Cpu).to(gpu);
     let y = Tensor::<Cpu, i64>::from_vec((0..8).map(|i| i % 3).collect(), [8], Cpu).to(gpu);
     let mut adam = Adam::new(0.01);
-    let before = sync_count();
+    let before = thread_sync_count();
     for k in 0..6 {
         opt.zero_grad(&model);
         scaler
@@ -418,7 +418,11 @@ fn a_gpu_amp_step_makes_no_host_sync() {
         }
         scaler.update();
     }
-    assert_eq!(sync_count(), before, "an AMP step waited for the GPU");
+    assert_eq!(
+        thread_sync_count(),
+        before,
+        "an AMP step waited for the GPU"
+    );
     assert_eq!(scaler.get_scale(), 65536.0);
 }
 

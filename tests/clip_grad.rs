@@ -201,7 +201,7 @@ fn clip_grad_norm_on_a_model_clips_every_layer() {
 #[test]
 fn a_gpu_clip_makes_no_host_sync_and_matches_the_cpu() {
     let Some(gpu) = common::gpu() else { return };
-    use devtype::cuda::sync_count;
+    use devtype::cuda::thread_sync_count;
     let seed = common::test_seed();
     devtype::manual_seed(seed);
     for &p in &[2.0, f64::INFINITY, 1.5] {
@@ -216,10 +216,10 @@ fn a_gpu_clip_makes_no_host_sync_and_matches_the_cpu() {
             })
             .collect();
         let cpu_total = clip_grad_norm_(&cpu_params, 0.5, p);
-        let before = sync_count();
+        let before = thread_sync_count();
         let gpu_total = clip_grad_norm_(&gpu_params, 0.5, p);
         clip_grad_value_(&gpu_params, 0.01);
-        assert_eq!(sync_count(), before, "clipping waited for the GPU");
+        assert_eq!(thread_sync_count(), before, "clipping waited for the GPU");
         close(
             gpu_total.to(Cpu).item() as f64,
             cpu_total.item() as f64,

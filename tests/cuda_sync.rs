@@ -5,7 +5,7 @@
 
 mod common;
 
-use devtype::cuda::{set_sync_debug_mode, sync_count, SyncDebugMode};
+use devtype::cuda::{set_sync_debug_mode, sync_count, thread_sync_count, SyncDebugMode};
 use devtype::nn::Reduction;
 use devtype::prelude::*;
 
@@ -73,4 +73,18 @@ fn a_loop_of_gpu_ops_never_waits_and_reading_values_does() {
     let up = Tensor::from_vec(vec![1.0f32; 1 << 20], [1 << 20], gpu);
     let _sum = up.sum_all();
     assert_eq!(sync_count(), before + 4);
+
+    // Another thread's wait counts for the process, not for this thread.
+    let mine = thread_sync_count();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let there = thread_sync_count();
+            gpu.synchronize().unwrap();
+            assert_eq!(thread_sync_count(), there + 1);
+        });
+    });
+    assert_eq!(sync_count(), before + 5);
+    assert_eq!(thread_sync_count(), mine);
+    let _back = up.to(Cpu); // a copy back: one wait, on this thread
+    assert_eq!(thread_sync_count(), mine + 1);
 }

@@ -17,7 +17,9 @@ pub use context::{device_count, get_device_name, is_available};
 pub use kernels::nvrtc_version;
 pub use memory::{empty_cache, max_memory_allocated, memory_allocated};
 pub use pinned::{empty_pinned_cache, pinned_memory_allocated, pinned_memory_reserved};
-pub use sync::{set_sync_debug_mode, sync_count, sync_debug_mode, SyncDebugMode};
+pub use sync::{
+    set_sync_debug_mode, sync_count, sync_debug_mode, thread_sync_count, SyncDebugMode,
+};
 pub use timer::Timer;
 
 use crate::core::error::Result;
