@@ -11,6 +11,7 @@ use super::context::GpuContext;
 use crate::core::error::{Error, Result};
 use cudarc::cublas::sys::{self, cublasOperation_t, cublasStatus_t};
 use cudarc::cublas::CudaBlas;
+use cudarc::driver::CudaSlice;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 
@@ -42,10 +43,19 @@ pub fn set_allow_tf32(allow: bool) {
 
 /// The cuBLAS handle of one device, created on first use.
 pub(crate) struct BlasCache {
-    handle: OnceLock<CudaBlas>,
+    handle: OnceLock<Handle>,
     /// A handle must not be used by two threads at once.
     lock: Mutex<()>,
 }
+
+/// A handle and the workspace it was given (dropped in this order).
+struct Handle {
+    blas: CudaBlas,
+    _workspace: CudaSlice<f32>,
+}
+
+/// The workspace each handle gets (PyTorch's default on Hopper and later, `:4096:8`).
+const WORKSPACE_BYTES: usize = 32 << 20;
 
 impl BlasCache {
     pub(crate) fn new() -> Self {
@@ -71,7 +81,7 @@ fn status(gpu: &GpuContext, call: &'static str, s: cublasStatus_t) -> Result<()>
 
 fn handle(gpu: &GpuContext) -> Result<&CudaBlas> {
     if let Some(h) = gpu.blas.handle.get() {
-        return Ok(h);
+        return Ok(&h.blas);
     }
     gpu.not_capturing("cublasCreate")?;
     // `Err(MissingLibrary)` or `Err(BrokenLibrary)` rather than a cudarc panic.
@@ -98,9 +108,37 @@ fn handle(gpu: &GpuContext) -> Result<&CudaBlas> {
     };
     let blas =
         super::memory::retry_after_oom(create, not_initialized, || super::memory::reclaim(gpu))?;
+    // Half-precision GEMMs sum in f32 from start to end: without this flag cuBLAS may split `k`
+    // and add the partial sums in the 16-bit output type (what PyTorch allows by default,
+    // `allow_fp16_reduced_precision_reduction`). With it, a GPU product is the CPU's up to the
+    // order of the f32 additions and the final rounding.
+    // SAFETY: the handle was just created and is valid; setting its math mode has no other
+    // precondition.
+    status(gpu, "cublasSetMathMode", unsafe {
+        sys::cublasSetMathMode(
+            *blas.handle(),
+            sys::cublasMath_t::CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION,
+        )
+    })?;
     // Another thread may have won the race; its handle is used and this one dropped.
-    let _ = gpu.blas.handle.set(blas);
-    Ok(gpu.blas.handle.get().expect("set above"))
+    // A workspace of the handle's own, as PyTorch gives every handle: without one, cuBLAS takes
+    // scratch memory as it goes, which inside a CUDA graph capture would be graph memory.
+    // Allocated outside any capture (`not_capturing` above), before the handle is shared.
+    let workspace = super::memory::alloc::<f32>(gpu, WORKSPACE_BYTES / 4)?;
+    // SAFETY: the handle is valid and not yet shared; the workspace is a live device buffer of
+    // WORKSPACE_BYTES bytes on this device that outlives the handle (`Handle`'s field order).
+    status(gpu, "cublasSetWorkspace", unsafe {
+        sys::cublasSetWorkspace_v2(
+            *blas.handle(),
+            crate::core::cuda_storage::slice_ptr(&workspace) as *mut std::ffi::c_void,
+            WORKSPACE_BYTES,
+        )
+    })?;
+    let _ = gpu.blas.handle.set(Handle {
+        blas,
+        _workspace: workspace,
+    });
+    Ok(&gpu.blas.handle.get().expect("set above").blas)
 }
 
 /// How a `rows x cols` matrix with strides `(rs, cs)` can be handed to cuBLAS without a copy:
@@ -247,7 +285,7 @@ impl BlasFloat for f32 {
                 (alpha, beta),
                 (a, b, c),
                 batch,
-                sys::cudaDataType::CUDA_R_32F,
+                (sys::cudaDataType::CUDA_R_32F, sys::cudaDataType::CUDA_R_32F),
                 sys::cublasComputeType_t::CUBLAS_COMPUTE_32F_FAST_TF32,
             )
         }
@@ -255,8 +293,8 @@ impl BlasFloat for f32 {
 }
 
 // f16 and bf16: `cublasGemmStridedBatchedEx` with 16-bit inputs and output and
-// `CUBLAS_COMPUTE_32F` (products and sums in f32, each output rounded once), PyTorch's
-// default for half matmuls; alpha and beta are f32 values then.
+// `CUBLAS_COMPUTE_32F` (products and sums in f32, each output rounded once: the handle
+// disallows reduced-precision reductions, see `handle`); alpha and beta are f32 values then.
 macro_rules! blas_half {
     ($t:ty, $data_type:ident) => {
         impl BlasFloat for $t {
@@ -281,7 +319,7 @@ macro_rules! blas_half {
                         (alpha.to_f32(), beta.to_f32()),
                         (a, b, c),
                         batch,
-                        sys::cudaDataType::$data_type,
+                        (sys::cudaDataType::$data_type, sys::cudaDataType::$data_type),
                         sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
                     )
                 }
@@ -295,11 +333,12 @@ blas_half!(half::bf16, CUDA_R_16BF);
 /// One operand of a strided-batched GEMM call: device address, leading dimension, batch stride.
 type Matrix = (u64, i32, i64);
 
-/// `cublasGemmStridedBatchedEx` with inputs and output of type `data` and an f32 compute type
-/// (`CUBLAS_COMPUTE_32F`, or its TF32 form): alpha and beta are host f32 values then.
+/// `cublasGemmStridedBatchedEx` with inputs of type `data`, output of type `c_data` and an f32
+/// compute type (`CUBLAS_COMPUTE_32F`, or its TF32 form): alpha and beta are host f32 values
+/// then.
 ///
 /// # Safety
-/// As [`BlasFloat::gemm_strided_batched`], with buffers of type `data`.
+/// As [`BlasFloat::gemm_strided_batched`], with A and B of type `data`, C of type `c_data`.
 #[allow(clippy::too_many_arguments)]
 unsafe fn gemm_ex(
     handle: sys::cublasHandle_t,
@@ -308,7 +347,7 @@ unsafe fn gemm_ex(
     (alpha, beta): (f32, f32),
     (a, b, c): (Matrix, Matrix, Matrix),
     batch: i32,
-    data: sys::cudaDataType,
+    (data, c_data): (sys::cudaDataType, sys::cudaDataType),
     compute: sys::cublasComputeType_t,
 ) -> cublasStatus_t {
     // SAFETY: forwarded from the caller's contract; alpha and beta are host f32 values read
@@ -333,7 +372,7 @@ unsafe fn gemm_ex(
             b.2,
             (&beta as *const f32).cast(),
             c.0 as *mut std::ffi::c_void,
-            data,
+            c_data,
             c.1,
             c.2,
             batch,
@@ -378,21 +417,7 @@ pub(crate) fn gemm<T: BlasFloat>(
         return Ok(());
     }
     let h = handle(gpu)?;
-    let op = |row_major: bool| {
-        if row_major {
-            cublasOperation_t::CUBLAS_OP_N
-        } else {
-            cublasOperation_t::CUBLAS_OP_T
-        }
-    };
-    // Column-major C^T (n x m) = op(B) (n x k) @ op(A) (k x m).
-    let ops = (op(b.row_major), op(a.row_major));
-    let mnk = (int(n, "size")?, int(m, "size")?, int(k, "size")?);
-    let (lda, ldb, ldc) = (
-        int(a.ld, "leading dimension")?,
-        int(b.ld, "leading dimension")?,
-        int(n, "size")?,
-    );
+    let (ops, mnk, (lda, ldb, ldc)) = call_shape((m, n, k), &a, &b)?;
     let size = std::mem::size_of::<T>() as u64;
     let _guard = gpu.blas.lock.lock().unwrap_or_else(|p| p.into_inner());
     gpu.bind()?;
@@ -421,6 +446,84 @@ pub(crate) fn gemm<T: BlasFloat>(
         done += count;
     }
     Ok(())
+}
+
+/// The operations, sizes and leading dimensions of the column-major call that computes the
+/// row-major `C (m x n) = A (m x k) @ B (k x n)`: `C^T = op(B) @ op(A)`.
+#[allow(clippy::type_complexity)]
+fn call_shape(
+    (m, n, k): (usize, usize, usize),
+    a: &GemmOperand,
+    b: &GemmOperand,
+) -> Result<(
+    (cublasOperation_t, cublasOperation_t),
+    (i32, i32, i32),
+    (i32, i32, i32),
+)> {
+    let op = |row_major: bool| {
+        if row_major {
+            cublasOperation_t::CUBLAS_OP_N
+        } else {
+            cublasOperation_t::CUBLAS_OP_T
+        }
+    };
+    Ok((
+        (op(b.row_major), op(a.row_major)),
+        (int(n, "size")?, int(m, "size")?, int(k, "size")?),
+        (
+            int(a.ld, "leading dimension")?,
+            int(b.ld, "leading dimension")?,
+            int(n, "size")?,
+        ),
+    ))
+}
+
+/// `C = A @ B + beta * C` for one matrix with `A` and `B` in a 16-bit `dtype` (f16, bf16) and
+/// `C` in f32 (contiguous, `m x n`): products and sums in f32, and `beta * C` added in f32 too.
+/// A 16-bit `C` would not do for a bias: cuBLAS may round `A @ B` to 16 bits before adding it
+/// (an H200 did, for most shapes), one rounding more than PyTorch's fused `linear`.
+pub(crate) fn gemm_half_to_f32(
+    gpu: &GpuContext,
+    dtype: crate::core::DType,
+    mnk: (usize, usize, usize),
+    a: GemmOperand,
+    b: GemmOperand,
+    c: u64,
+    beta: f32,
+) -> Result<()> {
+    let data = match dtype {
+        crate::core::DType::F16 => sys::cudaDataType::CUDA_R_16F,
+        crate::core::DType::BF16 => sys::cudaDataType::CUDA_R_16BF,
+        other => {
+            return Err(Error::UnsupportedDType {
+                op: "addmm_cuda",
+                dtype: other,
+            })
+        }
+    };
+    if mnk.0 == 0 || mnk.1 == 0 || mnk.2 == 0 {
+        return Ok(());
+    }
+    let h = handle(gpu)?;
+    let (ops, sizes, (lda, ldb, ldc)) = call_shape(mnk, &a, &b)?;
+    let _guard = gpu.blas.lock.lock().unwrap_or_else(|p| p.into_inner());
+    gpu.bind()?;
+    // SAFETY: the caller guarantees that A and B (16-bit, these leading dimensions) and C (f32,
+    // m x n contiguous) lie inside live buffers on this device; the handle is bound to the
+    // device's stream and used by one thread at a time (the lock).
+    let s = unsafe {
+        gemm_ex(
+            *h.handle(),
+            ops,
+            sizes,
+            (1.0, beta),
+            ((b.ptr, ldb, 0), (a.ptr, lda, 0), (c, ldc, 0)),
+            1,
+            (data, sys::cudaDataType::CUDA_R_32F),
+            sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
+        )
+    };
+    status(gpu, "cublasGemmStridedBatchedEx", s)
 }
 
 /// [`gemm`] for a run-time dtype (`f32`, `f64`, `f16`, `bf16`), with `beta` given as `f64`.

@@ -89,6 +89,8 @@ const CUBLAS: &[&str] = &[
     "cublasCreate_v2",
     "cublasDestroy_v2",
     "cublasSetStream_v2",
+    "cublasSetMathMode",
+    "cublasSetWorkspace_v2",
     "cublasSgemmStridedBatched",
     "cublasDgemmStridedBatched",
 ];
