@@ -242,6 +242,85 @@ fn a_sync_or_a_compile_inside_a_capture_is_an_error_and_the_device_stays_usable(
     );
 }
 
+/// The driver backs the memory a capture allocates only when a graph made from the capture
+/// runs. A tensor made in a capture and kept past it is an error to use until a replay ran (a
+/// kernel reading its address would fault and end the context), and when none ever can (the
+/// capture failed, the graph was dropped unreplayed), dropping it frees nothing: the driver
+/// refuses that free, and the error would surface in the next unrelated call.
+#[test]
+fn a_tensor_made_in_a_capture_holds_memory_once_its_graph_ran() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(gpu) = common::gpu() else { return };
+    use devtype::cuda::{capture, Capturing};
+    let x = Tensor::<Cuda<0>>::from_vec(vec![1.0, -2.0, 3.0], [3], gpu);
+    let unbacked = |t: &Tensor<Capturing<Cuda<0>>>| {
+        // (To the plain GPU is a change of type, no copy; the read is what touches memory.)
+        let e = t
+            .try_to(gpu)
+            .and_then(|t| t.try_to_vec())
+            .expect_err("read a tensor whose graph never ran")
+            .to_string();
+        assert!(e.contains("no replay of that graph has run"), "{e}");
+    };
+
+    // A failed capture that lets a tensor out: nothing is at its address, ever.
+    let mut kept = None;
+    let failed = capture(gpu, |dev| {
+        let y = x.to(dev).relu();
+        if !dev.is_warm_up() {
+            kept = Some(y);
+            gpu.synchronize()?;
+        }
+        Ok(())
+    });
+    assert!(failed.is_err());
+    let y = kept.take().expect("the recorded run kept its tensor");
+    unbacked(&y);
+    assert!(y.try_add(&y).is_err(), "an op on it");
+    drop(y);
+    assert_eq!(
+        x.relu().to_vec(),
+        vec![1.0, 0.0, 3.0],
+        "usable after the drop"
+    );
+
+    // A graph made fine: its tensor is real once a replay ran, not before.
+    let mut out = None;
+    let graph = capture(gpu, |dev| {
+        out = Some(x.to(dev).relu() * 2.0);
+        Ok(())
+    })
+    .unwrap();
+    let y = out.take().unwrap();
+    unbacked(&y);
+    graph.replay().unwrap();
+    assert_eq!(y.try_to(gpu).unwrap().to_vec(), vec![2.0, 0.0, 6.0]);
+    drop(graph);
+    drop(y);
+    assert_eq!(
+        (&x + 1.0).to_vec(),
+        vec![2.0, -1.0, 4.0],
+        "usable after the frees"
+    );
+
+    // A graph dropped without a replay: its tensor never holds memory.
+    let mut out = None;
+    let graph = capture(gpu, |dev| {
+        out = Some(x.to(dev) * 3.0);
+        Ok(())
+    })
+    .unwrap();
+    drop(graph);
+    let y = out.take().unwrap();
+    unbacked(&y);
+    drop(y);
+    assert_eq!(
+        (&x * 4.0).to_vec(),
+        vec![4.0, -8.0, 12.0],
+        "usable after the drop"
+    );
+}
+
 #[test]
 fn static_inputs_take_new_batches_and_the_static_output_is_read_after_each_replay() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());

@@ -149,10 +149,15 @@ using Op = std::function<void()>;
 // Device memory allocated by stream-ordered allocations during a capture: the graph's memory
 // (CUDA's mem-alloc nodes). What the capture also freed (mem-free nodes) is released when the
 // last graph or executable graph using it is destroyed; what it did not free outlives the graph,
-// as in CUDA, until the program frees it with cuMemFreeAsync.
+// as in CUDA, until the program frees it with cuMemFreeAsync, but only once a graph made from
+// the capture was launched: CUDA backs graph memory when the graph runs, so after a failed
+// capture, or a graph destroyed unlaunched, all of it goes with the graph, and a later free of
+// such an address fails with CUDA_ERROR_INVALID_VALUE (seen on an H200, driver 580), as any
+// access to it does here.
 struct GraphMemory {
     std::vector<CUdeviceptr> blocks;
     std::vector<CUdeviceptr> freed;  // of `blocks`, those freed in the capture
+    std::atomic<bool> launched{false};
     ~GraphMemory();
 };
 
@@ -547,6 +552,12 @@ CUresult captured_event_forbids_sync(Event* ev) {
 }
 
 GraphMemory::~GraphMemory() {
+    if (!launched.load()) {
+        // Nothing of the graph ran, so nothing can still use its memory.
+        std::lock_guard<std::mutex> lock(mu);
+        for (CUdeviceptr b : blocks) device_free(b, "cuGraphDestroy (graph never launched)");
+        return;
+    }
     if (freed.empty()) return;
     // A launch of the graph may still be queued: let the device's streams finish first.
     Device* d = nullptr;
@@ -1424,6 +1435,7 @@ API CUresult cuGraphLaunch(CUgraphExec exec, CUstream h) {
     Stream* s = stream_of(h);
     if (!g || !s) return CUDA_ERROR_INVALID_HANDLE;
     if (CUresult r = capture_error(s)) return r;
+    g->memory->launched = true;
     for (const Op& op : *g->ops) s->push(op);
     return CUDA_SUCCESS;
 }

@@ -2,14 +2,42 @@
 
 use crate::core::{DType, Element};
 use cudarc::driver::{CudaSlice, DevicePtr, DeviceRepr, ValidAsZeroBits};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::mem::ManuallyDrop;
+use std::ops::Deref;
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// The values of a CUDA tensor, in the device's memory.
 ///
 /// Dropping it frees the memory in stream order (`cuMemFreeAsync` on the device's stream, so
 /// after every kernel already queued that reads it) and updates the device's
-/// [`memory_allocated`](super::memory_allocated).
-pub(crate) enum CudaStorage {
+/// [`memory_allocated`](super::memory_allocated); memory a CUDA graph capture allocated
+/// follows its graph instead (see [`GraphMemory`]).
+pub(crate) struct CudaStorage {
+    data: ManuallyDrop<CudaData>,
+    /// Set when the memory was allocated while its GPU's stream was capturing a graph.
+    graph: Option<Arc<GraphMemory>>,
+}
+
+impl Deref for CudaStorage {
+    type Target = CudaData;
+    #[inline]
+    fn deref(&self) -> &CudaData {
+        &self.data
+    }
+}
+
+impl CudaStorage {
+    /// False for memory of a capture whose graph has not run (see [`GraphMemory`]): there is
+    /// nothing at its address to read or write.
+    #[inline]
+    pub(crate) fn is_backed(&self) -> bool {
+        self.graph.as_ref().is_none_or(|g| g.is_backed())
+    }
+}
+
+/// The device buffer of a [`CudaStorage`], one variant per element type.
+pub(crate) enum CudaData {
     F32(CudaSlice<f32>),
     F64(CudaSlice<f64>),
     I64(CudaSlice<i64>),
@@ -18,51 +46,51 @@ pub(crate) enum CudaStorage {
     BF16(CudaSlice<half::bf16>),
 }
 
-impl CudaStorage {
+impl CudaData {
     pub(crate) fn dtype(&self) -> DType {
         match self {
-            CudaStorage::F32(_) => DType::F32,
-            CudaStorage::F64(_) => DType::F64,
-            CudaStorage::I64(_) => DType::I64,
-            CudaStorage::Bool(_) => DType::Bool,
-            CudaStorage::F16(_) => DType::F16,
-            CudaStorage::BF16(_) => DType::BF16,
+            CudaData::F32(_) => DType::F32,
+            CudaData::F64(_) => DType::F64,
+            CudaData::I64(_) => DType::I64,
+            CudaData::Bool(_) => DType::Bool,
+            CudaData::F16(_) => DType::F16,
+            CudaData::BF16(_) => DType::BF16,
         }
     }
 
     /// The GPU this memory is on.
     pub(crate) fn ordinal(&self) -> usize {
         match self {
-            CudaStorage::F32(s) => s.ordinal(),
-            CudaStorage::F64(s) => s.ordinal(),
-            CudaStorage::I64(s) => s.ordinal(),
-            CudaStorage::Bool(s) => s.ordinal(),
-            CudaStorage::F16(s) => s.ordinal(),
-            CudaStorage::BF16(s) => s.ordinal(),
+            CudaData::F32(s) => s.ordinal(),
+            CudaData::F64(s) => s.ordinal(),
+            CudaData::I64(s) => s.ordinal(),
+            CudaData::Bool(s) => s.ordinal(),
+            CudaData::F16(s) => s.ordinal(),
+            CudaData::BF16(s) => s.ordinal(),
         }
     }
 
     /// Bytes held.
     pub(crate) fn num_bytes(&self) -> usize {
         match self {
-            CudaStorage::F32(s) => s.num_bytes(),
-            CudaStorage::F64(s) => s.num_bytes(),
-            CudaStorage::I64(s) => s.num_bytes(),
-            CudaStorage::Bool(s) => s.num_bytes(),
-            CudaStorage::F16(s) => s.num_bytes(),
-            CudaStorage::BF16(s) => s.num_bytes(),
+            CudaData::F32(s) => s.num_bytes(),
+            CudaData::F64(s) => s.num_bytes(),
+            CudaData::I64(s) => s.num_bytes(),
+            CudaData::Bool(s) => s.num_bytes(),
+            CudaData::F16(s) => s.num_bytes(),
+            CudaData::BF16(s) => s.num_bytes(),
         }
     }
 
     /// The device address of the first element.
     pub(crate) fn device_ptr(&self) -> u64 {
         match self {
-            CudaStorage::F32(s) => slice_ptr(s),
-            CudaStorage::F64(s) => slice_ptr(s),
-            CudaStorage::I64(s) => slice_ptr(s),
-            CudaStorage::Bool(s) => slice_ptr(s),
-            CudaStorage::F16(s) => slice_ptr(s),
-            CudaStorage::BF16(s) => slice_ptr(s),
+            CudaData::F32(s) => slice_ptr(s),
+            CudaData::F64(s) => slice_ptr(s),
+            CudaData::I64(s) => slice_ptr(s),
+            CudaData::Bool(s) => slice_ptr(s),
+            CudaData::F16(s) => slice_ptr(s),
+            CudaData::BF16(s) => slice_ptr(s),
         }
     }
 }
@@ -75,15 +103,15 @@ pub(crate) fn slice_ptr<T>(s: &CudaSlice<T>) -> u64 {
     p
 }
 
-impl CudaStorage {
+impl CudaData {
     fn context(&self) -> &std::sync::Arc<cudarc::driver::CudaContext> {
         match self {
-            CudaStorage::F32(s) => s.context(),
-            CudaStorage::F64(s) => s.context(),
-            CudaStorage::I64(s) => s.context(),
-            CudaStorage::Bool(s) => s.context(),
-            CudaStorage::F16(s) => s.context(),
-            CudaStorage::BF16(s) => s.context(),
+            CudaData::F32(s) => s.context(),
+            CudaData::F64(s) => s.context(),
+            CudaData::I64(s) => s.context(),
+            CudaData::Bool(s) => s.context(),
+            CudaData::F16(s) => s.context(),
+            CudaData::BF16(s) => s.context(),
         }
     }
 }
@@ -91,16 +119,145 @@ impl CudaStorage {
 impl Drop for CudaStorage {
     fn drop(&mut self) {
         on_free(self.ordinal(), self.num_bytes());
-        // The buffer is freed (`cuMemFreeAsync`) when the field drops right after this; the last
-        // handle may go away on a thread that never ran a CUDA op, so make the buffer's context
-        // current there first. Setting it directly (not `bind_to_thread`) keeps any error cudarc
-        // recorded for the next op to report.
-        let ctx = self.context().cu_ctx();
-        if cudarc::driver::result::ctx::get_current().ok().flatten() != Some(ctx) {
-            // SAFETY: `ctx` is the live context that owns this buffer (its `Arc` is held by the
-            // buffer's stream); making it current only changes this thread's current context.
-            let _ = unsafe { cudarc::driver::result::ctx::set_current(ctx) };
+        // SAFETY: this is the storage's drop: `data` is taken once and never used again.
+        let data = unsafe { ManuallyDrop::take(&mut self.data) };
+        match &self.graph {
+            Some(graph) => {
+                if let Some(data) = graph.release(data) {
+                    free(data);
+                }
+            }
+            None => free(data),
         }
+    }
+}
+
+/// Frees a buffer in stream order (`cuMemFreeAsync`, when `data` drops).
+fn free(data: CudaData) {
+    // The last handle may go away on a thread that never ran a CUDA op, so make the buffer's
+    // context current there first. Setting it directly (not `bind_to_thread`) keeps any error
+    // cudarc recorded for the next op to report.
+    let ctx = data.context().cu_ctx();
+    if cudarc::driver::result::ctx::get_current().ok().flatten() != Some(ctx) {
+        // SAFETY: `ctx` is the live context that owns this buffer (its `Arc` is held by the
+        // buffer's stream); making it current only changes this thread's current context.
+        let _ = unsafe { cudarc::driver::result::ctx::set_current(ctx) };
+    }
+    drop(data);
+}
+
+/// The memory of one CUDA graph capture: what its stream-ordered allocations returned.
+///
+/// The driver backs an allocation made during a capture (a graph's memory node) only when a
+/// graph made from the capture runs: before the first replay there is nothing at its address,
+/// and when the capture failed or its graph is dropped without a replay, there never will be.
+/// Such an address must not be freed either (the driver answers `CUDA_ERROR_INVALID_VALUE`,
+/// which cudarc would hand to the next unrelated call). So each storage made during a capture
+/// holds this record, and its drop asks it what to do: free (during the capture itself, or
+/// once the graph has run), hand the buffer to the graph until the graph is dropped (graph
+/// made, not run yet), or forget it (nothing was ever there).
+pub(crate) struct GraphMemory {
+    state: AtomicU8,
+    /// Buffers dropped after the capture, before the graph first ran: freed with the graph if
+    /// it ran by then, else forgotten.
+    orphans: Mutex<Vec<CudaData>>,
+}
+
+const CAPTURING: u8 = 0;
+const CAPTURED: u8 = 1;
+const LAUNCHED: u8 = 2;
+const DISCARDED: u8 = 3;
+
+impl GraphMemory {
+    fn new() -> Arc<Self> {
+        Arc::new(GraphMemory {
+            state: AtomicU8::new(CAPTURING),
+            orphans: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// The capture made a graph (nothing of it has run).
+    pub(crate) fn captured(&self) {
+        let _ =
+            self.state
+                .compare_exchange(CAPTURING, CAPTURED, Ordering::SeqCst, Ordering::SeqCst);
+    }
+
+    /// The graph was launched: its memory is real from here on.
+    pub(crate) fn launched(&self) {
+        self.state.store(LAUNCHED, Ordering::SeqCst);
+    }
+
+    /// The capture failed, or its graph is being dropped: frees the buffers handed over if the
+    /// graph ever ran, else forgets them (and every later drop forgets its buffer).
+    pub(crate) fn end(&self) {
+        let ran = self.state.load(Ordering::SeqCst) == LAUNCHED;
+        if !ran {
+            self.state.store(DISCARDED, Ordering::SeqCst);
+        }
+        let orphans = std::mem::take(&mut *self.orphans.lock().unwrap_or_else(|p| p.into_inner()));
+        for data in orphans {
+            if ran {
+                free(data);
+            } else {
+                std::mem::forget(data);
+            }
+        }
+    }
+
+    fn is_backed(&self) -> bool {
+        matches!(self.state.load(Ordering::SeqCst), CAPTURING | LAUNCHED)
+    }
+
+    /// What a dropped storage's buffer becomes: `Some` to free now, `None` when kept or
+    /// forgotten here.
+    fn release(&self, data: CudaData) -> Option<CudaData> {
+        match self.state.load(Ordering::SeqCst) {
+            // A free during the capture is the graph's own (a free node).
+            CAPTURING | LAUNCHED => Some(data),
+            CAPTURED => {
+                let mut orphans = self.orphans.lock().unwrap_or_else(|p| p.into_inner());
+                // The graph may have run since the load above: then `end` frees it.
+                orphans.push(data);
+                None
+            }
+            _ => {
+                std::mem::forget(data);
+                None
+            }
+        }
+    }
+}
+
+/// Per GPU ordinal, the memory record of the capture in progress (`device::graph::capture`
+/// begins and ends it).
+pub(crate) mod graph_memory {
+    use super::GraphMemory;
+    use crate::core::per_capture::PerCapture;
+    use std::sync::Arc;
+
+    static CURRENT: PerCapture<Arc<GraphMemory>> = PerCapture::new();
+
+    /// Starts recording GPU `ordinal`'s capture: storage made from here on holds the record.
+    pub(crate) fn begin(ordinal: usize) -> Arc<GraphMemory> {
+        let memory = GraphMemory::new();
+        CURRENT.begin(ordinal);
+        let _ = CURRENT.push(ordinal, memory.clone());
+        memory
+    }
+
+    /// Stops recording GPU `ordinal`'s capture.
+    pub(crate) fn end(ordinal: usize) {
+        CURRENT.end(ordinal);
+    }
+
+    /// The record of GPU `ordinal`'s capture in progress, if one is.
+    #[inline]
+    pub(super) fn current(ordinal: usize) -> Option<Arc<GraphMemory>> {
+        if !CURRENT.any_active() {
+            return None;
+        }
+        CURRENT.first(ordinal)
     }
 }
 
@@ -110,50 +267,54 @@ pub(crate) trait CudaElement: Element + DeviceRepr + ValidAsZeroBits {
     /// The kernel name suffix: `f32`, `f64`, `i64`, `bool`, `f16`, `bf16`.
     const SUFFIX: &'static str;
     /// The storage variant of this type.
-    fn variant(slice: CudaSlice<Self>) -> CudaStorage;
+    fn variant(slice: CudaSlice<Self>) -> CudaData;
 
     /// Wraps device memory of this type as tensor storage, counting its bytes in
     /// [`memory_allocated`](super::memory_allocated) until the storage is dropped.
     fn wrap(slice: CudaSlice<Self>) -> CudaStorage {
         on_alloc(slice.ordinal(), slice.num_bytes());
-        Self::variant(slice)
+        let graph = graph_memory::current(slice.ordinal());
+        CudaStorage {
+            data: ManuallyDrop::new(Self::variant(slice)),
+            graph,
+        }
     }
 }
 
 impl CudaElement for f32 {
     const SUFFIX: &'static str = "f32";
-    fn variant(slice: CudaSlice<Self>) -> CudaStorage {
-        CudaStorage::F32(slice)
+    fn variant(slice: CudaSlice<Self>) -> CudaData {
+        CudaData::F32(slice)
     }
 }
 impl CudaElement for f64 {
     const SUFFIX: &'static str = "f64";
-    fn variant(slice: CudaSlice<Self>) -> CudaStorage {
-        CudaStorage::F64(slice)
+    fn variant(slice: CudaSlice<Self>) -> CudaData {
+        CudaData::F64(slice)
     }
 }
 impl CudaElement for i64 {
     const SUFFIX: &'static str = "i64";
-    fn variant(slice: CudaSlice<Self>) -> CudaStorage {
-        CudaStorage::I64(slice)
+    fn variant(slice: CudaSlice<Self>) -> CudaData {
+        CudaData::I64(slice)
     }
 }
 impl CudaElement for bool {
     const SUFFIX: &'static str = "bool";
-    fn variant(slice: CudaSlice<Self>) -> CudaStorage {
-        CudaStorage::Bool(slice)
+    fn variant(slice: CudaSlice<Self>) -> CudaData {
+        CudaData::Bool(slice)
     }
 }
 impl CudaElement for half::f16 {
     const SUFFIX: &'static str = "f16";
-    fn variant(slice: CudaSlice<Self>) -> CudaStorage {
-        CudaStorage::F16(slice)
+    fn variant(slice: CudaSlice<Self>) -> CudaData {
+        CudaData::F16(slice)
     }
 }
 impl CudaElement for half::bf16 {
     const SUFFIX: &'static str = "bf16";
-    fn variant(slice: CudaSlice<Self>) -> CudaStorage {
-        CudaStorage::BF16(slice)
+    fn variant(slice: CudaSlice<Self>) -> CudaData {
+        CudaData::BF16(slice)
     }
 }
 
@@ -249,37 +410,37 @@ macro_rules! with_host_slice {
 }
 pub(crate) use with_host_slice;
 
-/// Runs `$body` with `$slice` bound to the typed `CudaSlice` of a [`CudaStorage`] and `$T` to
-/// its element type.
+/// Runs `$body` with `$slice` bound to the typed `CudaSlice` of a `&`[`CudaStorage`] and `$T`
+/// to its element type.
 macro_rules! with_cuda_slice {
     ($storage:expr, |$slice:ident : $T:ident| $body:expr) => {
-        match $storage {
-            $crate::core::cuda_storage::CudaStorage::F32($slice) => {
+        match ::std::ops::Deref::deref($storage) {
+            $crate::core::cuda_storage::CudaData::F32($slice) => {
                 #[allow(dead_code)]
                 type $T = f32;
                 $body
             }
-            $crate::core::cuda_storage::CudaStorage::F64($slice) => {
+            $crate::core::cuda_storage::CudaData::F64($slice) => {
                 #[allow(dead_code)]
                 type $T = f64;
                 $body
             }
-            $crate::core::cuda_storage::CudaStorage::I64($slice) => {
+            $crate::core::cuda_storage::CudaData::I64($slice) => {
                 #[allow(dead_code)]
                 type $T = i64;
                 $body
             }
-            $crate::core::cuda_storage::CudaStorage::Bool($slice) => {
+            $crate::core::cuda_storage::CudaData::Bool($slice) => {
                 #[allow(dead_code)]
                 type $T = bool;
                 $body
             }
-            $crate::core::cuda_storage::CudaStorage::F16($slice) => {
+            $crate::core::cuda_storage::CudaData::F16($slice) => {
                 #[allow(dead_code)]
                 type $T = half::f16;
                 $body
             }
-            $crate::core::cuda_storage::CudaStorage::BF16($slice) => {
+            $crate::core::cuda_storage::CudaData::BF16($slice) => {
                 #[allow(dead_code)]
                 type $T = half::bf16;
                 $body

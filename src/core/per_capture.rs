@@ -47,6 +47,16 @@ impl<T> PerCapture<T> {
         self.active.load(Ordering::SeqCst) != 0
     }
 
+    /// The first item of GPU `ordinal`'s list, when that GPU is capturing and has one.
+    pub(crate) fn first(&self, ordinal: usize) -> Option<T>
+    where
+        T: Clone,
+    {
+        let lists = self.lists();
+        let (_, list) = lists.iter().find(|(o, _)| *o == ordinal)?;
+        list.first().cloned()
+    }
+
     /// Adds `item` to GPU `ordinal`'s list, or gives it back when that GPU is not capturing.
     pub(crate) fn push(&self, ordinal: usize, item: T) -> Option<T> {
         if !self.any_active() {

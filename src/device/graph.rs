@@ -40,6 +40,7 @@ use super::{Cuda, Device, DynDevice, HostSync};
 use crate::backend::cuda::context::{driver_error, GpuContext};
 use crate::backend::cuda::memory;
 use crate::core::cuda_storage::slice_ptr;
+use crate::core::cuda_storage::{graph_memory, GraphMemory};
 use crate::core::error::Result;
 use crate::core::per_capture::PerCapture;
 use crate::core::storage::capture_keep;
@@ -125,10 +126,20 @@ pub struct CapturedGraph<const N: usize> {
     // Dropped first: the graph and its executable go before the buffers it used are freed
     // (in stream order, after its last replay).
     graph: cudarc::driver::CudaGraph,
+    /// What the capture allocated: real once a replay has run (see [`GraphMemory`]).
+    memory: Arc<GraphMemory>,
     _kept: capture_keep::Kept,
     rng: GraphRng,
     /// Host counters that advance by one at each replay ([`replay_counter`]).
     counters: Vec<Arc<AtomicI64>>,
+}
+
+impl<const N: usize> Drop for CapturedGraph<N> {
+    fn drop(&mut self) {
+        // Before the fields go: a graph that never ran leaves its buffers (kept ones too) to be
+        // forgotten, not freed.
+        self.memory.end();
+    }
 }
 
 /// Per capturing GPU ordinal, the host counters its graph will advance at each replay.
@@ -196,6 +207,7 @@ impl<const N: usize> CapturedGraph<N> {
         self.graph
             .launch()
             .map_err(|e| driver_error("cuGraphLaunch", e))?;
+        self.memory.launched();
         for c in &self.counters {
             c.fetch_add(1, Ordering::SeqCst);
         }
@@ -257,6 +269,7 @@ pub fn capture<const N: usize>(
     crate::backend::cuda::sync::record_sync();
     gpu.bind()?;
     capture_keep::begin(N);
+    let memory = graph_memory::begin(N);
     // The draws recorded from here on read the seed and position from `rng.state` when they
     // run; the host's generator does not move until a replay.
     crate::random::begin_graph(N, rng.address());
@@ -265,12 +278,19 @@ pub fn capture<const N: usize>(
     let result = record(gpu, &mut step);
     let counters = REPLAY_COUNTERS.end(N);
     gpu.capturing.store(false, Ordering::SeqCst);
+    graph_memory::end(N);
+    // Without a graph, nothing the capture allocated will ever exist (see `GraphMemory`).
+    match &result {
+        Ok(_) => memory.captured(),
+        Err(_) => memory.end(),
+    }
     rng.per_replay = crate::random::end_graph(N);
     // On failure the kept buffers are freed now: no graph was made that could read them.
     let kept = capture_keep::end(N);
     let graph = result?;
     Ok(CapturedGraph {
         graph,
+        memory,
         _kept: kept,
         rng,
         counters,

@@ -179,7 +179,10 @@ pub(crate) fn gpu_of<'a>(
     t: &'a RawTensor,
 ) -> Result<(&'static GpuContext, &'a CudaStorage)> {
     match (&*t.storage, t.device.cuda_index()) {
-        (Storage::Cuda(s), Some(ordinal)) => Ok((super::context::get(ordinal)?, s)),
+        (Storage::Cuda(s), Some(ordinal)) => {
+            backed(s)?;
+            Ok((super::context::get(ordinal)?, s))
+        }
         _ => Err(Error::Internal {
             context: op,
             message: format!("the CUDA kernel was given a tensor on {}", t.device),
@@ -191,12 +194,28 @@ pub(crate) fn gpu_of<'a>(
 /// tensor not on a GPU (the ops' dispatch only sends GPU tensors to the CUDA backend).
 pub(crate) fn ptr(t: &RawTensor) -> Result<u64> {
     match &*t.storage {
-        Storage::Cuda(s) => Ok(element_ptr(t, s)),
+        Storage::Cuda(s) => {
+            backed(s)?;
+            Ok(element_ptr(t, s))
+        }
         Storage::Cpu(_) => Err(Error::Internal {
             context: "cuda kernel argument",
             message: format!("a CUDA kernel was given a tensor on {}", t.device),
         }),
     }
+}
+
+/// An error for memory a CUDA graph capture made whose graph has not run (see
+/// `core::cuda_storage::GraphMemory`): a kernel reading it would fault and end the context.
+fn backed(s: &CudaStorage) -> Result<()> {
+    if s.is_backed() {
+        return Ok(());
+    }
+    Err(Error::UnsupportedOperation(
+        "this tensor was made while a CUDA graph was being captured, and no replay of that graph \
+         has run (the capture failed, the graph was dropped, or it was never replayed): it holds \
+         no memory yet. Replay the graph first, or make the tensor outside the capture",
+    ))
 }
 
 /// The device address of a GPU tensor's first element (storage address plus layout offset).
