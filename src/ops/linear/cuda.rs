@@ -8,6 +8,7 @@ use crate::backend::cuda::memory;
 use crate::core::error::Result;
 use crate::core::layout::Dims;
 use crate::core::raw::RawTensor;
+use crate::core::DType;
 use crate::ops::copy::cuda::contiguous;
 
 pub(crate) fn linear(
@@ -39,6 +40,9 @@ pub(crate) fn linear(
         wt(&w).expect("contiguous weights have a layout"),
     );
     let numel = rows * n;
+    if let (Some(b), DType::F16 | DType::BF16) = (bias, x.dtype) {
+        return half_with_bias(gpu, (&x2, la), (&w, lb), b, (rows, k, n, shape));
+    }
     let out = if bias.is_none() && k == 0 {
         memory::alloc_zeros_dtype(gpu, x.dtype, numel)?
     } else {
@@ -75,6 +79,50 @@ pub(crate) fn linear(
         blas::gemm_dtype(gpu, x.dtype, (rows, n, k), a, b, pc, 0, 1, beta)?;
     }
     Ok(memory::tensor_from_storage(out, shape, gpu.ordinal))
+}
+
+/// A 16-bit linear with a bias, rounded once as on the CPU and in PyTorch's fused kernel: the
+/// rows start as the bias in f32, one GEMM adds `x @ weight.T` to them in f32, and the sum is
+/// rounded to the 16-bit type at the end (a 16-bit output would let cuBLAS round the product
+/// before adding the bias; see `blas::gemm_half_to_f32`).
+fn half_with_bias(
+    gpu: &'static GpuContext,
+    (x, la): (&RawTensor, (bool, usize)),
+    (w, lb): (&RawTensor, (bool, usize)),
+    bias: &RawTensor,
+    (rows, k, n, shape): (usize, usize, usize, Dims),
+) -> Result<RawTensor> {
+    let numel = rows * n;
+    let sums = memory::alloc_dtype(gpu, DType::F32, numel)?;
+    if numel > 0 {
+        let bias32 = crate::ops::copy::cuda::cast(gpu, bias, DType::F32)?;
+        crate::ops::copy::cuda::copy_strided(
+            gpu,
+            DType::F32,
+            &[rows, n],
+            (sums.device_ptr(), &[n, 1][..]),
+            (memory::ptr(&bias32)?, &[0, bias32.layout.strides[0]][..]),
+        )?;
+        let operand = |t: &RawTensor, (row_major, ld): (bool, usize)| -> Result<GemmOperand> {
+            Ok(GemmOperand {
+                ptr: memory::ptr(t)?,
+                row_major,
+                ld,
+                batch_stride: 0,
+            })
+        };
+        blas::gemm_half_to_f32(
+            gpu,
+            x.dtype,
+            (rows, n, k),
+            operand(x, la)?,
+            operand(w, lb)?,
+            sums.device_ptr(),
+            1.0,
+        )?;
+    }
+    let sums = memory::tensor_from_storage(sums, shape, gpu.ordinal);
+    crate::ops::copy::cuda::cast(gpu, &sums, x.dtype)
 }
 
 impl super::LinearKernel for crate::ops::backend::CudaBackend {
