@@ -335,9 +335,17 @@ fn step(rng: &mut Rng, pool: &[Entry]) -> Vec<Entry> {
                 };
                 let n: usize = shape.iter().product();
                 let values: Vec<f64> = (0..n).map(|_| random_value(rng)).collect();
+                // On `a`'s device: a partner on another one is a device error (the device
+                // mistakes have tests of their own), not a broadcasting case.
+                let device = a.t.device();
+                let t = make(&values, &shape, dtype);
                 Entry {
-                    t: make(&values, &shape, dtype),
-                    recipe: format!("from_vec::<{dtype:?}>({shape:?})"),
+                    t: if device.is_cpu() {
+                        t
+                    } else {
+                        t.to(device).unwrap()
+                    },
+                    recipe: format!("from_vec::<{dtype:?}>({shape:?}).to({device})"),
                 }
             } else {
                 b.clone()
@@ -362,6 +370,10 @@ fn step(rng: &mut Rng, pool: &[Entry]) -> Vec<Entry> {
                     "{name} broadcast {:?} with {:?}",
                     a.t.shape(),
                     other.t.shape()
+                ),
+                (Err(e), Some(_)) if a.t.device() != other.t.device() => assert!(
+                    e.is_device_mismatch(),
+                    "{name} across devices failed with another error: {e}"
                 ),
                 (Err(e), Some(_)) if same_dtype && a.t.dtype().is_float() => {
                     panic!("{name} failed on broadcastable shapes: {e}")
