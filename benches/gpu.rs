@@ -18,13 +18,14 @@
 //! ```sh
 //! cargo bench --bench gpu                         # prints a table
 //! cargo bench --bench gpu -- --json out.json      # also writes the numbers as JSON
+//! cargo bench --bench gpu -- --texts texts.tsv     # also writes the device-mismatch texts
 //! ```
 //! Without a GPU it prints `no GPU: skipped` and exits cleanly.
 
 use cudarc::cublas::{CudaBlas, Gemm, GemmConfig};
 use cudarc::driver::sys::CUevent_flags;
 use devtype::cuda::Timer;
-use devtype::nn::{CrossEntropyLoss, Linear, ReLU, Sequential};
+use devtype::nn::{CrossEntropyLoss, Linear, ReLU, Reduction, Sequential};
 use devtype::optim::Sgd;
 use devtype::prelude::*;
 use std::time::Instant;
@@ -55,6 +56,13 @@ fn main() {
             return;
         }
     };
+    if let Some(path) = args
+        .iter()
+        .position(|a| a == "--texts")
+        .and_then(|i| args.get(i + 1))
+    {
+        write_mismatch_texts(path);
+    }
     let quick = std::env::var("BENCH_QUICK").is_ok_and(|v| v == "1");
     let reps = if quick { 3 } else { 10 };
     let mut results = Results::new(json_path);
@@ -263,6 +271,56 @@ fn main() {
         get("epoch_loader_syncs_per_step")
     );
     results.finish();
+}
+
+/// `DynTensor`'s device-mismatch texts for ten mistakes between `cuda:0` and the CPU, one
+/// `case<TAB>text` line each, for `scripts/gpu_torch_bench.py --devtype-texts` to set beside
+/// PyTorch's own texts for the same mistakes on the same machine (same case names there).
+fn write_mismatch_texts(path: &str) {
+    const CPU: DynDevice = DynDevice::cpu();
+    const GPU: DynDevice = DynDevice::cuda(0);
+    let text = |r: devtype::Result<DynTensor>| match r {
+        Ok(_) => "(no error)".to_string(),
+        Err(e) => e.to_string(),
+    };
+    let cases = (|| -> devtype::Result<Vec<(&'static str, String)>> {
+        let g = DynTensor::ones([2, 3], GPU)?;
+        let c = DynTensor::ones([2, 3], CPU)?;
+        let cond = g.gt(&c.to(GPU)?)?;
+        let w = DynTensor::ones([4, 3], GPU)?;
+        let b = DynTensor::ones([4], GPU)?;
+        let idx = DynTensor::from_vec(vec![0i64, 1], [2], CPU)?;
+        let targets = DynTensor::from_vec(vec![0i64, 2], [2], GPU)?;
+        let weight = DynTensor::ones([3], CPU)?;
+        Ok(vec![
+            ("add cuda+cpu", text(g.add(&c))),
+            ("add cpu+cuda", text(c.add(&g))),
+            ("mul cpu*cuda", text(c.mul(&g))),
+            ("lt cuda<cpu", text(g.lt(&c))),
+            ("where(cuda, cuda, cpu)", text(cond.where_cond(&g, &c))),
+            (
+                "where(cpu, cuda, cuda)",
+                text(cond.to(CPU)?.where_cond(&g, &g)),
+            ),
+            ("linear(cpu, cuda w, cuda b)", text(c.linear(&w, Some(&b)))),
+            ("mm cuda @ cpu", text(g.matmul(&c.transpose(0, 1)?))),
+            ("index_select(cuda, cpu idx)", text(g.index_select(0, &idx))),
+            (
+                "cross_entropy(cuda, weight cpu)",
+                text(g.cross_entropy_with(&targets, Some(&weight), Reduction::Mean, -100)),
+            ),
+        ])
+    })();
+    let body = match cases {
+        Ok(cases) => cases
+            .iter()
+            .map(|(case, text)| format!("{case}\t{text}\n"))
+            .collect::<String>(),
+        Err(e) => format!("setup\tthe tensors could not be made: {e}\n"),
+    };
+    if let Err(e) = std::fs::write(path, body) {
+        eprintln!("could not write the mismatch texts to {path}: {e}");
+    }
 }
 
 /// The numbers measured so far, rewritten to the JSON file after each one, so a run cut short

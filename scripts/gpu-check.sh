@@ -4,10 +4,13 @@
 #   bash scripts/gpu-check.sh build   # on the Rust machine: release test and benchmark binaries
 #                                     # (stripped, xz-packed) and the kernels compiled for sm_90
 #                                     # by NVRTC, into the git-ignored gpu-bin/ (under 64 MiB)
+#   bash scripts/gpu-check.sh list    # the test files whose binaries `run` runs (CI runs the
+#                                     # same ones on the simulated GPU)
 #   bash scripts/gpu-check.sh run     # on a GPU machine with the CUDA 13 driver and PyTorch's
 #                                     # python3 (no Rust, no network needed): the GPU tests with
 #                                     # DEVTYPE_REQUIRE_CUDA=1, the GPU benchmark, PyTorch on the
-#                                     # same workloads, a table last.
+#                                     # same workloads, a table last; one GPU test binary
+#                                     # under compute-sanitizer's memcheck where the tool is.
 #
 # `run` picks one folder holding libnvrtc, libcublas and libcublasLt (CUDA 13: PyTorch's
 # `nvidia-*` wheels or a toolkit) and puts a folder of unversioned links to exactly those files
@@ -457,12 +460,44 @@ run() {
         say "  (not written: cuda_runtime did not get that far)"
     fi
     say "Kernel files NVRTC compiled during the run: $fresh (0: every shipped CUBIN matched)"
+
+    # One GPU test binary under compute-sanitizer's memcheck (out-of-bounds and misaligned
+    # accesses in every kernel it launches), when the machine has the tool and the time:
+    # GPU_CHECK_SANITIZE names the binary (cuda_runtime), GPU_CHECK_SANITIZE_ARGS replaces its
+    # arguments (--test-threads=4; a test name filters, as with cargo test).
+    local sane=${GPU_CHECK_SANITIZE:-cuda_runtime}
+    say ""
+    say "==== compute-sanitizer --tool memcheck: $sane"
+    left=$((budget - reserve - (SECONDS - start)))
+    if ! command -v compute-sanitizer >/dev/null; then
+        say "not run: no compute-sanitizer on this machine"
+    elif [ ! -x "$exes/tests/$sane" ]; then
+        say "not run: no test binary $sane"
+    elif [ "$left" -lt 20 ]; then
+        say "not run: the time budget is spent"
+    else
+        local slimit=$((left < 90 ? left : 90))
+        local t0=$SECONDS
+        timeout -k 5 "$slimit" compute-sanitizer --tool memcheck --error-exitcode 99 \
+            "$exes/tests/$sane" ${GPU_CHECK_SANITIZE_ARGS:---test-threads=4} >"$logs/sanitizer-$sane.log" 2>&1
+        local rc=$?
+        local line
+        line=$(grep -E '^test result:' "$logs/sanitizer-$sane.log" | tail -n 1)
+        say "rc=$rc in $((SECONDS - t0))s (limit ${slimit}s; 99: memcheck reported errors) ${line#test result: }"
+        say "$(grep -E 'ERROR SUMMARY|^========= (Invalid|Program hit|Error|Device|Address)' "$logs/sanitizer-$sane.log" | head -n 20)"
+        if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+            say "(stopped at its limit: the tests it finished ran clean unless errors are listed)"
+        elif [ $rc -ne 0 ]; then
+            failed=1
+            say "$(tail -n 8 "$logs/sanitizer-$sane.log")"
+        fi
+    fi
     say ""
     say "==== GPU benchmark"
     local left=$((budget - 90 - (SECONDS - start)))
     local limit=$((left < cap ? left : cap))
     [ "$limit" -lt 20 ] && limit=20
-    timeout -k 5 "$limit" "$exes/bench-gpu" --json "$logs/devtype.json" >"$logs/bench-gpu.log" 2>&1
+    timeout -k 5 "$limit" "$exes/bench-gpu" --json "$logs/devtype.json" --texts "$logs/devtype-texts.tsv" >"$logs/bench-gpu.log" 2>&1
     local rc=$?
     say "$(cat "$logs/bench-gpu.log")"
     if [ $rc -ne 0 ]; then
@@ -476,7 +511,8 @@ run() {
     left=$((budget - (SECONDS - start)))
     limit=$((left > 30 ? left : 30))
     limit=$((limit < 90 ? limit : 90))
-    timeout -k 5 "$limit" python3 scripts/gpu_torch_bench.py --devtype "$logs/devtype.json" --table "$logs/table.txt" >"$logs/torch.log" 2>&1
+    timeout -k 5 "$limit" python3 scripts/gpu_torch_bench.py --devtype "$logs/devtype.json" \
+        --devtype-texts "$logs/devtype-texts.tsv" --table "$logs/table.txt" >"$logs/torch.log" 2>&1
     rc=$?
     if [ -s "$logs/table.txt" ]; then
         cp "$logs/table.txt" "$out/table.txt"
@@ -514,8 +550,9 @@ run() {
 case "${1:-}" in
 build) build ;;
 run) run ;;
+list) gpu_tests ;;
 *)
-    echo "usage: bash scripts/gpu-check.sh build|run" >&2
+    echo "usage: bash scripts/gpu-check.sh build|run|list" >&2
     exit 2
     ;;
 esac

@@ -12,6 +12,8 @@ Workloads (same shapes and timing method as the Rust side):
   mixed precision (issue 13): matmul 8192^3 bf16, relu(x + y) on 256M bf16, and workload D's
   step with the forward pass in torch.autocast("cuda", dtype=torch.bfloat16).
 Prints a short table with the targets of issue 3, section 8, and issue 13, section 4.
+With --devtype-texts (benches/gpu.rs --texts), also PyTorch's device-mismatch texts for the same
+ten mistakes between cuda:0 and the CPU, each beside devtype's.
 """
 import argparse
 import json
@@ -134,11 +136,73 @@ def measure(torch, reps):
     return r
 
 
+def torch_mismatch_texts(torch):
+    """PyTorch's texts for the mistakes of benches/gpu.rs's write_mismatch_texts (same names)."""
+    import torch.nn.functional as F
+
+    dev = torch.device("cuda:0")
+    g = torch.ones(2, 3, device=dev)
+    c = torch.ones(2, 3)
+    cond = g > c.to(dev)
+    w = torch.ones(4, 3, device=dev)
+    b = torch.ones(4, device=dev)
+    idx = torch.tensor([0, 1])
+    targets = torch.tensor([0, 2], device=dev)
+    weight = torch.ones(3)
+    cases = {
+        "add cuda+cpu": lambda: g + c,
+        "add cpu+cuda": lambda: c + g,
+        "mul cpu*cuda": lambda: c * g,
+        "lt cuda<cpu": lambda: g < c,
+        "where(cuda, cuda, cpu)": lambda: torch.where(cond, g, c),
+        "where(cpu, cuda, cuda)": lambda: torch.where(cond.cpu(), g, g),
+        "linear(cpu, cuda w, cuda b)": lambda: F.linear(c, w, b),
+        "mm cuda @ cpu": lambda: g.matmul(c.t()),
+        "index_select(cuda, cpu idx)": lambda: g.index_select(0, idx),
+        "cross_entropy(cuda, weight cpu)": lambda: F.cross_entropy(g, targets, weight=weight),
+    }
+    out = {}
+    for name, fn in cases.items():
+        try:
+            fn()
+            torch.cuda.synchronize()
+            out[name] = "(no error)"
+        except Exception as e:  # noqa: BLE001 - the text is what is compared
+            out[name] = str(e).splitlines()[0] if str(e) else type(e).__name__
+    return out
+
+
+def text_lines(torch, path):
+    devtype = {}
+    try:
+        with open(path) as f:
+            for line in f:
+                case, _, text = line.rstrip("\n").partition("\t")
+                devtype[case] = text
+    except OSError as e:
+        return [f"devtype's mismatch texts unavailable ({e})"]
+    theirs = torch_mismatch_texts(torch)
+    same = sum(devtype.get(k) == v for k, v in theirs.items())
+    lines = [
+        "",
+        f"Device-mismatch texts, cuda:0 and cpu: {same} of {len(theirs)} identical to torch {torch.__version__}'s",
+    ]
+    for case, text in theirs.items():
+        mine = devtype.get(case, "(not written)")
+        if mine == text:
+            lines.append(f"  same       {case:<32} {text}")
+        else:
+            lines.append(f"  DIFFERENT  {case:<32} devtype: {mine}")
+            lines.append(f"             {'':<32} PyTorch: {text}")
+    return lines
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--devtype", help="devtype's numbers (benches/gpu.rs --json)")
     parser.add_argument("--table", help="also write the table to this file")
     parser.add_argument("--reps", type=int, default=10)
+    parser.add_argument("--devtype-texts", help="devtype's mismatch texts (benches/gpu.rs --texts)")
     args = parser.parse_args()
     try:
         import torch
@@ -197,6 +261,8 @@ def main():
         f"{'AMP bf16 train step (D), ms':<34}{dv('train_step_amp_ms'):>14.3f}{t['train_step_amp_ms']:>14.3f}"
         f"{ratio(t['train_step_amp_ms'], dv('train_step_amp_ms')):>8.2f}x  (speed-up over PyTorch AMP)",
     ]
+    if args.devtype_texts:
+        lines += text_lines(torch, args.devtype_texts)
     table = "\n".join(lines)
     print(table)
     if args.table:
