@@ -97,11 +97,11 @@ def main():
     )
     lines = [
         "CUDA graph of the 64x784 MLP step (us per step)   devtype    PyTorch",
-        f"  eager step                                  {d_eager:9.1} {eager_us:10.1}",
-        f"  replayed step                               {d_replay:9.1} {replay_us:10.1}",
-        f"  replay speed-up over eager (goal >= 1.8x)   {d_eager / d_replay:9.2} {eager_us / replay_us:10.2}",
-        f"  host time per replay() (goal <= 2 us)       {d_host:9.2} {host_us:10.2}",
-        f"  devtype's replay vs PyTorch's (goal > 1x)   {replay_us / d_replay:9.2}",
+        f"  eager step                                  {d_eager:9.1f} {eager_us:10.1f}",
+        f"  replayed step                               {d_replay:9.1f} {replay_us:10.1f}",
+        f"  replay speed-up over eager (goal >= 1.8x)   {d_eager / d_replay:9.2f} {eager_us / replay_us:10.2f}",
+        f"  host time per replay() (goal <= 2 us)       {d_host:9.2f} {host_us:10.2f}",
+        f"  devtype's replay vs PyTorch's (goal > 1x)   {replay_us / d_replay:9.2f}",
     ]
     text = "\n".join(lines)
     print(text)
