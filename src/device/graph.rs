@@ -28,7 +28,11 @@
 //! Memory: buffers allocated during the capture are the graph's (the driver's graph memory, at
 //! addresses fixed for the graph's life, freed and taken again at each launch). A buffer whose
 //! last handle drops during the capture is not freed there (a free recorded into the graph
-//! would run at every replay): the graph keeps it until the graph is dropped.
+//! would run at every replay): the graph keeps it until the graph is dropped. The driver backs
+//! that memory only when the graph runs: a tensor the step made and left outside the graph (in
+//! a model, in a variable of the caller) holds its values once a replay has run; before that,
+//! or for ever when the capture failed or the graph was dropped unreplayed, using it is an
+//! error rather than a fault, and dropping it frees nothing.
 //!
 //! What would make the host wait during the capture and is not caught by the types (a read of
 //! a tensor the closure captured from outside, `synchronize` on the plain `Cuda<N>`) fails with
