@@ -85,11 +85,16 @@ mod tests {
         assert!(!r.any_active());
         r.begin(0);
         assert!(r.any_active());
+        assert_eq!(r.first(0), None);
         assert_eq!(r.push(0, 2), None);
         assert_eq!(r.push(1, 3), Some(3));
+        assert_eq!(r.first(1), None);
         r.begin(1);
         assert_eq!(r.push(1, 4), None);
-        assert_eq!(r.end(0), vec![2]);
+        assert_eq!(r.push(0, 6), None);
+        assert_eq!((r.first(0), r.first(1)), (Some(2), Some(4)));
+        assert_eq!(r.end(0), vec![2, 6]);
+        assert_eq!(r.first(0), None);
         assert!(r.any_active());
         assert_eq!(r.end(0), Vec::<u32>::new());
         assert_eq!(r.end(1), vec![4]);
