@@ -367,16 +367,16 @@ fn step(rng: &mut Rng, pool: &[Entry]) -> Vec<Entry> {
             let cpu_scalar = |t: &DynTensor| t.device().is_cpu() && t.shape().is_empty();
             let crosses =
                 a.t.device() != other.t.device() && !cpu_scalar(&a.t) && !cpu_scalar(&other.t);
+            // Across devices, a device error, unless one side is a 0-dim CPU tensor: that one
+            // joins as a scalar, and the op is checked as on one device.
             match (&r, broadcast(a.t.shape(), other.t.shape())) {
+                (Ok(_), _) if crosses => panic!("{name} across devices succeeded"),
                 (Ok(t), Some(s)) => assert_eq!(t.shape(), &s[..], "{name} result shape"),
                 (Ok(_), None) => panic!(
                     "{name} broadcast {:?} with {:?}",
                     a.t.shape(),
                     other.t.shape()
                 ),
-                // Across devices, a device error, unless one side is a 0-dim CPU tensor: that
-                // one joins as a scalar, and the op is checked as on one device.
-                (Ok(_), Some(_)) if crosses => panic!("{name} across devices succeeded"),
                 (Err(e), Some(_)) if crosses => assert!(
                     e.is_device_mismatch(),
                     "{name} across devices failed with another error: {e}"
