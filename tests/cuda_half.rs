@@ -662,6 +662,22 @@ fn matmul_and_linear_through_gemm_ex() {
                 |t| t[0].linear(&t[1], None),
             );
         }
+        // A 3-D input, and a bias that is a strided view at an offset (stride 2).
+        let x3 = randn(&[2, 300, 64], dtype);
+        let w = randn(&[48, 64], dtype);
+        let pairs = randn(&[48, 2], dtype);
+        check(
+            &format!("linear {dtype:?} 3-D, strided bias"),
+            &[&x3, &w, &pairs],
+            Tol {
+                ulps: 1.0,
+                ..summed(64, 1.0)
+            },
+            |t| {
+                let bias = t[2].transpose(0, 1)?.narrow(0, 1, 1)?.squeeze(0)?;
+                t[0].linear(&t[1], Some(&bias))
+            },
+        );
         let a3 = randn(&[3, 17, 9], dtype);
         let b3 = randn(&[3, 9, 11], dtype);
         check("bmm", &[&a3, &b3], summed(9, 4.0), |t| t[0].matmul(&t[1]));

@@ -82,9 +82,10 @@ pub(crate) fn linear(
 }
 
 /// A 16-bit linear with a bias, rounded once as on the CPU and in PyTorch's fused kernel: the
-/// rows start as the bias in f32, one GEMM adds `x @ weight.T` to them in f32, and the sum is
-/// rounded to the 16-bit type at the end (a 16-bit output would let cuBLAS round the product
-/// before adding the bias; see `blas::gemm_half_to_f32`).
+/// rows start as the bias in f32 (one cast of its broadcast view), one GEMM adds
+/// `x @ weight.T` to them in f32, and one cast rounds the sums to the 16-bit type (a 16-bit
+/// output would let cuBLAS round the product before adding the bias; see
+/// `blas::gemm_half_to_f32`).
 fn half_with_bias(
     gpu: &'static GpuContext,
     (x, la): (&RawTensor, (bool, usize)),
@@ -92,36 +93,25 @@ fn half_with_bias(
     bias: &RawTensor,
     (rows, k, n, shape): (usize, usize, usize, Dims),
 ) -> Result<RawTensor> {
-    let numel = rows * n;
-    let sums = memory::alloc_dtype(gpu, DType::F32, numel)?;
-    if numel > 0 {
-        let bias32 = crate::ops::copy::cuda::cast(gpu, bias, DType::F32)?;
-        crate::ops::copy::cuda::copy_strided(
-            gpu,
-            DType::F32,
-            &[rows, n],
-            (sums.device_ptr(), &[n, 1][..]),
-            (memory::ptr(&bias32)?, &[0, bias32.layout.strides[0]][..]),
-        )?;
-        let operand = |t: &RawTensor, (row_major, ld): (bool, usize)| -> Result<GemmOperand> {
-            Ok(GemmOperand {
-                ptr: memory::ptr(t)?,
-                row_major,
-                ld,
-                batch_stride: 0,
-            })
-        };
-        blas::gemm_half_to_f32(
-            gpu,
-            x.dtype,
-            (rows, n, k),
-            operand(x, la)?,
-            operand(w, lb)?,
-            sums.device_ptr(),
-            1.0,
-        )?;
-    }
-    let sums = memory::tensor_from_storage(sums, shape, gpu.ordinal);
+    let sums =
+        crate::ops::copy::cuda::cast(gpu, &crate::ops::shape::expand(bias, &shape)?, DType::F32)?;
+    let operand = |t: &RawTensor, (row_major, ld): (bool, usize)| -> Result<GemmOperand> {
+        Ok(GemmOperand {
+            ptr: memory::ptr(t)?,
+            row_major,
+            ld,
+            batch_stride: 0,
+        })
+    };
+    blas::gemm_half_to_f32(
+        gpu,
+        x.dtype,
+        (rows, n, k),
+        operand(x, la)?,
+        operand(w, lb)?,
+        memory::ptr(&sums)?,
+        1.0,
+    )?;
     crate::ops::copy::cuda::cast(gpu, &sums, x.dtype)
 }
 
