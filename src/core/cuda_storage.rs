@@ -191,11 +191,16 @@ impl GraphMemory {
     /// The capture failed, or its graph is being dropped: frees the buffers handed over if the
     /// graph ever ran, else forgets them (and every later drop forgets its buffer).
     pub(crate) fn end(&self) {
-        let ran = self.state.load(Ordering::SeqCst) == LAUNCHED;
-        if !ran {
-            self.state.store(DISCARDED, Ordering::SeqCst);
-        }
-        let orphans = std::mem::take(&mut *self.orphans.lock().unwrap_or_else(|p| p.into_inner()));
+        // The state changes with the list locked: a drop deciding to hand its buffer over
+        // (`release`) does so before this takes the list, or sees the new state.
+        let (ran, orphans) = {
+            let mut orphans = self.orphans.lock().unwrap_or_else(|p| p.into_inner());
+            let ran = self.state.load(Ordering::SeqCst) == LAUNCHED;
+            if !ran {
+                self.state.store(DISCARDED, Ordering::SeqCst);
+            }
+            (ran, std::mem::take(&mut *orphans))
+        };
         for data in orphans {
             if ran {
                 free(data);
@@ -212,15 +217,20 @@ impl GraphMemory {
     /// What a dropped storage's buffer becomes: `Some` to free now, `None` when kept or
     /// forgotten here.
     fn release(&self, data: CudaData) -> Option<CudaData> {
+        // A free during the capture is the graph's own (a free node); after a replay the
+        // memory is real.
+        if matches!(self.state.load(Ordering::SeqCst), CAPTURING | LAUNCHED) {
+            return Some(data);
+        }
+        // Read again with the list locked (see `end`).
+        let mut orphans = self.orphans.lock().unwrap_or_else(|p| p.into_inner());
         match self.state.load(Ordering::SeqCst) {
-            // A free during the capture is the graph's own (a free node).
-            CAPTURING | LAUNCHED => Some(data),
             CAPTURED => {
-                let mut orphans = self.orphans.lock().unwrap_or_else(|p| p.into_inner());
-                // The graph may have run since the load above: then `end` frees it.
+                // A replay may still come: `end` frees it if one ran, else forgets it.
                 orphans.push(data);
                 None
             }
+            LAUNCHED => Some(data),
             _ => {
                 std::mem::forget(data);
                 None

@@ -279,14 +279,13 @@ pub fn capture<const N: usize>(
     crate::random::begin_graph(N, rng.address());
     gpu.capturing.store(true, Ordering::SeqCst);
     REPLAY_COUNTERS.begin(N);
-    let result = record(gpu, &mut step);
+    let result = record(gpu, &memory, &mut step);
     let counters = REPLAY_COUNTERS.end(N);
     gpu.capturing.store(false, Ordering::SeqCst);
     graph_memory::end(N);
     // Without a graph, nothing the capture allocated will ever exist (see `GraphMemory`).
-    match &result {
-        Ok(_) => memory.captured(),
-        Err(_) => memory.end(),
+    if result.is_err() {
+        memory.end();
     }
     rng.per_replay = crate::random::end_graph(N);
     // On failure the kept buffers are freed now: no graph was made that could read them.
@@ -304,6 +303,7 @@ pub fn capture<const N: usize>(
 /// The capture proper: begin, run `step`, always end.
 fn record<const N: usize>(
     gpu: &GpuContext,
+    memory: &GraphMemory,
     step: &mut impl FnMut(Capturing<Cuda<N>>) -> Result<()>,
 ) -> Result<cudarc::driver::CudaGraph> {
     gpu.stream
@@ -317,6 +317,9 @@ fn record<const N: usize>(
     let ended = gpu.stream.end_capture(
         sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH,
     );
+    // From here on the capture's memory is not backed until a replay (a drop must not free
+    // it as a free node of a capture that has ended).
+    memory.captured();
     ran?;
     match ended {
         Ok(Some(graph)) => Ok(graph),
