@@ -12,30 +12,35 @@
 //! once, from the `f32` accumulator.
 //!
 //! Layout, as the usual GEMM kernels do it (BLIS's loops): `b` is packed in units of `KC`
-//! pairs of `k` by `NC` columns, panels of `NR` columns, each `f32` lane holding one column's
+//! pairs of `k` by `UNIT_PANELS` panels of `NR` columns, each `f32` lane holding one column's
 //! two `bf16` values of a pair (a 32-bit word), reading each pair of `b`'s rows once, front to
-//! back. The rows of `dst` are split into blocks of at most `MC` rows (fewer when `k` is
-//! long), as many as a multiple of the threads, which take them one at a time (a thread that
-//! starts late, or shares its core, takes fewer); for each block a thread packs
-//! that block of `a` for the whole of `k` (a row of pairs per row, read by the micro-kernel as
-//! a broadcast to every lane), then walks `dst`'s columns in blocks of `NC` and, for each `KC`
-//! block, runs the micro-kernel over every `MR x NR` tile. A unit of `b` is packed by the
-//! first thread that reaches it, the others waiting for it (the threads start on different
-//! column blocks, so they seldom wait): no packing pass before the products, and the unit is
-//! in its packer's L2 when that thread's products start. The micro-kernel sums a tile in 24
-//! of the 32 vector registers, from zero, then adds the earlier `KC` blocks' sums (kept in an
-//! `f32` buffer of one row block by one column block, in L2 with the packed `a`) and, for the
-//! last `KC` block, rounds the tile to `bf16` straight into `dst` (`vcvtne2ps2bf16`): no
-//! `m x n` `f32` result is allocated or written, and the buffer is not needed at all when `k`
-//! fits one block. The packed operands and the sums are scratch from the `f32` buffer pool
-//! (`core::pool`), reused from one product to the next without being cleared.
+//! back. `dst`'s columns are split into one group of whole units per thread, and its rows into
+//! blocks of at most `MC` rows (fewer when `k` is long), the same blocks in every group. A
+//! thread takes its own group's row blocks one at a time (its group: the one that goes with
+//! the core it runs on, so that the same core packs the same units and writes the same part
+//! of `dst` from one product to the next), and then helps with another group's while a
+//! quarter of that group's rows is still untaken (its thread started late, or runs on a slower
+//! core). A unit of `b` is packed by the first thread that reaches it, its group's own, so
+//! that packed `b` seldom goes from one core's cache to another's. For each row block, the
+//! micro-kernel reads `a`'s rows in place when `a` is row-major with an even `k` (a row of
+//! pairs is a row of words; rows a multiple of 4 KiB apart excepted, which would all fall in
+//! one L1 set), and otherwise from a packed copy of the block (a row of pairs per row); it
+//! runs over the group's columns in blocks of `NC`, and, for each `KC` block, over every
+//! `MR x NR` tile. The micro-kernel sums a tile in 24 of the 32 vector registers, broadcasting
+//! each word of `a` to every lane, from zero, then adds the earlier `KC` blocks' sums (kept in
+//! an `f32` buffer of one row block by one column block, in L2) and, for the last `KC` block,
+//! rounds the tile to `bf16` straight into `dst` (`vcvtne2ps2bf16`): no `m x n` `f32` result
+//! is allocated or written, and the buffer is not needed at all when `k` fits one block. The
+//! packed operands and the sums are scratch from the `f32` buffer pool (`core::pool`), reused
+//! from one product to the next without being cleared.
 
 use super::cpu::MatrixView;
-use crate::backend::cpu::parallel::map_items;
+use crate::backend::cpu::parallel::for_each_task;
 use crate::core::error::Result;
 use crate::core::pool::PooledVec;
 use half::bf16;
 use half::slice::HalfFloatSliceExt;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 /// Rows of the micro-kernel's tile.
@@ -291,19 +296,18 @@ pub(crate) fn gemm(
     // The packed `b` in units of one `KC` block by `UNIT_PANELS` micro-panels, each packed by
     // the first thread that needs it (the others wait for it): no separate packing pass, and
     // a unit is still in the packer's L2 when its products start.
-    let cblocks = n.div_ceil(NC);
     let units_per_block = panels.div_ceil(UNIT_PANELS);
     let mut units = Vec::with_capacity(kblocks * units_per_block);
     for block in as_words(packed_b.as_mut_slice()).chunks_mut(panels * KC * NR) {
         for unit in block.chunks_mut(UNIT_PANELS * KC * NR) {
-            units.push(Unit {
+            units.push(Line(Unit {
                 raw: Mutex::new(Some(unit)),
                 packed: OnceLock::new(),
-            });
+            }));
         }
     }
     let unit = |kb: usize, u: usize| -> &[u32] {
-        let unit = &units[kb * units_per_block + u];
+        let unit = &units[kb * units_per_block + u].0;
         unit.packed.get_or_init(|| {
             let raw = unit.raw.lock().unwrap_or_else(|e| e.into_inner()).take();
             let raw = raw.expect("a unit is packed once");
@@ -318,120 +322,236 @@ pub(crate) fn gemm(
     };
     let parallel = m.saturating_mul(n).saturating_mul(k) >= PARALLEL_FLOPS && !cfg!(miri);
     let micro = m.div_ceil(MR);
-    let workers = if parallel {
-        rayon::current_num_threads().clamp(1, micro)
+    let threads = if parallel {
+        rayon::current_num_threads().max(1)
     } else {
         1
     };
-    // Row blocks: whole micro-panels whose packed `a` (all of `k`) fits the budget, taken one
-    // at a time by the threads, and, when there are several, smaller towards the end (each a
-    // `2 * workers`-th of what is left, down to one micro-panel): a thread that starts late (a
-    // sleeping core's wake-up) leaves its blocks to the others, and the threads end within a
-    // small block of each other. (With even blocks, one thread waited 300-450 us of a 5.6 ms
-    // product at n = 1024 for the other's last block; 40-140 us now.) The blocks' sizes
-    // depend on the thread count, but a tile's sums on its row and column alone: the same
-    // bits on any number of threads.
+    // `dst`'s columns in groups of whole units, one per thread (fewer when `b` has fewer
+    // units): a thread packs its group's units of `b` and writes its group's columns of `dst`,
+    // the same core from one product to the next (`home_slot`), and turns to the other
+    // groups' row blocks only when its own are done. No packed `b` goes from one core's cache
+    // to another's, except for the last few row blocks, and each part of `dst` and of the
+    // scratch stays in one core's cache from one product to the next. (Rows split among the
+    // threads over one shared packed `b`, which each core packed half of and read whole,
+    // lost 31% at n = 256 in the windows where the VM put its two vCPUs far apart, a cache
+    // line taking 320-350 ns from one to the other instead of 50-55; PyTorch 18%.)
+    let groups = threads.min(units_per_block);
+    let workers = threads.min(micro.saturating_mul(groups));
+    let group_panels = |g: usize| {
+        let (u0, u1) = (
+            g * units_per_block / groups,
+            (g + 1) * units_per_block / groups,
+        );
+        (u0 * UNIT_PANELS, (u1 * UNIT_PANELS).min(panels))
+    };
+    // Row blocks: whole micro-panels whose packed `a` (all of `k`) fits the budget, the same
+    // in every group, taken one at a time, and, when threads share them (a group's own and,
+    // at the end, the others'), smaller towards the end (each a `2 * sharers`-th of what is
+    // left, down to one micro-panel): a thread that starts late (a sleeping core's wake-up)
+    // leaves its blocks to the others, and the threads end within a small block of each
+    // other. (With even blocks, one thread waited 300-450 us of a 5.6 ms product at
+    // n = 1024 for the other's last block.) The blocks' sizes depend on the thread count, but
+    // a tile's sums on its row and column alone: the same bits on any number of threads.
     let mc = (A_BLOCK_WORDS / kblocks.saturating_mul(KC * MR)).clamp(1, MC / MR) * MR;
+    let sharers = workers.div_ceil(groups);
     let mut row_blocks = Vec::new();
-    let (mut rest, mut row, mut left) = (dst, 0, micro);
+    let (mut row, mut left) = (0, micro);
     while left > 0 {
         let size = if workers == 1 {
             left
         } else {
-            left / (2 * workers)
+            left / (2 * sharers)
         };
         let size = size.clamp(1, mc / MR);
         left -= size;
         let end = (row + size * MR).min(m);
-        let (out, tail) = rest.split_at_mut((end - row) * n);
-        row_blocks.push((row_blocks.len(), row, out));
-        (rest, row) = (tail, end);
+        row_blocks.push((row, end - row));
+        row = end;
     }
-    // One scratch per thread (`work` says why that is enough), for the largest block.
+    // Per worker: the `f32` sums of a column block over the `KC` blocks before the last
+    // (whole tiles of rows, row stride `ACC_LD`; the last block's tiles go straight to `dst`,
+    // rounded), then the packed `a` of a row block (micro-panel `i` of block `kb`: `MR` rows
+    // of `kc(kb)` words, `KC` apart, at `(kb * bmicro + i) * KC * MR`), for the largest
+    // block; one allocation for all, so that it comes back from the pool whole.
     let block_rows = mc.min(micro * MR);
-    let mut scratches = Vec::with_capacity(workers);
-    for _ in 0..workers {
-        // The `f32` sums of a column block over the `KC` blocks before the last (whole tiles
-        // of rows, row stride `ACC_LD`); the last block's tiles go straight to `dst`, rounded.
-        let acc = scratch(if kblocks > 1 { block_rows * ACC_LD } else { 0 })?;
-        // In a row block of `bmicro` micro-panels, block `kb`'s micro-panel `i`: `MR` rows of
-        // `kc(kb)` words, `KC` apart, at `(kb * bmicro + i) * KC * MR`.
-        let packed_a = scratch(words(&[kblocks, block_rows, KC]))?;
-        scratches.push((acc, packed_a));
-    }
-    // Row block `blk` (rows from `r0`, its part of `dst` in `out`) with a thread's scratch.
-    let product =
-        |blk: usize, r0: usize, out: &mut [bf16], acc: &mut [f32], packed_a: &mut [u32]| {
-            let brows = out.len() / n;
-            let bmicro = brows.div_ceil(MR);
+    let acc_words = if kblocks > 1 { block_rows * ACC_LD } else { 0 };
+    let slot_words = acc_words.saturating_add(words(&[kblocks, block_rows, KC]));
+    let mut scratch_all = scratch(words(&[workers, slot_words]))?;
+    let slots: Vec<Line<Mutex<Option<&mut [f32]>>>> = scratch_all
+        .as_mut_slice()
+        .chunks_mut(slot_words)
+        .map(|s| Line(Mutex::new(Some(s))))
+        .collect();
+    // Each group's next row block, taken by its home worker (and at the end by the others).
+    let next: Vec<Line<AtomicUsize>> = (0..groups).map(|_| Line(AtomicUsize::new(0))).collect();
+    // `a`'s words and row stride in words, when the micro-kernel can read its rows in place
+    // (row-major, pairs of `k` aligned to words, and rows that do not all fall in one L1 set,
+    // as rows a multiple of 4 KiB apart would: twelve streams in an 8-way set): no copy of
+    // `a` at all, where each column group's worker would otherwise pack all of it.
+    let a_words = (a.cs == 1 && k % 2 == 0 && a.rs % 2 == 0 && a.offset % 2 == 0)
+        .then(|| u32_words(a.data))
+        .flatten()
+        .filter(|_| a.rs.wrapping_mul(2) % 4096 != 0)
+        .map(|words| (words, a.rs / 2));
+    let out = Out {
+        ptr: dst.as_mut_ptr().cast(),
+        m,
+        n,
+    };
+    // Row block `blk` (rows `r0 .. r0 + brows`) of column group `g`, with a worker's scratch.
+    let product = |g: usize,
+                   blk: usize,
+                   (r0, brows): (usize, usize),
+                   acc: &mut [f32],
+                   packed_a: &mut [u32]| {
+        let bmicro = brows.div_ceil(MR);
+        // Whole micro-panels read in place when `a` allows it; the rest (all, or the last
+        // one, short of rows) packed.
+        let in_place = if a_words.is_some() { brows / MR } else { 0 };
+        for kb in 0..kblocks {
+            let kc = KC.min(pairs - kb * KC);
+            let pa = &mut packed_a[kb * bmicro * KC * MR..][..bmicro * KC * MR];
+            let rest = (r0 + in_place * MR, brows - in_place * MR);
+            pack_a(&mut pa[in_place * MR * KC..], a, k, rest, (kb * KC, kc));
+        }
+        let (gp0, gp1) = group_panels(g);
+        let cblocks = (gp1 - gp0).div_ceil(NC / NR);
+        // Neighbouring blocks start on different column blocks and units, so that threads
+        // sharing a group pack different units first.
+        for j in 0..cblocks {
+            let p0 = gp0 + (j + blk) % cblocks * (NC / NR);
+            let p1 = (p0 + NC / NR).min(gp1);
+            let c0 = p0 * NR;
             for kb in 0..kblocks {
                 let kc = KC.min(pairs - kb * KC);
-                let pa = &mut packed_a[kb * bmicro * KC * MR..][..bmicro * KC * MR];
-                pack_a(pa, a, k, (r0, brows), (kb * KC, kc));
-            }
-            // Neighbouring blocks start on different column blocks and units, so that the
-            // threads' first blocks pack different units.
-            for j in 0..cblocks {
-                let cb = (j + blk) % cblocks;
-                let c0 = cb * NC;
-                for kb in 0..kblocks {
-                    let kc = KC.min(pairs - kb * KC);
-                    let pa = &packed_a[kb * bmicro * KC * MR..][..bmicro * KC * MR];
-                    let (p0, p1) = (c0 / NR, (c0 + NC).min(n).div_ceil(NR));
-                    for t in 0..p1 - p0 {
-                        let p = p0 + (t + blk * UNIT_PANELS) % (p1 - p0);
-                        let bu = unit(kb, p / UNIT_PANELS);
-                        let bp = &bu[p % UNIT_PANELS * KC * NR..][..kc * NR];
-                        let cols = NR.min(n - p * NR);
-                        for (i, ap) in pa.chunks_exact(MR * KC).enumerate() {
-                            let at = i * MR * ACC_LD + (p * NR - c0);
-                            let sink = if kb + 1 == kblocks {
-                                Sink::Round {
-                                    prior: (kb > 0).then(|| &acc[at..]),
-                                    dst: &mut out[i * MR * n + p * NR..],
-                                    ld: n,
-                                    rows: MR.min(brows - i * MR),
-                                }
-                            } else if kb == 0 {
-                                Sink::Store(&mut acc[at..])
-                            } else {
-                                Sink::Add(&mut acc[at..])
-                            };
-                            tile(kc, ap, bp, cols, sink);
-                        }
+                let pa = &packed_a[kb * bmicro * KC * MR..][..bmicro * KC * MR];
+                for t in 0..p1 - p0 {
+                    let p = p0 + (t + blk * UNIT_PANELS) % (p1 - p0);
+                    let bu = unit(kb, p / UNIT_PANELS);
+                    let bp = &bu[p % UNIT_PANELS * KC * NR..][..kc * NR];
+                    let cols = NR.min(n - p * NR);
+                    for i in 0..bmicro {
+                        let ap = match a_words {
+                            Some((words, lda)) if i < in_place => {
+                                let row = a.offset + (r0 + i * MR) * a.rs;
+                                (&words[row / 2 + kb * KC..], lda)
+                            }
+                            _ => (&pa[i * MR * KC..], KC),
+                        };
+                        let at = i * MR * ACC_LD + (p * NR - c0);
+                        let sink = if kb + 1 == kblocks {
+                            Sink::Round {
+                                prior: (kb > 0).then(|| &acc[at..]),
+                                out: &out,
+                                at: (r0 + i * MR, p * NR),
+                                rows: MR.min(brows - i * MR),
+                            }
+                        } else if kb == 0 {
+                            Sink::Store(&mut acc[at..])
+                        } else {
+                            Sink::Add(&mut acc[at..])
+                        };
+                        // SAFETY: this tile of `dst` (rows of row block `blk`, columns of
+                        // group `g`) is in the item `(g, blk)`, which `next[g]` hands to one
+                        // worker only, and no other item's tiles overlap it.
+                        unsafe { tile(kc, ap, bp, cols, sink) };
                     }
                 }
             }
-        };
-    let scratches = Mutex::new(scratches);
-    let scratches = || scratches.lock().unwrap_or_else(|e| e.into_inner());
-    let work = |(blk, r0, out): (usize, usize, &mut [bf16])| {
-        // No more blocks run at once than `workers`: `map_items` runs one per thread, on at
-        // most the pool's threads and at most one per block, and `workers` is the smaller of
-        // the pool's threads and the micro-panels (each block has one at least).
-        let (mut acc, mut packed_a) = scratches().pop().expect("a scratch per running block");
-        product(
-            blk,
-            r0,
-            out,
-            acc.as_mut_slice(),
-            as_words(packed_a.as_mut_slice()),
-        );
-        scratches().push((acc, packed_a));
+        }
+    };
+    let work = |_: usize| {
+        // A slot of scratch, preferably the one this core had in the last product.
+        let (slot, words) = home_slot(&slots);
+        let (acc, packed_a) = words.split_at_mut(acc_words);
+        let packed_a = as_words(packed_a);
+        let home = slot % groups;
+        for (i, g) in (0..groups).map(|i| (i, (home + i) % groups)) {
+            loop {
+                if i > 0 && workers == groups {
+                    // Another worker's group: helped only while a quarter of its rows is
+                    // still untaken (its worker started late, or runs on a slower core).
+                    // Each block taken from it means reading that group's packed `b`, which
+                    // is in the other core's cache: near the end that costs more than the
+                    // block saves.
+                    let taken = next[g].0.load(Ordering::Relaxed);
+                    if row_blocks
+                        .get(taken)
+                        .is_none_or(|&(r0, _)| 4 * (m - r0) < m)
+                    {
+                        break;
+                    }
+                }
+                let blk = next[g].0.fetch_add(1, Ordering::Relaxed);
+                let Some(&rows) = row_blocks.get(blk) else {
+                    break;
+                };
+                product(g, blk, rows, acc, packed_a);
+            }
+        }
     };
     if workers > 1 {
-        // The calling thread takes blocks beside the pool's, so it never sleeps while they
-        // work, and no wake-up (a pool thread's at the start, the caller's at the end) delays
-        // a product. Against `rayon`'s split of one job per pool thread (the caller asleep),
-        // medians of per-product times alternated three times, GFLOP/s on Zen 4: n = 256 352,
-        // 199, 319 against 168, 197, 262; n = 512 379, 381, 389 against 356, 372, 369;
-        // n = 1024 393, 342, 393 against 323, 345, 331.
-        map_items(row_blocks, &work);
+        // The calling thread is one of the workers, so it never sleeps while they work, and
+        // no wake-up (a pool thread's at the start, the caller's at the end) delays a product.
+        for_each_task(workers, &work);
     } else {
-        row_blocks.into_iter().for_each(work);
+        work(0);
     }
     Ok(())
 }
+
+/// Takes one of `slots` (there is one per worker, and each worker takes one), preferring the
+/// one whose index is this core's number modulo their count: the scratch and the column group
+/// that go with the slot then stay on one core from one product to the next, as long as the
+/// threads do.
+fn home_slot<'a>(slots: &[Line<Mutex<Option<&'a mut [f32]>>>]) -> (usize, &'a mut [f32]) {
+    let first = current_cpu() % slots.len();
+    (0..slots.len())
+        .map(|i| (first + i) % slots.len())
+        .find_map(|s| {
+            let taken = slots[s].0.lock().unwrap_or_else(|e| e.into_inner()).take();
+            taken.map(|w| (s, w))
+        })
+        .expect("a slot per worker")
+}
+
+/// The number of the core this thread runs on, as the OS last told the CPU (`RDTSCP`'s
+/// `TSC_AUX`, the CPU's number in its low 12 bits on Linux), or 0 where it cannot be read.
+/// Only a preference: a wrong or stale number costs cache misses, never correctness.
+fn current_cpu() -> usize {
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    {
+        static RDTSCP: OnceLock<bool> = OnceLock::new();
+        // CPUID leaf 0x8000_0001, EDX bit 27.
+        let has = *RDTSCP.get_or_init(|| {
+            let max = std::arch::x86_64::__cpuid(0x8000_0000).eax;
+            max >= 0x8000_0001 && std::arch::x86_64::__cpuid(0x8000_0001).edx & (1 << 27) != 0
+        });
+        if has {
+            let mut aux = 0u32;
+            // SAFETY: the CPU has RDTSCP (checked above); it writes only `aux`.
+            unsafe { std::arch::x86_64::__rdtscp(&mut aux) };
+            return (aux & 0xfff) as usize;
+        }
+    }
+    0
+}
+
+/// A value alone in its cache lines (two of them, as the L2 prefetcher fetches lines in
+/// pairs), so that one core writing it does not take a line another core is reading.
+#[repr(align(128))]
+struct Line<T>(T);
+
+/// `dst` as the workers write it: each tile by one worker (the items are disjoint), through a
+/// pointer because two workers' tiles can share rows.
+struct Out {
+    ptr: *mut u16,
+    m: usize,
+    n: usize,
+}
+// SAFETY: the pointer is written only through `tile`, whose callers write disjoint tiles.
+unsafe impl Sync for Out {}
 
 /// One `KC` block by `UNIT_PANELS` micro-panels of the packed `b`: its words, until the first
 /// thread that needs it takes them to pack (`raw`), then packed, for every thread to read
@@ -446,6 +566,15 @@ struct Unit<'a> {
 /// written before it is read), and goes back to the pool when dropped.
 fn scratch(len: usize) -> Result<PooledVec<f32>> {
     PooledVec::with_len(len)
+}
+
+/// `data` as 32-bit words (word `i` = elements `2 i` and `2 i + 1`), when it starts at a
+/// word's alignment.
+fn u32_words(data: &[u16]) -> Option<&[u32]> {
+    // SAFETY: `u16` and `u32` are plain integers, every bit pattern valid; `align_to` gives the
+    // aligned middle part, which borrows `data` for its lifetime.
+    let (head, words, _) = unsafe { data.align_to::<u32>() };
+    head.is_empty().then_some(words)
 }
 
 /// The scratch words of [`scratch`], as the packing and the micro-kernel see them.
@@ -463,11 +592,11 @@ enum Sink<'a> {
     /// `c += sum`: a block between the first and the last.
     Add(&'a mut [f32]),
     /// The last block: `dst = bf16(prior + sum)` (or of `sum` alone when it is also the
-    /// first), for the tile's first `rows` rows.
+    /// first), for the tile's first `rows` rows, at row and column `at` of `out`.
     Round {
         prior: Option<&'a [f32]>,
-        dst: &'a mut [bf16],
-        ld: usize,
+        out: &'a Out,
+        at: (usize, usize),
         rows: usize,
     },
 }
@@ -475,8 +604,12 @@ enum Sink<'a> {
 /// Runs the micro-kernel on one `MR x cols` tile: the packed panels' product, summed from zero
 /// (so the tile's earlier sums are read only after the products, their cache misses hidden
 /// behind the next tile's work), then into `sink`.
-fn tile(kc: usize, a: &[u32], b: &[u32], cols: usize, sink: Sink<'_>) {
-    assert!(kc <= KC && a.len() >= (MR - 1) * KC + kc && b.len() >= kc * NR);
+///
+/// # Safety
+/// With [`Sink::Round`], no other thread may read or write the tile's part of `dst` while
+/// this runs (its bounds are checked here).
+unsafe fn tile(kc: usize, (a, lda): (&[u32], usize), b: &[u32], cols: usize, sink: Sink<'_>) {
+    assert!(kc <= KC && kc <= lda && a.len() >= (MR - 1) * lda + kc && b.len() >= kc * NR);
     assert!((1..=NR).contains(&cols));
     let tile_len = |rows: usize, ld: usize| (rows - 1) * ld + cols;
     let (mode, c, dst, rows) = match sink {
@@ -490,12 +623,12 @@ fn tile(kc: usize, a: &[u32], b: &[u32], cols: usize, sink: Sink<'_>) {
         }
         Sink::Round {
             prior,
-            dst,
-            ld,
+            out,
+            at: (r, c),
             rows,
         } => {
-            assert!((1..=MR).contains(&rows) && ld >= cols && dst.len() >= tile_len(rows, ld));
-            let dst = (dst.as_mut_ptr().cast::<u16>(), ld);
+            assert!((1..=MR).contains(&rows) && r + rows <= out.m && c + cols <= out.n);
+            let dst = (out.ptr.wrapping_add(r * out.n + c), out.n);
             match prior {
                 Some(c) => {
                     assert!(c.len() >= tile_len(rows, ACC_LD));
@@ -510,9 +643,17 @@ fn tile(kc: usize, a: &[u32], b: &[u32], cols: usize, sink: Sink<'_>) {
     // SAFETY: `gemm` runs only when `supported()` found AVX-512F, AVX-512BW and AVX512-BF16;
     // the packed panels hold `kc` pairs, and `c` (row stride `ACC_LD`) and `dst` hold the `rows`
     // rows of `cols` values that `mode` touches (asserted above); `c` is written only in the
-    // modes that got it from a `&mut`.
+    // modes that got it from a `&mut`, `dst` by this thread alone (the caller's contract).
     unsafe {
-        x86::kernel(kc, a.as_ptr(), b.as_ptr(), c, dst, (rows, cols), mode)
+        x86::kernel(
+            kc,
+            (a.as_ptr(), lda),
+            b.as_ptr(),
+            c,
+            dst,
+            (rows, cols),
+            mode,
+        )
     };
 }
 
@@ -531,7 +672,7 @@ enum Mode {
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{Mode, ACC_LD, KC, MR, NR};
+    use super::{Mode, ACC_LD, MR, NR};
     use std::arch::x86_64::*;
 
     /// The 32 `bf16` halves of a 512-bit integer vector, as the BF16 instructions take them.
@@ -565,13 +706,13 @@ mod x86 {
     ///
     /// # Safety
     /// The CPU must have AVX-512F, AVX-512BW and AVX512-BF16; `kc <= KC`; `a` must hold `MR`
-    /// rows of `kc` words, `KC` words apart, `b` `kc * NR` words; `c` (read in `Add` and `AddRound`, written in `Store` and `Add`)
+    /// rows of `kc` words, `lda` words apart, `b` `kc * NR` words; `c` (read in `Add` and `AddRound`, written in `Store` and `Add`)
     /// and `dst` (written in `Round` and `AddRound`) must hold `rows` rows of `cols` values at
     /// their strides, `rows <= MR` and `cols <= NR`.
     #[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
     pub(super) unsafe fn kernel(
         kc: usize,
-        a: *const u32,
+        (a, lda): (*const u32, usize),
         b: *const u32,
         c: *mut f32,
         (dst, ldd): (*mut u16, usize),
@@ -592,7 +733,7 @@ mod x86 {
             let (b0, b1) = (as_bh(b0), as_bh(b1));
             for (r, cr) in acc.iter_mut().enumerate() {
                 // SAFETY: word `r * KC + q` is inside `a` (the caller's contract).
-                let w = unsafe { a.add(r * KC + q).read() } as i32;
+                let w = unsafe { a.add(r * lda + q).read() } as i32;
                 let x = as_bh(_mm512_set1_epi32(w));
                 cr[0] = _mm512_dpbf16_ps(cr[0], x, b0);
                 cr[1] = _mm512_dpbf16_ps(cr[1], x, b1);
@@ -682,12 +823,20 @@ mod tests {
             // Three column blocks, so that the two tasks start on different units of `b`, and
             // each packs some that the other then reads.
             (2 * MC + 7, 3 * 2 * KC + 1, 2 * NC + 5),
+            // Even `k` (with `a` at an even offset): whole micro-panels of a row-major `a` read
+            // in place, the last one short of rows packed, over one and two `KC` blocks.
+            (37, 300, 45),
+            (2 * MC + 5, 2 * KC + 2, NC + 3),
+            // Rows 4 KiB apart: packed after all.
+            (25, 2048, 33),
         ];
         for (m, k, n) in sizes {
-            // Each operand in a buffer 3 times its size, at offset 7, with strides:
-            // 0 row-major, 1 column-major, 2 both strides > 1 (every other element).
-            let a = values(3 * m * k + 7, &mut seed);
-            let b = values(3 * k * n + 7, &mut seed);
+            // Each operand in a buffer 3 times its size, at an offset (odd for an odd `k`,
+            // even otherwise), with strides: 0 row-major, 1 column-major, 2 both strides > 1
+            // (every other element).
+            let off = 8 - k % 2;
+            let a = values(3 * m * k + off, &mut seed);
+            let b = values(3 * k * n + off, &mut seed);
             let (a64, b64): (Vec<f64>, Vec<f64>) = (
                 a.iter().map(|x| x.to_f64()).collect(),
                 b.iter().map(|x| x.to_f64()).collect(),
@@ -709,13 +858,13 @@ mod tests {
                 let (b_rs, b_cs) = strides(k, n, ob);
                 let va = MatrixView {
                     data: &a,
-                    offset: 7,
+                    offset: off,
                     row_stride: a_rs,
                     col_stride: a_cs,
                 };
                 let vb = MatrixView {
                     data: &b,
-                    offset: 7,
+                    offset: off,
                     row_stride: b_rs,
                     col_stride: b_cs,
                 };
@@ -725,7 +874,7 @@ mod tests {
                     for j in 0..n {
                         let (mut want, mut mag) = (0f64, 0f64);
                         for p in 0..k {
-                            let x = a64[7 + i * a_rs + p * a_cs] * b64[7 + p * b_rs + j * b_cs];
+                            let x = a64[off + i * a_rs + p * a_cs] * b64[off + p * b_rs + j * b_cs];
                             want += x;
                             mag += x.abs();
                         }
@@ -775,6 +924,59 @@ mod tests {
                 .iter()
                 .zip(&alone)
                 .all(|(x, y)| x.to_bits() == y.to_bits()));
+        }
+    }
+
+    /// On pools of 1, 3 and 5 threads (more threads than this machine's cores, so that some
+    /// start late and the others take row blocks of their column groups), the same bits,
+    /// and the `f64` product's values; `a` read in place (even `k`) over two `KC` blocks.
+    #[test]
+    fn column_groups_on_any_pool_give_the_same_bits() {
+        if skip_without_the_instruction() {
+            return;
+        }
+        let mut seed = 0x5851_f42d_4c95_7f2du64;
+        let (m, k, n) = (5 * MC + 7, 2 * KC + 2, 3 * NC + 5);
+        let a = values(m * k, &mut seed);
+        let b = values(k * n, &mut seed);
+        let view = |data, rs| MatrixView {
+            data,
+            offset: 0,
+            row_stride: rs,
+            col_stride: 1,
+        };
+        let on = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            let mut dst = vec![bf16::NAN; m * n];
+            pool.install(|| gemm(&mut dst, (m, k, n), view(&a, k), view(&b, n)).unwrap());
+            dst
+        };
+        let one = on(1);
+        for i in (0..m).step_by(7) {
+            for j in 0..n {
+                let (mut want, mut mag) = (0f64, 0f64);
+                for p in 0..k {
+                    let x = a[i * k + p].to_f64() * b[p * n + j].to_f64();
+                    want += x;
+                    mag += x.abs();
+                }
+                let tol = mag * k as f64 * f32::EPSILON as f64 + want.abs() * 2f64.powi(-8);
+                let got = one[i * n + j].to_f64();
+                assert!((got - want).abs() <= tol, "({i}, {j}): {got} vs {want}");
+            }
+        }
+        for threads in [3, 5] {
+            for _ in 0..4 {
+                let dst = on(threads);
+                let same = dst
+                    .iter()
+                    .zip(&one)
+                    .all(|(x, y)| x.to_bits() == y.to_bits());
+                assert!(same, "{threads} threads");
+            }
         }
     }
 
