@@ -778,6 +778,16 @@ mod tests {
     use super::*;
     use rayon::prelude::*;
 
+    /// A row-major view of `data` from its start, rows `rs` apart.
+    fn row_major(data: &[bf16], rs: usize) -> MatrixView<'_, bf16> {
+        MatrixView {
+            data,
+            offset: 0,
+            row_stride: rs,
+            col_stride: 1,
+        }
+    }
+
     fn values(count: usize, seed: &mut u64) -> Vec<bf16> {
         (0..count)
             .map(|_| {
@@ -906,15 +916,9 @@ mod tests {
         let (m, k, n) = (3 * MC + 5, 2 * KC * 2 + 9, 2 * NC + 7);
         let a = values(m * k, &mut seed);
         let b = values(k * n, &mut seed);
-        let view = |data, rs| MatrixView {
-            data,
-            offset: 0,
-            row_stride: rs,
-            col_stride: 1,
-        };
         let product = || {
             let mut dst = vec![bf16::NAN; m * n];
-            gemm(&mut dst, (m, k, n), view(&a, k), view(&b, n)).unwrap();
+            gemm(&mut dst, (m, k, n), row_major(&a, k), row_major(&b, n)).unwrap();
             dst
         };
         let alone = product();
@@ -939,19 +943,13 @@ mod tests {
         let (m, k, n) = (5 * MC + 7, 2 * KC + 2, 3 * NC + 5);
         let a = values(m * k, &mut seed);
         let b = values(k * n, &mut seed);
-        let view = |data, rs| MatrixView {
-            data,
-            offset: 0,
-            row_stride: rs,
-            col_stride: 1,
-        };
         let on = |threads: usize| {
             let pool = rayon::ThreadPoolBuilder::new()
                 .num_threads(threads)
                 .build()
                 .unwrap();
             let mut dst = vec![bf16::NAN; m * n];
-            pool.install(|| gemm(&mut dst, (m, k, n), view(&a, k), view(&b, n)).unwrap());
+            pool.install(|| gemm(&mut dst, (m, k, n), row_major(&a, k), row_major(&b, n)).unwrap());
             dst
         };
         let one = on(1);
@@ -1002,14 +1000,8 @@ mod tests {
                 *x = bf16::from_f32(3e37); // row 5: finite products whose sum overflows
             }
             a[(MR + 1) * k + 1] = bf16::NAN; // a row past the first tile
-            let view = |data, rs| MatrixView {
-                data,
-                offset: 0,
-                row_stride: rs,
-                col_stride: 1,
-            };
             let mut dst = vec![bf16::ZERO; m * n];
-            gemm(&mut dst, (m, k, n), view(&a, k), view(&b, n)).unwrap();
+            gemm(&mut dst, (m, k, n), row_major(&a, k), row_major(&b, n)).unwrap();
             for i in 0..m {
                 for j in 0..n {
                     let want: f64 = (0..k)
