@@ -20,6 +20,7 @@
 //! | [`try_into_typed_dyn_device`] | `DynDevice` used where a device type belongs | [`Device`](crate::Device) |
 //! | [`cat_cpu_cuda`] | `torch.cat` of a CPU and a GPU tensor | [`ArgumentOn`](crate::ArgumentOn) via `Tensor::cat`'s tuple |
 //! | [`matmul_across_devices`] | a matrix product across devices | [`ArgumentOn`](crate::ArgumentOn) |
+//! | [`helper_reference_across_devices`] | a helper that borrows a weight on the wrong device, passing `&w` on with `w: &Tensor` | [`ArgumentOn`](crate::ArgumentOn) (for `&&Tensor` too) |
 //! | [`train_batch_not_moved`] | in the training loop: a batch not moved inside the loop | [`ModuleInput`](crate::ModuleInput) |
 //! | [`train_tensor_in_forward`] | in the training loop: a tensor created in `forward` on a fixed device | the operand check of `+` |
 //! | [`train_loss_weight_on_cpu`] | in the training loop: the loss weight left on the CPU | [`ModuleInput`](crate::ModuleInput) |
@@ -146,6 +147,11 @@ lesson!(
 lesson!(
     /// `cuda.matmul(&cpu)`: a matrix product across devices.
     matmul_across_devices
+);
+lesson!(
+    /// A helper taking `w: &Tensor<Cpu>` for an input on the GPU: one device error in the
+    /// helper, also where it writes `&w` (a reference to a reference is an operand too).
+    helper_reference_across_devices
 );
 lesson!(
     /// In the training loop, suspect one: a batch not moved inside the loop.

@@ -3,6 +3,7 @@
 //! line is the call a user reaches for, with no annotation PyTorch does not need. The values
 //! are checked against the obvious answer on a small literal.
 
+use devtype::nn::{CrossEntropyLoss, Linear};
 use devtype::prelude::*;
 use devtype::tensor;
 
@@ -94,4 +95,69 @@ fn the_casts_on_the_dynamic_front() {
     let w = Tensor::parameter(Tensor::<Cpu>::from_vec(vec![1.0, 2.0], [2], Cpu));
     w.double().square().sum().backward();
     assert_eq!(w.grad().unwrap().to_vec(), [2.0, 4.0]);
+}
+
+/// A helper that takes its tensors by reference and passes them on with one `&` more than
+/// needed (`&x` where `x: &Tensor`, as code moved out of `main` into a function often does):
+/// the same values as with `x` itself, and no device error for a mistake that is not one.
+#[test]
+fn a_reference_to_a_reference_is_an_operand() {
+    devtype::manual_seed(29);
+    // The extra borrows are the point here (clippy suggests dropping them, as it should in a
+    // user's code).
+    #[allow(clippy::op_ref)]
+    fn step(
+        model: &Linear<Cpu>,
+        x: &Tensor<Cpu>,
+        w: &Tensor<Cpu>,
+        y: &Tensor<Cpu, i64>,
+    ) -> [Vec<f32>; 5] {
+        let loss_fn = CrossEntropyLoss::<Cpu>::new();
+        let logits = model.forward(&x);
+        let loss = loss_fn.forward(&logits, &y);
+        let p = Tensor::parameter(x.clone());
+        let out = p.matmul(&w);
+        out.backward_with(&out);
+        [
+            x.matmul(&w).to_vec(),
+            (x + &x).to_vec(),
+            x.maximum(&x).to_vec(),
+            loss.to_vec(),
+            p.grad().expect("a gradient").to_vec(),
+        ]
+    }
+    fn step_once(
+        model: &Linear<Cpu>,
+        x: &Tensor<Cpu>,
+        w: &Tensor<Cpu>,
+        y: &Tensor<Cpu, i64>,
+    ) -> [Vec<f32>; 5] {
+        let loss_fn = CrossEntropyLoss::<Cpu>::new();
+        let logits = model.forward(x);
+        let loss = loss_fn.forward(&logits, y);
+        let p = Tensor::parameter(x.clone());
+        let out = p.matmul(w);
+        out.backward_with(&out);
+        [
+            x.matmul(w).to_vec(),
+            (x + x).to_vec(),
+            x.maximum(x).to_vec(),
+            loss.to_vec(),
+            p.grad().expect("a gradient").to_vec(),
+        ]
+    }
+    let model = Linear::new(3, 4, Cpu);
+    let x = Tensor::<Cpu>::randn([5, 3], Cpu);
+    let w = Tensor::<Cpu>::randn([3, 3], Cpu);
+    let y = Tensor::<Cpu, i64>::from_vec(vec![0, 3, 1, 2, 3], [5], Cpu);
+    let twice = step(&model, &x, &w, &y);
+    assert_eq!(twice, step_once(&model, &x, &w, &y));
+    // x @ w by hand, and the operands still usable afterwards.
+    let (xs, ws) = (x.to_vec(), w.to_vec());
+    for i in 0..5 {
+        for j in 0..3 {
+            let want: f32 = (0..3).map(|p| xs[i * 3 + p] * ws[p * 3 + j]).sum();
+            assert!((twice[0][i * 3 + j] - want).abs() <= 1e-5 * (1.0 + want.abs()));
+        }
+    }
 }

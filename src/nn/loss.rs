@@ -14,8 +14,8 @@ use crate::tensor::{
     ClassTargets, Element, ElementIs, Float, HasDevice, InputElementIs, ModuleInput, Tensor,
 };
 
-/// The targets of a loss whose input (the logits) is on device `D`: `Tensor<D, E>` or
-/// `&Tensor<D, E>`.
+/// The targets of a loss whose input (the logits) is on device `D`: `Tensor<D, E>`,
+/// `&Tensor<D, E>` or `&&Tensor<D, E>`.
 ///
 /// A loss runs where its input is (and a loss with class weights, as
 /// [`CrossEntropyLoss`], takes its input on the weights' device), so targets on another device
@@ -34,6 +34,9 @@ impl<D: Device, E: Element> TargetOn<D> for Tensor<D, E> {}
 
 #[diagnostic::do_not_recommend]
 impl<D: Device, E: Element> TargetOn<D> for &Tensor<D, E> {}
+
+#[diagnostic::do_not_recommend]
+impl<D: Device, E: Element> TargetOn<D> for &&Tensor<D, E> {}
 
 /// Cross-entropy over class indices (`nn.CrossEntropyLoss`), with optional per-class weights
 /// held on `D`. Because the weight's device is in the type, the PyTorch bug of a loss weight

@@ -41,7 +41,8 @@ pub(crate) mod sealed {
     }
 }
 
-/// Anything that is a tensor on a known device: `Tensor<D, E>` and `&Tensor<D, E>`.
+/// Anything that is a tensor on a known device: `Tensor<D, E>`, `&Tensor<D, E>`, and
+/// `&&Tensor<D, E>` (`&x` where `x: &Tensor<D, E>`, as generic code often writes it).
 pub trait HasDevice: sealed::AsRaw {
     /// The device the tensor is on.
     type Device: Device;
@@ -88,6 +89,26 @@ impl<D: Device, E: Element> sealed::AsRaw for &Tensor<D, E> {
     }
 }
 
+/// `&x` where `x: &Tensor` (as generic code and closures often write it): the tensor `x`
+/// points to, borrowed, as for `&Tensor`.
+impl<D: Device, E: Element> sealed::AsRaw for &&Tensor<D, E> {
+    #[inline]
+    fn raw(&self) -> &RawTensor {
+        &self.raw
+    }
+    #[inline]
+    fn into_operand<'a>(self) -> Operand<'a>
+    where
+        Self: 'a,
+    {
+        Operand::Borrowed(&self.raw)
+    }
+    #[inline]
+    fn grad_node(&self) -> Option<&std::sync::Arc<crate::graph::Node>> {
+        self.node.as_ref()
+    }
+}
+
 impl<D: Device, E: Element> HasDevice for Tensor<D, E> {
     type Device = D;
     type Element = E;
@@ -106,8 +127,17 @@ impl<D: Device, E: Element> HasDevice for &Tensor<D, E> {
     }
 }
 
+impl<D: Device, E: Element> HasDevice for &&Tensor<D, E> {
+    type Device = D;
+    type Element = E;
+    #[inline]
+    fn typed_device(&self) -> D {
+        self.device()
+    }
+}
+
 /// A tensor operand of an element-wise op, comparison or `where_cond` on device `D`:
-/// `Tensor<D, E>` or `&Tensor<D, E>`.
+/// `Tensor<D, E>`, `&Tensor<D, E>` or `&&Tensor<D, E>`.
 ///
 /// `+ - * /`, `add`, `maximum`, `eq`, `lt`, `where_cond`, ... require their other operands to
 /// implement `OperandOn<D>` for the device `D` of `self`. A tensor on another device does not,
@@ -136,8 +166,11 @@ impl<D: Device, E: Element> OperandOn<D> for Tensor<D, E> {}
 #[diagnostic::do_not_recommend]
 impl<D: Device, E: Element> OperandOn<D> for &Tensor<D, E> {}
 
+#[diagnostic::do_not_recommend]
+impl<D: Device, E: Element> OperandOn<D> for &&Tensor<D, E> {}
+
 /// A tensor argument of an argument-checked op on device `D` (`matmul`, `linear`, `cat`,
-/// `gather`, `index_select`, ...): `Tensor<D, E>` or `&Tensor<D, E>`.
+/// `gather`, `index_select`, ...): `Tensor<D, E>`, `&Tensor<D, E>` or `&&Tensor<D, E>`.
 ///
 /// PyTorch checks these ops' arguments in order and names the first argument's device first
 /// (`cuda:0 and cpu` for a GPU receiver, `cpu and cuda:0` for a CPU one); so does this
@@ -219,7 +252,7 @@ pub trait ClassTargets<Found = <Self as HasDevice>::Element>: HasDevice {}
 impl<T: HasDevice<Element = i64>> ClassTargets for T {}
 
 /// A gradient given by hand for a tensor on `D` ([`Tensor::try_set_grad`],
-/// [`Tensor::backward_with`]): `Tensor<D, E>` or `&Tensor<D, E>`.
+/// [`Tensor::backward_with`]): `Tensor<D, E>`, `&Tensor<D, E>` or `&&Tensor<D, E>`.
 ///
 /// A gradient on another device is a compile error with PyTorch's device sentence (in its
 /// order) and the fix; one of other elements fails [`ElementIs`]. Leave the defaulted
@@ -243,6 +276,9 @@ impl<D: Device, E: Element> GradOn<D> for Tensor<D, E> {}
 
 #[diagnostic::do_not_recommend]
 impl<D: Device, E: Element> GradOn<D> for &Tensor<D, E> {}
+
+#[diagnostic::do_not_recommend]
+impl<D: Device, E: Element> GradOn<D> for &&Tensor<D, E> {}
 
 /// A gradient given by hand for a parameter with elements `E` ([`Tensor::try_set_grad`]).
 ///
@@ -296,6 +332,11 @@ impl<D: Device, E: Element> ModuleInput<D> for Tensor<D, E> {
 
 #[diagnostic::do_not_recommend]
 impl<D: Device, E: Element> ModuleInput<D> for &Tensor<D, E> {
+    type Out = D;
+}
+
+#[diagnostic::do_not_recommend]
+impl<D: Device, E: Element> ModuleInput<D> for &&Tensor<D, E> {
     type Out = D;
 }
 
