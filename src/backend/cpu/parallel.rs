@@ -13,9 +13,9 @@
 //!
 //! A helper that runs out of tasks then lingers: it waits, spinning, for [`LINGER`] for the
 //! next loop, which takes it at once instead of waking a sleeping pool thread (as OpenMP's
-//! threads spin between PyTorch's parallel regions). A wake-up is usually a few microseconds,
-//! but on a virtual machine whose idle core has halted it was 0.5-4 ms for one product in ten:
-//! for a 5 ms GEMM, the caller alone for most of it.
+//! threads spin between PyTorch's parallel regions, for as long as they do). A wake-up is
+//! usually a few microseconds, but on a virtual machine whose idle core has halted it was
+//! 0.5-4 ms for one product in ten: for a 5 ms GEMM, the caller alone for most of it.
 
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -159,11 +159,18 @@ fn spawn_helper(shared: Arc<Shared>) -> Helper {
 }
 
 /// How long a helper with no task left waits for the next loop before it goes back to
-/// `rayon` (whose idle threads soon sleep). Long enough to span the host's work between the
-/// parallel ops of a training step, and short enough that a program that stops computing
-/// gives the core back at once. Measured on Zen 4 (two threads, `bf16` products n = 1024
-/// back to back): the helper started 0.5-4 ms late in one product of ten without lingering.
-const LINGER: Duration = Duration::from_micros(1000);
+/// `rayon` (whose idle threads soon sleep): as long as PyTorch's OpenMP thread spins, so that
+/// a program computing every few milliseconds keeps its second core at the same price in CPU
+/// time, and a program that stops computing gives the core back within milliseconds.
+///
+/// Measured on Zen 4, two threads: without lingering, the helper started 0.5-4 ms late in one
+/// `bf16` product of ten (n = 1024, back to back). PyTorch 2.15's helper spent 5.7-8.5 ms of
+/// CPU time after a product while the caller slept 5, 10 or 50 ms. With `bf16` products
+/// n = 512 that far apart, GFLOP/s (and the process's CPU time per second): 5 ms apart, 217
+/// (0.37) with 1 ms of lingering, 357 (1.13) with 8 ms, PyTorch 367-373 (1.13); 10 ms apart,
+/// 192 (0.22), 376 (0.87), PyTorch 269-333 (0.82-0.83); 20 ms apart, 204 with 8 ms against
+/// PyTorch's 43 (its first product after a long sleep waits for the woken thread).
+const LINGER: Duration = Duration::from_millis(8);
 
 /// The lingering helpers: how many are waiting unclaimed (`idle`), and the loops that
 /// claimed some of them with the claims not yet taken. Every lingering helper is either idle
