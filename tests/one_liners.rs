@@ -102,50 +102,36 @@ fn the_casts_on_the_dynamic_front() {
 /// the same values as with `x` itself, and no device error for a mistake that is not one.
 #[test]
 fn a_reference_to_a_reference_is_an_operand() {
-    devtype::manual_seed(29);
-    // The extra borrows are the point here (clippy suggests dropping them, as it should in a
-    // user's code).
-    #[allow(clippy::op_ref)]
-    fn step(
-        model: &Linear<Cpu>,
-        x: &Tensor<Cpu>,
-        w: &Tensor<Cpu>,
-        y: &Tensor<Cpu, i64>,
-    ) -> [Vec<f32>; 5] {
-        let loss_fn = CrossEntropyLoss::<Cpu>::new();
-        let logits = model.forward(&x);
-        let loss = loss_fn.forward(&logits, &y);
-        let p = Tensor::parameter(x.clone());
-        let out = p.matmul(&w);
-        out.backward_with(&out);
-        [
-            x.matmul(&w).to_vec(),
-            (x + &x).to_vec(),
-            x.maximum(&x).to_vec(),
-            loss.to_vec(),
-            p.grad().expect("a gradient").to_vec(),
-        ]
+    // The same step twice: with `&` before every tensor argument (`&x`, a `&&Tensor`), and
+    // without (`x`, the `&Tensor` itself). The extra borrows are the point here (clippy
+    // suggests dropping them, as it should in a user's code).
+    macro_rules! step {
+        ($name:ident, $($by:tt)?) => {
+            #[allow(clippy::op_ref)]
+            fn $name(
+                model: &Linear<Cpu>,
+                x: &Tensor<Cpu>,
+                w: &Tensor<Cpu>,
+                y: &Tensor<Cpu, i64>,
+            ) -> [Vec<f32>; 5] {
+                let loss_fn = CrossEntropyLoss::<Cpu>::new();
+                let logits = model.forward($($by)? x);
+                let loss = loss_fn.forward(&logits, $($by)? y);
+                let p = Tensor::parameter(x.clone());
+                let out = p.matmul($($by)? w);
+                out.backward_with($($by)? &out);
+                [
+                    x.matmul($($by)? w).to_vec(),
+                    (x + $($by)? x).to_vec(),
+                    x.maximum($($by)? x).to_vec(),
+                    loss.to_vec(),
+                    p.grad().expect("a gradient").to_vec(),
+                ]
+            }
+        };
     }
-    fn step_once(
-        model: &Linear<Cpu>,
-        x: &Tensor<Cpu>,
-        w: &Tensor<Cpu>,
-        y: &Tensor<Cpu, i64>,
-    ) -> [Vec<f32>; 5] {
-        let loss_fn = CrossEntropyLoss::<Cpu>::new();
-        let logits = model.forward(x);
-        let loss = loss_fn.forward(&logits, y);
-        let p = Tensor::parameter(x.clone());
-        let out = p.matmul(w);
-        out.backward_with(&out);
-        [
-            x.matmul(w).to_vec(),
-            (x + x).to_vec(),
-            x.maximum(x).to_vec(),
-            loss.to_vec(),
-            p.grad().expect("a gradient").to_vec(),
-        ]
-    }
+    step!(step, &);
+    step!(step_once,);
     let model = Linear::new(3, 4, Cpu);
     let x = Tensor::<Cpu>::randn([5, 3], Cpu);
     let w = Tensor::<Cpu>::randn([3, 3], Cpu);

@@ -311,22 +311,8 @@ impl AsRaw for DynTensor {
     }
 }
 
-impl AsRaw for &DynTensor {
-    #[inline]
-    fn raw(&self) -> &RawTensor {
-        &self.raw
-    }
-    #[inline]
-    fn into_operand<'a>(self) -> Operand<'a>
-    where
-        Self: 'a,
-    {
-        Operand::Borrowed(&self.raw)
-    }
-    #[inline]
-    fn grad_node(&self) -> Option<&Arc<Node>> {
-        self.node.as_ref()
-    }
+crate::tensor::operand::borrowed_as_raw! {
+    impl<> for &DynTensor;
 }
 
 #[cfg(test)]

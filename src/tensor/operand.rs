@@ -71,70 +71,52 @@ impl<D: Device, E: Element> sealed::AsRaw for Tensor<D, E> {
     }
 }
 
-impl<D: Device, E: Element> sealed::AsRaw for &Tensor<D, E> {
-    #[inline]
-    fn raw(&self) -> &RawTensor {
-        &self.raw
-    }
-    #[inline]
-    fn into_operand<'a>(self) -> Operand<'a>
-    where
-        Self: 'a,
-    {
-        Operand::Borrowed(&self.raw)
-    }
-    #[inline]
-    fn grad_node(&self) -> Option<&std::sync::Arc<crate::graph::Node>> {
-        self.node.as_ref()
-    }
+/// `AsRaw` for references to tensors, each a type that derefs to a tensor with `raw` and
+/// `node` fields: the tensor, borrowed. For `&Tensor`, `&&Tensor` (`&x` where `x: &Tensor`,
+/// as generic code often writes it) and `&DynTensor`.
+macro_rules! borrowed_as_raw {
+    ($(impl<$($g:ident: $b:path),*> for $ty:ty;)*) => {$(
+        impl<$($g: $b),*> $crate::tensor::operand::sealed::AsRaw for $ty {
+            #[inline]
+            fn raw(&self) -> &$crate::core::raw::RawTensor {
+                &self.raw
+            }
+            #[inline]
+            fn into_operand<'a>(self) -> $crate::core::raw::Operand<'a>
+            where
+                Self: 'a,
+            {
+                $crate::core::raw::Operand::Borrowed(&self.raw)
+            }
+            #[inline]
+            fn grad_node(&self) -> Option<&std::sync::Arc<$crate::graph::Node>> {
+                self.node.as_ref()
+            }
+        }
+    )*};
+}
+pub(crate) use borrowed_as_raw;
+
+borrowed_as_raw! {
+    impl<D: Device, E: Element> for &Tensor<D, E>;
+    impl<D: Device, E: Element> for &&Tensor<D, E>;
 }
 
-/// `&x` where `x: &Tensor` (as generic code and closures often write it): the tensor `x`
-/// points to, borrowed, as for `&Tensor`.
-impl<D: Device, E: Element> sealed::AsRaw for &&Tensor<D, E> {
-    #[inline]
-    fn raw(&self) -> &RawTensor {
-        &self.raw
-    }
-    #[inline]
-    fn into_operand<'a>(self) -> Operand<'a>
-    where
-        Self: 'a,
-    {
-        Operand::Borrowed(&self.raw)
-    }
-    #[inline]
-    fn grad_node(&self) -> Option<&std::sync::Arc<crate::graph::Node>> {
-        self.node.as_ref()
-    }
+/// `HasDevice` for a tensor and the references to it that are operands.
+macro_rules! has_device {
+    ($($ty:ty),*) => {$(
+        impl<D: Device, E: Element> HasDevice for $ty {
+            type Device = D;
+            type Element = E;
+            #[inline]
+            fn typed_device(&self) -> D {
+                self.device()
+            }
+        }
+    )*};
 }
 
-impl<D: Device, E: Element> HasDevice for Tensor<D, E> {
-    type Device = D;
-    type Element = E;
-    #[inline]
-    fn typed_device(&self) -> D {
-        self.device()
-    }
-}
-
-impl<D: Device, E: Element> HasDevice for &Tensor<D, E> {
-    type Device = D;
-    type Element = E;
-    #[inline]
-    fn typed_device(&self) -> D {
-        self.device()
-    }
-}
-
-impl<D: Device, E: Element> HasDevice for &&Tensor<D, E> {
-    type Device = D;
-    type Element = E;
-    #[inline]
-    fn typed_device(&self) -> D {
-        self.device()
-    }
-}
+has_device!(Tensor<D, E>, &Tensor<D, E>, &&Tensor<D, E>);
 
 /// A tensor operand of an element-wise op, comparison or `where_cond` on device `D`:
 /// `Tensor<D, E>`, `&Tensor<D, E>` or `&&Tensor<D, E>`.
