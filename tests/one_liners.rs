@@ -3,8 +3,10 @@
 //! line is the call a user reaches for, with no annotation PyTorch does not need. The values
 //! are checked against the obvious answer on a small literal.
 
+use devtype::nn::functional::scaled_dot_product_attention;
 use devtype::nn::{CrossEntropyLoss, Linear};
 use devtype::prelude::*;
+use devtype::shaped::{Shaped, C};
 use devtype::tensor;
 
 #[test]
@@ -113,19 +115,32 @@ fn a_reference_to_a_reference_is_an_operand() {
                 x: &Tensor<Cpu>,
                 w: &Tensor<Cpu>,
                 y: &Tensor<Cpu, i64>,
-            ) -> [Vec<f32>; 5] {
+                keep: &Tensor<Cpu, bool>,
+            ) -> [Vec<f32>; 9] {
                 let loss_fn = CrossEntropyLoss::<Cpu>::new();
                 let logits = model.forward($($by)? x);
                 let loss = loss_fn.forward(&logits, $($by)? y);
                 let p = Tensor::parameter(x.clone());
                 let out = p.matmul($($by)? w);
                 out.backward_with($($by)? &out);
+                let mut layer = Linear::new(3, 3, Cpu);
+                layer.set_weight($($by)? w);
+                layer.clear_bias();
+                let picked = x.gt(&x.neg()).where_cond($($by)? x, $($by)? x.neg());
+                let attended = scaled_dot_product_attention(x, x, x, $($by)? keep, false, 0.0);
+                let xs: Shaped<Cpu, f32, (C<5>, C<3>)> = x.clone().into_shaped();
+                let ws: Shaped<Cpu, f32, (C<3>, C<3>)> = w.clone().into_shaped();
+                let (xs, ws) = (&xs, &ws);
                 [
                     x.matmul($($by)? w).to_vec(),
                     (x + $($by)? x).to_vec(),
                     x.maximum($($by)? x).to_vec(),
                     loss.to_vec(),
                     p.grad().expect("a gradient").to_vec(),
+                    layer.forward(x).to_vec(),
+                    picked.to_vec(),
+                    attended.to_vec(),
+                    xs.matmul($($by)? ws).into_tensor().to_vec(),
                 ]
             }
         };
@@ -136,8 +151,14 @@ fn a_reference_to_a_reference_is_an_operand() {
     let x = Tensor::<Cpu>::randn([5, 3], Cpu);
     let w = Tensor::<Cpu>::randn([3, 3], Cpu);
     let y = Tensor::<Cpu, i64>::from_vec(vec![0, 3, 1, 2, 3], [5], Cpu);
-    let twice = step(&model, &x, &w, &y);
-    assert_eq!(twice, step_once(&model, &x, &w, &y));
+    // Each query sees the keys up to its own position.
+    let keep =
+        Tensor::<Cpu, bool>::from_vec((0..25).map(|i| i % 5 <= i / 5).collect(), [5, 5], Cpu);
+    let twice = step(&model, &x, &w, &y, &keep);
+    assert_eq!(twice, step_once(&model, &x, &w, &y, &keep));
+    // |x| by `where_cond`, and the layer given `w` computes x @ w^T.
+    assert_eq!(twice[6], x.abs().to_vec());
+    assert_eq!(twice[5], x.matmul(w.t()).to_vec());
     // x @ w by hand, and the operands still usable afterwards.
     let (xs, ws) = (x.to_vec(), w.to_vec());
     for i in 0..5 {

@@ -197,6 +197,9 @@ impl<D: Device, E: Element> MaskFor<Tensor<D, E>> for Tensor<D, bool> {}
 #[diagnostic::do_not_recommend]
 impl<D: Device, E: Element> MaskFor<&Tensor<D, E>> for Tensor<D, bool> {}
 
+#[diagnostic::do_not_recommend]
+impl<D: Device, E: Element> MaskFor<&&Tensor<D, E>> for Tensor<D, bool> {}
+
 impl<M: Device> Tensor<M, bool> {
     /// Elements of `on_true` where `self` holds, else of `on_false`, broadcasting all three
     /// (PyTorch's `torch.where(cond, a, b)`); each branch gets the gradient where it was picked.

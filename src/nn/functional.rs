@@ -410,6 +410,26 @@ impl<D: Device, E: Float> AttnMask<D, E> for Option<&Tensor<D, bool>> {
     }
 }
 
+// `&m` where `m: &Tensor` (see `HasDevice`): the mask `m` points to. (Not inside `Some`: a
+// second `Option` impl would leave a plain `None` without a type.)
+impl<D2: Device, E2: crate::tensor::Element> MaskPlace for &&Tensor<D2, E2> {
+    type Device = D2;
+}
+
+#[diagnostic::do_not_recommend]
+impl<D: Device, E: Float> AttnMask<D, E> for &&Tensor<D, bool> {
+    fn mask(&self) -> Option<MaskRef<'_, D, E>> {
+        (**self).mask()
+    }
+}
+
+#[diagnostic::do_not_recommend]
+impl<D: Device, E: Float> AttnMask<D, E> for &&Tensor<D, E> {
+    fn mask(&self) -> Option<MaskRef<'_, D, E>> {
+        (**self).mask()
+    }
+}
+
 /// `[l, s]`, `true` above the diagonal (`j > i`): the positions a causal mask hides, made on
 /// `dev` (the query's device), so it cannot be on another one.
 pub(crate) fn try_causal_hidden<D: Device>(l: usize, s: usize, dev: D) -> Result<Tensor<D, bool>> {

@@ -150,6 +150,14 @@ impl<D: Device, E: Float> ParameterOn<D, E> for &Tensor<D, E> {
     }
 }
 
+/// `&w` where `w: &Tensor` (see [`HasDevice`]).
+#[diagnostic::do_not_recommend]
+impl<D: Device, E: Float> ParameterOn<D, E> for &&Tensor<D, E> {
+    fn into_parameter(self) -> Tensor<D, E> {
+        (*self).into_parameter()
+    }
+}
+
 /// The identity of a parameter: its autograd node, which every handle to it shares (the
 /// handles of a tied weight included). `None` for a tensor that does not require grad.
 pub(crate) fn identity<D: Device, E: Float>(p: &Tensor<D, E>) -> Option<usize> {

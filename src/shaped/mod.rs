@@ -430,6 +430,8 @@ macro_rules! operand_impls {
 }
 operand_impls!(Shaped<D, E, S>,);
 operand_impls!(&Shaped<D, E, S>, &);
+// `&x` where `x: &Shaped` (see `HasDevice`).
+operand_impls!(&&Shaped<D, E, S>, &);
 
 /// A dimension given as a value: `a.cat(Axis::<1>, &b)`, `x.index_select(Axis::<0>, &i)`.
 #[derive(Clone, Copy, Debug, Default)]
@@ -465,6 +467,14 @@ impl<D: Device, E: Element, S: Shape> ShapeOf for Shaped<D, E, S> {
 }
 
 impl<D: Device, E: Element, S: Shape> ShapeOf for &Shaped<D, E, S> {
+    type Shape = S;
+    #[inline]
+    fn as_tensor(&self) -> &Tensor<D, E> {
+        &self.tensor
+    }
+}
+
+impl<D: Device, E: Element, S: Shape> ShapeOf for &&Shaped<D, E, S> {
     type Shape = S;
     #[inline]
     fn as_tensor(&self) -> &Tensor<D, E> {
