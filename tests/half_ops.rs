@@ -177,7 +177,10 @@ fn ops() -> Vec<(&'static str, Op)> {
         // Comparisons (exact: a bool result).
         ("lt", |i| i.x.lt(&i.y)),
         ("eq", |i| i.x.eq(&i.x.relu()?)),
-        ("ge_scalar", |i| i.x.ge_scalar(0.1)),
+        // A scalar exact in both half types: a comparison rounds its scalar to the tensor's
+        // type (`comparisons_round_the_scalar_to_the_half_type`), where the f32 reference
+        // would not, so an input equal to the rounded 0.1 would differ (one run in 200 did).
+        ("ge_scalar", |i| i.x.ge_scalar(0.125)),
         // Reductions: f32 accumulation.
         ("sum_all", |i| i.x.sum_all()),
         ("sum_dim0", |i| i.x.sum_dim(0)),
@@ -620,6 +623,37 @@ fn prints_as_pytorch() {
     assert_eq!(DType::BF16.scalar_type_name(), "BFloat16");
     assert_eq!(DType::F16.type_meta_name(), "c10::Half");
     assert_eq!(DType::BF16.type_meta_name(), "c10::BFloat16");
+}
+
+/// `x >= 0.1` on a half tensor compares with 0.1 rounded to the tensor's type, as PyTorch
+/// does (the comparison's common type is the tensor's: the scalar does not promote), unlike
+/// the scalar arithmetic above, which keeps the scalar at f32 (opmath). PyTorch 2.15, for
+/// `x = torch.tensor([0.1], dtype=dt)` (0.0999755859375 in f16, 0.10009765625 in bf16):
+/// `ge, gt, le, lt, eq, ne` against `0.1` are `True, False, True, False, True, False`.
+#[test]
+fn comparisons_round_the_scalar_to_the_half_type() {
+    for (half, x) in [(DType::F16, 0.0999755859375), (DType::BF16, 0.10009765625)] {
+        let t = DynTensor::full([1], x, half, cpu()).unwrap();
+        let got: Vec<bool> = [
+            t.ge_scalar(0.1),
+            t.gt_scalar(0.1),
+            t.le_scalar(0.1),
+            t.lt_scalar(0.1),
+            t.eq_scalar(0.1),
+            t.ne_scalar(0.1),
+        ]
+        .into_iter()
+        .map(|r| r.unwrap().to_vec::<bool>().unwrap()[0])
+        .collect();
+        assert_eq!(got, [true, false, true, false, true, false], "{half:?}");
+        // The same value in f32 compares with 0.1 in f32 (0.1f32 lies above the f16 value).
+        let wide = t.to_dtype(DType::F32).unwrap();
+        let above = half == DType::F16;
+        assert_eq!(
+            wide.lt_scalar(0.1).unwrap().to_vec::<bool>().unwrap(),
+            [above]
+        );
+    }
 }
 
 #[test]
