@@ -612,9 +612,10 @@ fn typed<T: Gemm>(a: &[T], b: &[T], plan: &MatmulPlan) -> Result<RawTensor> {
     Ok(RawTensor::from_cpu_vec(out, plan.out_shape))
 }
 
-/// `bf16` products on AVX512-BF16 (`super::cpu_bf16`): accumulated in `f32`, rounded once,
-/// written as `bf16` by the kernel itself.
+/// `bf16` products on AVX512-BF16 or AMX (`super::cpu_bf16`): accumulated in `f32`, rounded
+/// once, written as `bf16` by the kernel itself.
 fn bf16_native(a: &[half::bf16], b: &[half::bf16], plan: &MatmulPlan) -> Result<RawTensor> {
+    let kernel = super::cpu_bf16::native().expect("called where a bf16 kernel runs");
     let (m, k, n) = (plan.m, plan.k, plan.n);
     let br = plan.batch.len();
     let (ra, rb) = (plan.a.rank(), plan.b.rank());
@@ -640,7 +641,7 @@ fn bf16_native(a: &[half::bf16], b: &[half::bf16], plan: &MatmulPlan) -> Result<
                 row_stride: plan.b.strides[rb - 2],
                 col_stride: plan.b.strides[rb - 1],
             };
-            super::cpu_bf16::gemm(dst, (m, k, n), va, vb)?;
+            super::cpu_bf16::gemm(dst, (m, k, n), va, vb, kernel)?;
         }
     }
     Ok(RawTensor::from_cpu_buffer(out, plan.out_shape))
@@ -703,7 +704,7 @@ pub(crate) fn matmul(a: &RawTensor, b: &RawTensor, plan: &MatmulPlan) -> Result<
         // the widening is O(n^2) against the product's O(n^3). Measured at 2048^3 on this
         // machine: 0.97x the f32 GEMM, where `gemm-f16`'s own f16 kernels ran at 0.74x (and
         // rounded between blocks of k). bf16 on CPUs with AVX512-BF16 runs natively instead.
-        DType::BF16 if super::cpu_bf16::available() => bf16_native(
+        DType::BF16 if super::cpu_bf16::native().is_some() => bf16_native(
             a.cpu_slice().expect("cpu"),
             b.cpu_slice().expect("cpu"),
             plan,

@@ -1,9 +1,12 @@
 //! The `bf16` GEMM on CPUs with AVX512-BF16 (AMD Zen 4 and later, Intel Cooper Lake and
-//! Sapphire Rapids and later): `vdpbf16ps` multiplies pairs of `bf16` values and adds both
-//! products to an `f32` lane, on the `bf16` data itself (half the bytes of the widened `f32`
-//! operands). On an AMD Zen 4 core that is twice the `f32` FMA rate; on the Intel Xeon
-//! measured (family 6, model 207), half of it, so `matmul` uses this kernel on AMD's cores only
-//! ([`available`]). PyTorch's oneDNN uses the same instruction on both.
+//! Sapphire Rapids and later), in two micro-kernels ([`Kernel`]) under one driver. `vdpbf16ps`
+//! multiplies pairs of `bf16` values and adds both products to an `f32` lane, on the `bf16`
+//! data itself (half the bytes of the widened `f32` operands): on an AMD Zen 4 core that is
+//! twice the `f32` FMA rate; on the Intel Xeon measured without AMX (family 6, model 207), half
+//! of it, so that kernel runs on AMD's cores only. Intel's cores with AMX (Sapphire Rapids and
+//! later) run AMX's `tdpbf16ps` instead, the same sums of pairs on 16 x 16 tiles, 16 times the
+//! work of one `vdpbf16ps` per instruction ([`native`] chooses). PyTorch's oneDNN uses the same
+//! instructions.
 //!
 //! The numbers: a `bf16` product is exact in `f32` (8-bit significands), and the instruction
 //! adds each product to the `f32` accumulator with one rounding, as an `f32` FMA would; what
@@ -11,28 +14,28 @@
 //! results are flushed to zero (the instruction ignores MXCSR). The result is rounded to `bf16`
 //! once, from the `f32` accumulator.
 //!
-//! Layout, as the usual GEMM kernels do it (BLIS's loops): `b` is packed in units of `KC`
-//! pairs of `k` by `UNIT_PANELS` panels of `NR` columns, each `f32` lane holding one column's
-//! two `bf16` values of a pair (a 32-bit word), reading each pair of `b`'s rows once, front to
-//! back. `dst`'s columns are split into one group of whole units per thread, and its rows into
-//! blocks of at most `MC` rows (fewer when `k` is long), the same blocks in every group. A
-//! thread takes its own group's row blocks one at a time (its group: the one that goes with
-//! the core it runs on, so that the same core packs the same units and writes the same part
-//! of `dst` from one product to the next), and then helps with another group's while a
-//! quarter of that group's rows is still untaken (its thread started late, or runs on a slower
-//! core). A unit of `b` is packed by the first thread that reaches it, its group's own, so
-//! that packed `b` seldom goes from one core's cache to another's. For each row block, the
-//! micro-kernel reads `a`'s rows in place when `a` is row-major with an even `k` (a row of
-//! pairs is a row of words; rows a multiple of 4 KiB apart excepted, which would all fall in
-//! one L1 set), and otherwise from a packed copy of the block (a row of pairs per row); it
-//! runs over the group's columns in blocks of `NC`, and, for each `KC` block, over every
-//! `MR x NR` tile. The micro-kernel sums a tile in 24 of the 32 vector registers, broadcasting
-//! each word of `a` to every lane, from zero, then adds the earlier `KC` blocks' sums (kept in
-//! an `f32` buffer of one row block by one column block, in L2) and, for the last `KC` block,
-//! rounds the tile to `bf16` straight into `dst` (`vcvtne2ps2bf16`): no `m x n` `f32` result
-//! is allocated or written, and the buffer is not needed at all when `k` fits one block. The
-//! packed operands and the sums are scratch from the `f32` buffer pool (`core::pool`), reused
-//! from one product to the next without being cleared.
+//! Layout, as the usual GEMM kernels do it (BLIS's loops): `b` is packed in units of `KC` pairs of
+//! `k` by `UNIT_PANELS` panels of `NR` columns, each `f32` lane holding one column's two `bf16`
+//! values of a pair (a 32-bit word), reading each pair of `b`'s rows once, front to back. `dst`'s
+//! columns are split into one group of whole units per thread, and its rows into blocks of at most
+//! `MC_PANELS` micro-panels (fewer when `k` is long), the same blocks in every group. A thread
+//! takes its own group's row blocks one at a time (its group: the one that goes with the core it
+//! runs on, so that the same core packs the same units and writes the same part of `dst` from one
+//! product to the next), and then helps with another group's while a quarter of that group's rows
+//! is still untaken (its thread started late, or runs on a slower core). A unit of `b` is packed by
+//! the first thread that reaches it, its group's own, so that packed `b` seldom goes from one
+//! core's cache to another's. For each row block, the `vdpbf16ps` micro-kernel reads `a`'s rows in
+//! place when `a` is row-major with an even `k` (a row of pairs is a row of words; rows a multiple
+//! of 4 KiB apart excepted, which would all fall in one L1 set), and otherwise from a packed copy
+//! of the block (a row of pairs per row; for AMX, always packed, in runs of 16 pairs by 32 rows);
+//! it runs over the group's columns in blocks of `NC`, and, for each `KC` block, over every `mr x
+//! NR` tile. The `vdpbf16ps` micro-kernel sums a tile in 24 of the 32 vector registers,
+//! broadcasting each word of `a` to every lane, the AMX one in four tiles; each from zero, then
+//! adds the earlier `KC` blocks' sums (kept in an `f32` buffer of one row block by one column
+//! block, in L2) and, for the last `KC` block, rounds the tile to `bf16` straight into `dst`
+//! (`vcvtne2ps2bf16`): no `m x n` `f32` result is allocated or written, and the buffer is not
+//! needed at all when `k` fits one block. The packed operands and the sums are scratch from the
+//! `f32` buffer pool (`core::pool`), reused from one product to the next without being cleared.
 
 use super::cpu::MatrixView;
 use crate::backend::cpu::parallel::for_each_task;
@@ -43,8 +46,10 @@ use half::slice::HalfFloatSliceExt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-/// Rows of the micro-kernel's tile.
-const MR: usize = 12;
+/// Rows of the `vdpbf16ps` micro-kernel's tile ([`Kernel::Dot`]).
+const DOT_MR: usize = 12;
+/// Rows of the AMX micro-kernel's tile ([`Kernel::Tiles`]): two tiles of 16 rows.
+const TILE_MR: usize = 32;
 /// Columns of the micro-kernel's tile: two 16-lane vectors.
 const NR: usize = 32;
 /// Pairs of `k` per packed block. A tile's sums stay in registers for the whole block and
@@ -54,9 +59,10 @@ const NR: usize = 32;
 /// within L2's bandwidth. Measured on Zen 4 (one thread, n = 1024 and 2048): 201-211 and 192
 /// GFLOP/s, against 183-201 and 158 with 128 pairs (a 16 KiB panel kept in L1).
 const KC: usize = 512;
-/// Most rows of `dst` per block of a thread (a multiple of `MR`); fewer when `k` is long, so
-/// that the block's packed `a`, every `KC` block of it, stays within [`A_BLOCK_WORDS`].
-const MC: usize = 8 * MR;
+/// Most micro-panels of `a` (of the kernel's `mr` rows) per row block of a thread; fewer when
+/// `k` is long, so that the block's packed `a`, every `KC` block of it, stays within
+/// [`A_BLOCK_WORDS`].
+const MC_PANELS: usize = 8;
 /// Words of packed `a` per row block: 256 KiB, a quarter of a Zen 4 core's L2, beside the
 /// `f32` sums of one column block (`MC * NC * 4` bytes, 192 KiB) and the `b` panels going by.
 const A_BLOCK_WORDS: usize = 64 * 1024;
@@ -74,30 +80,73 @@ const ACC_LD: usize = NC + 16;
 /// Products with fewer multiply-adds run on one thread.
 const PARALLEL_FLOPS: usize = 1 << 18;
 
-/// True when `bf16` products run this kernel: the CPU has the instruction ([`supported`]) and
-/// runs it faster than the widened `f32` GEMM would run its products.
-///
-/// That is a property of the core, not of the flag, measured with `cargo bench --bench peak`
-/// (the `vdpbf16ps` and `f32` FMA ceilings, one thread): an AMD Zen 4 core runs `vdpbf16ps` at
-/// twice its `f32` FMA rate (227 against 113.5 GFLOP/s), an Intel Xeon (family 6, model 207)
-/// at half of it (81.5 against 164), where this kernel reached 115-136 GFLOP/s on two threads
-/// and the widened `f32` GEMM 177-188. No other Intel core has been measured; the kernel runs
-/// on AMD's cores only (as measured on Zen 4), and elsewhere
-/// `bf16` products are widened to `f32` as on CPUs without the instruction. The choice is made
-/// from the CPU alone, so a program's results do not change from run to run.
-pub(crate) fn available() -> bool {
-    #[cfg(all(target_arch = "x86_64", not(miri)))]
-    {
-        static NATIVE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        *NATIVE.get_or_init(|| supported() && amd_cpu())
+/// A micro-kernel of this GEMM. Both sum pairs of `bf16` products into `f32` and read the
+/// same packed `b`; they differ in the rows of a tile and in the instructions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kernel {
+    /// `vdpbf16ps` (AVX512-BF16) on `DOT_MR x NR` tiles held in 24 vector registers.
+    Dot,
+    /// AMX's `tdpbf16ps` on `TILE_MR x NR` tiles: four 16 x 16 tiles of `f32` sums, each
+    /// instruction a 16 x 32 by 32 x 16 product (16 times `vdpbf16ps`'s work per instruction),
+    /// the pairs of `k` past the last whole 16 summed with `vdpbf16ps`.
+    Tiles,
+}
+
+impl Kernel {
+    /// Rows of the kernel's tile.
+    const fn mr(self) -> usize {
+        match self {
+            Kernel::Dot => DOT_MR,
+            Kernel::Tiles => TILE_MR,
+        }
     }
-    #[cfg(not(all(target_arch = "x86_64", not(miri))))]
-    {
-        false
+
+    /// Where pair `q` of row `r` sits in a packed micro-panel of `a` (`mr * KC` words): row by
+    /// row, `KC` words apart, for `Dot`; for `Tiles`, in runs of 16 pairs by the 32 rows
+    /// (2 KiB, the two tiles of one AMX step), row `r`'s 16 pairs of a run side by side.
+    const fn a_word(self, r: usize, q: usize) -> usize {
+        match self {
+            Kernel::Dot => r * KC + q,
+            Kernel::Tiles => q / 16 * (TILE_MR * 16) + r * 16 + q % 16,
+        }
     }
 }
 
-/// True when this CPU has AVX-512F, AVX-512BW and AVX512-BF16, which [`gemm`] needs.
+/// The kernel `bf16` products run on this CPU, if any runs them faster than the widened `f32`
+/// GEMM: AMX's ([`Kernel::Tiles`]) where the CPU has AMX-BF16 and the OS lets the process use
+/// the tile registers ([`tiles_supported`]), `vdpbf16ps` ([`Kernel::Dot`]) on AMD's cores
+/// with AVX512-BF16, and none elsewhere (`bf16` is then widened to `f32`).
+///
+/// `vdpbf16ps`'s speed is a property of the core, not of the flag, measured with `cargo bench
+/// --bench peak` (the `vdpbf16ps` and `f32` FMA ceilings, one thread): an AMD Zen 4 core runs
+/// it at twice its `f32` FMA rate (227 against 113.5 GFLOP/s), an Intel Xeon (family 6, model
+/// 207) at half of it (81.5 against 164), where that kernel reached 115-136 GFLOP/s on two
+/// threads and the widened `f32` GEMM 177-188. AMX's tile instruction does 16 times the work
+/// of one `vdpbf16ps` and runs on Intel's cores that have it (Sapphire Rapids and later). The
+/// choice is made from the CPU and the OS alone, once, so a program's results do not change
+/// from run to run.
+pub(crate) fn native() -> Option<Kernel> {
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    {
+        static NATIVE: OnceLock<Option<Kernel>> = OnceLock::new();
+        *NATIVE.get_or_init(|| {
+            if tiles_supported() {
+                Some(Kernel::Tiles)
+            } else if supported() && amd_cpu() {
+                Some(Kernel::Dot)
+            } else {
+                None
+            }
+        })
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(miri))))]
+    {
+        None
+    }
+}
+
+/// True when this CPU has AVX-512F, AVX-512BW and AVX512-BF16, which [`Kernel::Dot`] (and
+/// the tail of [`Kernel::Tiles`]) needs.
 pub(crate) fn supported() -> bool {
     #[cfg(all(target_arch = "x86_64", not(miri)))]
     {
@@ -106,6 +155,41 @@ pub(crate) fn supported() -> bool {
             && std::arch::is_x86_feature_detected!("avx512bf16")
     }
     #[cfg(not(all(target_arch = "x86_64", not(miri))))]
+    {
+        false
+    }
+}
+
+/// True when [`Kernel::Tiles`] can run: [`supported`], the CPU has AMX-TILE and AMX-BF16
+/// (CPUID leaf 7, EDX bits 24 and 22), and the OS has granted this process the tile data
+/// registers (Linux 5.16 and later, on request: `arch_prctl(ARCH_REQ_XCOMP_PERM,
+/// XFEATURE_XTILEDATA)`, made once here; without the grant a tile instruction is an invalid
+/// opcode). Anything else (another OS, a hypervisor that hides AMX, a refused request): false.
+pub(crate) fn tiles_supported() -> bool {
+    #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri)))]
+    {
+        static TILES: OnceLock<bool> = OnceLock::new();
+        *TILES.get_or_init(|| {
+            let leaf7 = std::arch::x86_64::__cpuid_count(7, 0);
+            let cpu = leaf7.edx & (1 << 24) != 0 && leaf7.edx & (1 << 22) != 0;
+            if !(supported() && cpu) {
+                return false;
+            }
+            const ARCH_REQ_XCOMP_PERM: libc::c_long = 0x1023;
+            const XFEATURE_XTILEDATA: libc::c_long = 18;
+            // SAFETY: `arch_prctl` with these arguments only asks the kernel to enlarge this
+            // process's saved state for the tile data; it reads and writes no memory of ours.
+            let granted = unsafe {
+                libc::syscall(
+                    libc::SYS_arch_prctl,
+                    ARCH_REQ_XCOMP_PERM,
+                    XFEATURE_XTILEDATA,
+                )
+            };
+            granted == 0
+        })
+    }
+    #[cfg(not(all(target_arch = "x86_64", target_os = "linux", not(miri))))]
     {
         false
     }
@@ -213,34 +297,44 @@ fn pack_b(
     }
 }
 
-/// Packs `a`'s rows `r0 .. r0 + rows` and pairs `q0 .. q0 + kc` into micro-panels of `MR` rows
-/// of `KC` words (word `i * MR * KC + r * KC + q` = columns `2 (q0 + q)` and `+ 1` of row
-/// `r0 + i MR + r`; zero past the edges). A row of a panel is a row of `a` as it is in memory
-/// (a plain copy when `a` is row-major), and the micro-kernel reads the `MR` rows as `MR`
-/// streams, `KC * 4` bytes (2 KiB) apart: the twelve share two L1 sets, six lines in each of
-/// eight ways, one line per stream at a time. (A row stride of `KC` plus one line, which
-/// spreads them over twelve sets, measured the same on Zen 4: 401-431 against 407-433 GFLOP/s
-/// at n = 512-2048, two quiet rounds alternated.)
+/// Packs `a`'s rows `r0 .. r0 + rows` and pairs `q0 .. q0 + kc` into micro-panels of `mr`
+/// rows of `KC` words for `kernel` (zero past the edges), as [`Kernel::a_word`] places them.
+///
+/// For [`Kernel::Dot`] a row of a panel is a row of `a` as it is in memory (a plain copy when
+/// `a` is row-major), and the micro-kernel reads the `mr` rows as `mr` streams, `KC * 4` bytes
+/// (2 KiB) apart: the twelve share two L1 sets, six lines in each of eight ways, one line per
+/// stream at a time. (A row stride of `KC` plus one line, which spreads them over twelve sets,
+/// measured the same on Zen 4: 401-431 against 407-433 GFLOP/s at n = 512-2048, two quiet
+/// rounds alternated.) For [`Kernel::Tiles`] each 16 pairs of the 32 rows are one 2 KiB run,
+/// the two tiles of `a` one step of the kernel reads, so that it reads `a` as one stream:
+/// measured on the Intel Xeon with AMX (family 6, model 167, one thread, a scratch loop of the
+/// kernel over a row block's panels), 829-887 GFLOP/s against 731-770 with 32 rows 2 KiB
+/// apart.
 fn pack_a(
     out: &mut [u32],
     a: Bits<'_>,
     k: usize,
     (r0, rows): (usize, usize),
     (q0, kc): (usize, usize),
+    kernel: Kernel,
 ) {
+    let mr = kernel.mr();
     let c0 = 2 * q0;
-    for (i, panel) in out.chunks_exact_mut(MR * KC).enumerate() {
-        for (r, words) in panel.chunks_exact_mut(KC).enumerate() {
-            let words = &mut words[..kc];
-            let row = i * MR + r;
+    let mut line = [0u32; KC];
+    for (i, panel) in out.chunks_exact_mut(mr * KC).enumerate() {
+        for r in 0..mr {
+            // The row's words: straight into the panel for `Dot`, through `line` for `Tiles`.
+            let words = match kernel {
+                Kernel::Dot => &mut panel[r * KC..][..kc],
+                Kernel::Tiles => &mut line[..kc],
+            };
+            let row = i * mr + r;
             if row >= rows {
                 words.fill(0);
-                continue;
-            }
-            let row = r0 + row;
-            if a.cs == 1 {
+            } else if a.cs == 1 {
                 // Row-major: the row's pairs, front to back (the last one half zero when `k`
                 // is odd).
+                let row = r0 + row;
                 let len = (2 * kc).min(k - c0);
                 let src = &a.data[a.offset + row * a.rs + c0..][..len];
                 let pairs = src.chunks_exact(2);
@@ -251,19 +345,26 @@ fn pack_a(
                 if let Some(x) = odd {
                     words[kc - 1] = x;
                 }
-                continue;
+            } else {
+                let row = r0 + row;
+                for (q, w) in words.iter_mut().enumerate() {
+                    let c = c0 + 2 * q;
+                    let hi = if c + 1 < k { a.at(row, c + 1) } else { 0 };
+                    *w = a.at(row, c) | hi << 16;
+                }
             }
-            for (q, w) in words.iter_mut().enumerate() {
-                let c = c0 + 2 * q;
-                let hi = if c + 1 < k { a.at(row, c + 1) } else { 0 };
-                *w = a.at(row, c) | hi << 16;
+            if kernel == Kernel::Tiles {
+                for (step, run) in line[..kc].chunks(16).enumerate() {
+                    panel[kernel.a_word(r, 16 * step)..][..run.len()].copy_from_slice(run);
+                }
             }
         }
     }
 }
 
 /// `dst[m x n]` (row-major, contiguous) `= a[m x k] @ b[k x n]` on `bf16` operands in any
-/// strides, accumulated in `f32` and rounded once. Call only where [`supported`] (it panics
+/// strides, accumulated in `f32` and rounded once, with `kernel`. Call only where the kernel
+/// can run ([`supported`], and [`tiles_supported`] for [`Kernel::Tiles`]; it panics
 /// otherwise). Its packed operands and sums are allocated before any work starts, fallibly:
 /// scratch the host cannot hold is [`Error::CpuOutOfMemory`], with `dst` untouched.
 ///
@@ -273,8 +374,14 @@ pub(crate) fn gemm(
     (m, k, n): (usize, usize, usize),
     a: MatrixView<'_, bf16>,
     b: MatrixView<'_, bf16>,
+    kernel: Kernel,
 ) -> Result<()> {
-    assert!(supported(), "the bf16 kernel needs AVX512-BF16");
+    assert!(supported(), "the bf16 kernels need AVX512-BF16");
+    assert!(
+        kernel == Kernel::Dot || tiles_supported(),
+        "the bf16 tile kernel needs AMX-BF16"
+    );
+    let mr = kernel.mr();
     let out_len = m.checked_mul(n).expect("gemm: m * n overflows");
     assert!(dst.len() >= out_len, "gemm destination too small");
     let dst = &mut dst[..out_len];
@@ -321,7 +428,7 @@ pub(crate) fn gemm(
         })
     };
     let parallel = m.saturating_mul(n).saturating_mul(k) >= PARALLEL_FLOPS && !cfg!(miri);
-    let micro = m.div_ceil(MR);
+    let micro = m.div_ceil(mr);
     let threads = if parallel {
         rayon::current_num_threads().max(1)
     } else {
@@ -353,7 +460,7 @@ pub(crate) fn gemm(
     // other. (With even blocks, one thread waited 300-450 us of a 5.6 ms product at
     // n = 1024 for the other's last block.) The blocks' sizes depend on the thread count, but
     // a tile's sums on its row and column alone: the same bits on any number of threads.
-    let mc = (A_BLOCK_WORDS / kblocks.saturating_mul(KC * MR)).clamp(1, MC / MR) * MR;
+    let mc = (A_BLOCK_WORDS / kblocks.saturating_mul(KC * mr)).clamp(1, MC_PANELS) * mr;
     let sharers = workers.div_ceil(groups);
     let mut row_blocks = Vec::new();
     let (mut row, mut left) = (0, micro);
@@ -363,18 +470,18 @@ pub(crate) fn gemm(
         } else {
             left / (2 * sharers)
         };
-        let size = size.clamp(1, mc / MR);
+        let size = size.clamp(1, mc / mr);
         left -= size;
-        let end = (row + size * MR).min(m);
+        let end = (row + size * mr).min(m);
         row_blocks.push((row, end - row));
         row = end;
     }
     // Per worker: the `f32` sums of a column block over the `KC` blocks before the last
     // (whole tiles of rows, row stride `ACC_LD`; the last block's tiles go straight to `dst`,
-    // rounded), then the packed `a` of a row block (micro-panel `i` of block `kb`: `MR` rows
-    // of `kc(kb)` words, `KC` apart, at `(kb * bmicro + i) * KC * MR`), for the largest
+    // rounded), then the packed `a` of a row block (micro-panel `i` of block `kb`: `mr` rows
+    // of `kc(kb)` words, `KC` apart, at `(kb * bmicro + i) * KC * mr`), for the largest
     // block; one allocation for all, so that it comes back from the pool whole.
-    let block_rows = mc.min(micro * MR);
+    let block_rows = mc.min(micro * mr);
     let acc_words = if kblocks > 1 { block_rows * ACC_LD } else { 0 };
     let slot_words = acc_words.saturating_add(words(&[kblocks, block_rows, KC]));
     let mut scratch_all = scratch(words(&[workers, slot_words]))?;
@@ -388,10 +495,12 @@ pub(crate) fn gemm(
     // `a`'s words and row stride in words, when the micro-kernel can read its rows in place
     // (row-major, pairs of `k` aligned to words, and rows that do not all fall in one L1 set,
     // as rows a multiple of 4 KiB apart would: twelve streams in an 8-way set): no copy of
-    // `a` at all, where each column group's worker would otherwise pack all of it.
-    let a_words = (a.cs == 1 && k % 2 == 0 && a.rs % 2 == 0 && a.offset % 2 == 0)
-        .then(|| u32_words(a.data))
-        .flatten()
+    // `a` at all, where each column group's worker would otherwise pack all of it. Not for
+    // the AMX kernel, which reads its packing's runs as one stream (see `pack_a`).
+    let a_words = (kernel == Kernel::Dot && a.cs == 1 && k % 2 == 0 && a.rs % 2 == 0)
+        .then_some(())
+        .filter(|_| a.offset % 2 == 0)
+        .and_then(|_| u32_words(a.data))
         .filter(|_| a.rs.wrapping_mul(2) % 4096 != 0)
         .map(|words| (words, a.rs / 2));
     let out = Out {
@@ -405,15 +514,22 @@ pub(crate) fn gemm(
                    (r0, brows): (usize, usize),
                    acc: &mut [f32],
                    packed_a: &mut [u32]| {
-        let bmicro = brows.div_ceil(MR);
+        let bmicro = brows.div_ceil(mr);
         // Whole micro-panels read in place when `a` allows it; the rest (all, or the last
         // one, short of rows) packed.
-        let in_place = if a_words.is_some() { brows / MR } else { 0 };
+        let in_place = if a_words.is_some() { brows / mr } else { 0 };
         for kb in 0..kblocks {
             let kc = KC.min(pairs - kb * KC);
-            let pa = &mut packed_a[kb * bmicro * KC * MR..][..bmicro * KC * MR];
-            let rest = (r0 + in_place * MR, brows - in_place * MR);
-            pack_a(&mut pa[in_place * MR * KC..], a, k, rest, (kb * KC, kc));
+            let pa = &mut packed_a[kb * bmicro * KC * mr..][..bmicro * KC * mr];
+            let rest = (r0 + in_place * mr, brows - in_place * mr);
+            pack_a(
+                &mut pa[in_place * mr * KC..],
+                a,
+                k,
+                rest,
+                (kb * KC, kc),
+                kernel,
+            );
         }
         let (gp0, gp1) = group_panels(g);
         let cblocks = (gp1 - gp0).div_ceil(NC / NR);
@@ -425,7 +541,7 @@ pub(crate) fn gemm(
             let c0 = p0 * NR;
             for kb in 0..kblocks {
                 let kc = KC.min(pairs - kb * KC);
-                let pa = &packed_a[kb * bmicro * KC * MR..][..bmicro * KC * MR];
+                let pa = &packed_a[kb * bmicro * KC * mr..][..bmicro * KC * mr];
                 for t in 0..p1 - p0 {
                     let p = p0 + (t + blk * UNIT_PANELS) % (p1 - p0);
                     let bu = unit(kb, p / UNIT_PANELS);
@@ -434,18 +550,18 @@ pub(crate) fn gemm(
                     for i in 0..bmicro {
                         let ap = match a_words {
                             Some((words, lda)) if i < in_place => {
-                                let row = a.offset + (r0 + i * MR) * a.rs;
+                                let row = a.offset + (r0 + i * mr) * a.rs;
                                 (&words[row / 2 + kb * KC..], lda)
                             }
-                            _ => (&pa[i * MR * KC..], KC),
+                            _ => (&pa[i * mr * KC..], KC),
                         };
-                        let at = i * MR * ACC_LD + (p * NR - c0);
+                        let at = i * mr * ACC_LD + (p * NR - c0);
                         let sink = if kb + 1 == kblocks {
                             Sink::Round {
                                 prior: (kb > 0).then(|| &acc[at..]),
                                 out: &out,
-                                at: (r0 + i * MR, p * NR),
-                                rows: MR.min(brows - i * MR),
+                                at: (r0 + i * mr, p * NR),
+                                rows: mr.min(brows - i * mr),
                             }
                         } else if kb == 0 {
                             Sink::Store(&mut acc[at..])
@@ -455,7 +571,7 @@ pub(crate) fn gemm(
                         // SAFETY: this tile of `dst` (rows of row block `blk`, columns of
                         // group `g`) is in the item `(g, blk)`, which `next[g]` hands to one
                         // worker only, and no other item's tiles overlap it.
-                        unsafe { tile(kc, ap, bp, cols, sink) };
+                        unsafe { tile(kernel, kc, ap, bp, cols, sink) };
                     }
                 }
             }
@@ -584,7 +700,7 @@ fn as_words(v: &mut [f32]) -> &mut [u32] {
     unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast::<u32>(), v.len()) }
 }
 
-/// Where a tile's sum over its `kc` pairs goes: `MR` rows of `cols`, at row stride `ACC_LD` in the
+/// Where a tile's sum over its `kc` pairs goes: the kernel's `mr` rows of `cols`, at row stride `ACC_LD` in the
 /// `f32` sums and `n` in `dst`.
 enum Sink<'a> {
     /// `c = sum`: the first of several `KC` blocks.
@@ -601,25 +717,39 @@ enum Sink<'a> {
     },
 }
 
-/// Runs the micro-kernel on one `MR x cols` tile: the packed panels' product, summed from zero
-/// (so the tile's earlier sums are read only after the products, their cache misses hidden
-/// behind the next tile's work), then into `sink`.
+/// Runs `kernel` on one `mr x cols` tile: the packed panels' product, summed from zero (so the
+/// tile's earlier sums are read only after the products, their cache misses hidden behind the
+/// next tile's work), then into `sink`.
 ///
 /// # Safety
 /// With [`Sink::Round`], no other thread may read or write the tile's part of `dst` while
-/// this runs (its bounds are checked here).
-unsafe fn tile(kc: usize, (a, lda): (&[u32], usize), b: &[u32], cols: usize, sink: Sink<'_>) {
-    assert!(kc <= KC && kc <= lda && a.len() >= (MR - 1) * lda + kc && b.len() >= kc * NR);
+/// this runs (its bounds are checked here). `kernel` must be able to run on this CPU (as
+/// `gemm` asserts).
+unsafe fn tile(
+    kernel: Kernel,
+    kc: usize,
+    (a, lda): (&[u32], usize),
+    b: &[u32],
+    cols: usize,
+    sink: Sink<'_>,
+) {
+    let mr = kernel.mr();
+    assert!(kc <= KC && b.len() >= kc * NR);
+    match kernel {
+        Kernel::Dot => assert!(kc <= lda && a.len() >= (mr - 1) * lda + kc),
+        // A packed micro-panel (`Kernel::a_word`), whole runs of 16 pairs.
+        Kernel::Tiles => assert!(a.len() >= mr * kc.next_multiple_of(16)),
+    }
     assert!((1..=NR).contains(&cols));
     let tile_len = |rows: usize, ld: usize| (rows - 1) * ld + cols;
     let (mode, c, dst, rows) = match sink {
         Sink::Store(c) => {
-            assert!(c.len() >= tile_len(MR, ACC_LD));
-            (Mode::Store, c.as_mut_ptr(), (std::ptr::null_mut(), 0), MR)
+            assert!(c.len() >= tile_len(mr, ACC_LD));
+            (Mode::Store, c.as_mut_ptr(), (std::ptr::null_mut(), 0), mr)
         }
         Sink::Add(c) => {
-            assert!(c.len() >= tile_len(MR, ACC_LD));
-            (Mode::Add, c.as_mut_ptr(), (std::ptr::null_mut(), 0), MR)
+            assert!(c.len() >= tile_len(mr, ACC_LD));
+            (Mode::Add, c.as_mut_ptr(), (std::ptr::null_mut(), 0), mr)
         }
         Sink::Round {
             prior,
@@ -627,7 +757,7 @@ unsafe fn tile(kc: usize, (a, lda): (&[u32], usize), b: &[u32], cols: usize, sin
             at: (r, c),
             rows,
         } => {
-            assert!((1..=MR).contains(&rows) && r + rows <= out.m && c + cols <= out.n);
+            assert!((1..=mr).contains(&rows) && r + rows <= out.m && c + cols <= out.n);
             let dst = (out.ptr.wrapping_add(r * out.n + c), out.n);
             match prior {
                 Some(c) => {
@@ -639,22 +769,22 @@ unsafe fn tile(kc: usize, (a, lda): (&[u32], usize), b: &[u32], cols: usize, sin
             }
         }
     };
+    let (a, b) = ((a.as_ptr(), lda), b.as_ptr());
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: `gemm` runs only when `supported()` found AVX-512F, AVX-512BW and AVX512-BF16;
-    // the packed panels hold `kc` pairs, and `c` (row stride `ACC_LD`) and `dst` hold the `rows`
-    // rows of `cols` values that `mode` touches (asserted above); `c` is written only in the
-    // modes that got it from a `&mut`, `dst` by this thread alone (the caller's contract).
+    // SAFETY: `gemm` runs only when `supported()` found AVX-512F, AVX-512BW and AVX512-BF16,
+    // and with `Kernel::Tiles` only when `tiles_supported()` found AMX and the OS's grant (the
+    // caller's contract); the packed panels hold `kc` pairs of `mr` rows and `NR` columns, and
+    // `c` (row stride `ACC_LD`) and `dst` hold the `rows` rows of `cols` values that `mode`
+    // touches (asserted above); `c` is written only in the modes that got it from a `&mut`,
+    // `dst` by this thread alone (the caller's contract).
     unsafe {
-        x86::kernel(
-            kc,
-            (a.as_ptr(), lda),
-            b.as_ptr(),
-            c,
-            dst,
-            (rows, cols),
-            mode,
-        )
+        match kernel {
+            Kernel::Dot => x86::dot(kc, a, b, c, dst, (rows, cols), mode),
+            Kernel::Tiles => x86::tiles(kc, a.0, b, c, dst, (rows, cols), mode),
+        }
     };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (kernel, a, b, c, dst, rows, mode);
 }
 
 /// What the micro-kernel does with a tile's sum.
@@ -672,7 +802,8 @@ enum Mode {
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{Mode, ACC_LD, MR, NR};
+    use super::{Mode, ACC_LD, DOT_MR, NR, TILE_MR};
+    use std::arch::asm;
     use std::arch::x86_64::*;
 
     /// The 32 `bf16` halves of a 512-bit integer vector, as the BF16 instructions take them.
@@ -699,18 +830,18 @@ mod x86 {
     }
 
     /// Sums `a[r][q] . b[q][j]` (each a pair of `bf16` products) over the `kc` pairs of the
-    /// packed panels, from zero, for an `MR x NR` tile, then finishes it as `mode` says on the
-    /// first `rows` rows and `cols` columns of `c` (`f32`, row stride `ACC_LD`) or `dst` (`bf16`
-    /// bits, row stride `ldd`). The rounding to `bf16` is to nearest, ties to even, as `half`'s `from_f32`, with
-    /// NaN kept quiet; sums in the subnormal range become zero.
+    /// packed panels, from zero, for a `DOT_MR x NR` tile, then finishes it as `mode` says on
+    /// the first `rows` rows and `cols` columns of `c` (`f32`, row stride `ACC_LD`) or `dst`
+    /// (`bf16` bits, row stride `ldd`), as [`finish`] does.
     ///
     /// # Safety
-    /// The CPU must have AVX-512F, AVX-512BW and AVX512-BF16; `kc <= KC`; `a` must hold `MR`
-    /// rows of `kc` words, `lda` words apart, `b` `kc * NR` words; `c` (read in `Add` and `AddRound`, written in `Store` and `Add`)
-    /// and `dst` (written in `Round` and `AddRound`) must hold `rows` rows of `cols` values at
-    /// their strides, `rows <= MR` and `cols <= NR`.
+    /// The CPU must have AVX-512F, AVX-512BW and AVX512-BF16; `kc <= KC`; `a` must hold
+    /// `DOT_MR` rows of `kc` words, `lda` words apart, `b` `kc * NR` words; `c` (read in `Add`
+    /// and `AddRound`, written in `Store` and `Add`) and `dst` (written in `Round` and
+    /// `AddRound`) must hold `rows` rows of `cols` values at their strides, `rows <= DOT_MR`
+    /// and `cols <= NR`.
     #[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
-    pub(super) unsafe fn kernel(
+    pub(super) unsafe fn dot(
         kc: usize,
         (a, lda): (*const u32, usize),
         b: *const u32,
@@ -719,9 +850,30 @@ mod x86 {
         (rows, cols): (usize, usize),
         mode: Mode,
     ) {
-        let mut acc = [[_mm512_setzero_ps(); 2]; MR];
-        for q in 0..kc {
-            // SAFETY: pair `q < kc` of each panel is inside it (the caller's contract); the
+        let mut acc = [[_mm512_setzero_ps(); 2]; DOT_MR];
+        // SAFETY: `a` holds `DOT_MR` rows of `kc` words and `b` `kc` pairs (the caller's
+        // contract).
+        unsafe { dot_pairs(&mut acc, 0..kc, (a, lda), b) };
+        // SAFETY: the caller's contract, passed on.
+        unsafe { finish(&acc[..rows], c, (dst, ldd), cols, mode) };
+    }
+
+    /// Adds `a[r][q] . b[q][j]` for the pairs `q` in `pairs` to the rows of `acc`
+    /// (`vdpbf16ps`, each word of `a` broadcast to every lane).
+    ///
+    /// # Safety
+    /// The CPU must have AVX-512F and AVX512-BF16; `a` must hold `acc.len()` rows of
+    /// `pairs.end` words, `lda` words apart, and `b` `pairs.end * NR` words.
+    #[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
+    #[inline]
+    unsafe fn dot_pairs(
+        acc: &mut [[__m512; 2]],
+        pairs: std::ops::Range<usize>,
+        (a, lda): (*const u32, usize),
+        b: *const u32,
+    ) {
+        for q in pairs {
+            // SAFETY: pair `q` of each panel is inside it (the caller's contract); the
             // loads are unaligned.
             let (b0, b1) = unsafe {
                 let bq = b.add(q * NR);
@@ -732,13 +884,33 @@ mod x86 {
             };
             let (b0, b1) = (as_bh(b0), as_bh(b1));
             for (r, cr) in acc.iter_mut().enumerate() {
-                // SAFETY: word `r * KC + q` is inside `a` (the caller's contract).
+                // SAFETY: word `r * lda + q` is inside `a` (the caller's contract).
                 let w = unsafe { a.add(r * lda + q).read() } as i32;
                 let x = as_bh(_mm512_set1_epi32(w));
                 cr[0] = _mm512_dpbf16_ps(cr[0], x, b0);
                 cr[1] = _mm512_dpbf16_ps(cr[1], x, b1);
             }
         }
+    }
+
+    /// Finishes the sums of `acc.len()` rows of a tile (row `r`'s `NR` columns in `acc[r]`) as
+    /// `mode` says, on their first `cols` columns of `c` (`f32`, row stride `ACC_LD`) or `dst`
+    /// (`bf16` bits, row stride `ldd`). The rounding to `bf16` is to nearest, ties to even, as
+    /// `half`'s `from_f32`, with NaN kept quiet; sums in the subnormal range become zero.
+    ///
+    /// # Safety
+    /// The CPU must have AVX-512F, AVX-512BW and AVX512-BF16; `c` (read in `Add` and
+    /// `AddRound`, written in `Store` and `Add`) and `dst` (written in `Round` and `AddRound`)
+    /// must hold `acc.len()` rows of `cols` values at their strides, `cols <= NR`.
+    #[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
+    #[inline]
+    unsafe fn finish(
+        acc: &[[__m512; 2]],
+        c: *mut f32,
+        (dst, ldd): (*mut u16, usize),
+        cols: usize,
+        mode: Mode,
+    ) {
         // The columns in use: the first 16 in the first vector, the rest in the second.
         let m0: __mmask16 = if cols >= 16 { !0 } else { (1 << cols) - 1 };
         let m1: __mmask16 = if cols >= NR {
@@ -747,9 +919,9 @@ mod x86 {
             ((1u32 << cols.saturating_sub(16)) - 1) as u16
         };
         let m32: __mmask32 = m0 as u32 | (m1 as u32) << 16;
-        for (r, cr) in acc.iter().enumerate().take(rows) {
-            // SAFETY: row `r < rows` of the tile, columns `< cols` (the masks) of `c` or `dst`
-            // (the caller's contract); masked-off lanes are neither read nor written.
+        for (r, cr) in acc.iter().enumerate() {
+            // SAFETY: row `r` of the tile, columns `< cols` (the masks) of `c` or `dst` (the
+            // caller's contract); masked-off lanes are neither read nor written.
             unsafe {
                 let cr_ptr = c.wrapping_add(r * ACC_LD);
                 let (mut v0, mut v1) = (cr[0], cr[1]);
@@ -771,12 +943,184 @@ mod x86 {
             }
         }
     }
+
+    /// AMX's tile configuration for [`tiles`]: palette 1, all eight tiles 16 rows of 64 bytes
+    /// (`tmm0`-`tmm3` the four `16 x 16` `f32` sums, `tmm4`-`tmm5` two `16 x 16`-word blocks of
+    /// `a`, `tmm6`-`tmm7` two `16 x 16`-word blocks of `b`).
+    #[repr(C, align(64))]
+    struct TileConfig([u8; 64]);
+
+    static TILE_CONFIG: TileConfig = {
+        let mut cfg = [0u8; 64];
+        cfg[0] = 1; // palette
+        let mut t = 0;
+        while t < 8 {
+            cfg[16 + 2 * t] = 64; // bytes per row (little-endian u16)
+            cfg[48 + t] = 16; // rows
+            t += 1;
+        }
+        TileConfig(cfg)
+    };
+
+    /// The [`super::Kernel::Tiles`] micro-kernel: [`dot`]'s work on a `TILE_MR x NR` tile, with
+    /// `a` a packed micro-panel in runs of 16 pairs (`Kernel::a_word`). The first
+    /// `16 * (kc / 16)` pairs go through AMX (per 16 pairs: `a`'s two tiles, one 2 KiB run,
+    /// and `b`'s two, four `tdpbf16ps` into the four sum tiles), the sums are stored to the
+    /// stack, and the last `kc % 16` pairs are added with `vdpbf16ps` (the same sums of pairs,
+    /// one rounding per pair of products) 8 rows at a time before [`finish`].
+    ///
+    /// The loop loads the next step's first tiles of `a` and `b` as soon as this step's
+    /// products are done with them (the tile registers are not renamed, so a load waits for
+    /// the products that read its register): 3-5% faster than loading each step's four tiles
+    /// at its start (measured with a scratch loop on the Xeon of [`super::pack_a`]). All tile
+    /// state lives inside one `asm!` block, which configures the tiles and releases them before
+    /// it ends: no tile register is live between blocks, and a thread between products
+    /// carries no tile state.
+    ///
+    /// # Safety
+    /// [`dot`]'s, with `TILE_MR` for `DOT_MR` and `a` holding `TILE_MR` rows of `kc` pairs as
+    /// `Kernel::a_word` places them (`TILE_MR * 16 * kc.div_ceil(16)` words); and the OS must
+    /// have granted this process the tile data (`tiles_supported()`).
+    #[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
+    pub(super) unsafe fn tiles(
+        kc: usize,
+        a: *const u32,
+        b: *const u32,
+        c: *mut f32,
+        (dst, ldd): (*mut u16, usize),
+        (rows, cols): (usize, usize),
+        mode: Mode,
+    ) {
+        /// The four tiles' sums, `TILE_MR` rows of `NR` floats.
+        #[repr(C, align(64))]
+        struct Sums([[f32; NR]; TILE_MR]);
+        let mut sums = Sums([[0.0; NR]; TILE_MR]);
+        let steps = kc / 16;
+        if steps > 0 {
+            // SAFETY: the CPU has AMX-TILE and AMX-BF16 and the OS's grant (the caller's
+            // contract). Each tile load reads 16 rows of 64 bytes: of `a`, the two halves of
+            // step `s`'s run (words `s * 512 ..` and `+ 256`, 16 words a row); of `b`, pairs
+            // `16 s .. 16 s + 16` of the panel (`NR` words a pair, the tiles its first and
+            // second 16 columns); for `s < steps`, inside the operands by the caller's
+            // contract (the loop is peeled so that no load reaches step `steps`). The stores
+            // write `sums`, 32 rows of 128 bytes. The block touches no memory else, no
+            // stack, and leaves the tiles released (their initial state).
+            unsafe {
+                asm!(
+                    "ldtilecfg [{cfg}]",
+                    "tilezero tmm0",
+                    "tilezero tmm1",
+                    "tilezero tmm2",
+                    "tilezero tmm3",
+                    "tileloadd tmm4, [{a} + {s64}*1]",
+                    "tileloadd tmm6, [{b} + {s128}*1]",
+                    "dec {steps}",
+                    "jz 3f",
+                    "2:",
+                    "tileloadd tmm7, [{b} + {s128}*1 + 64]",
+                    "tdpbf16ps tmm0, tmm4, tmm6",
+                    "tileloadd tmm5, [{a} + {s64}*1 + 1024]",
+                    "tdpbf16ps tmm1, tmm4, tmm7",
+                    "add {a}, 2048",
+                    "add {b}, 2048",
+                    "tdpbf16ps tmm2, tmm5, tmm6",
+                    "tileloadd tmm4, [{a} + {s64}*1]",
+                    "tdpbf16ps tmm3, tmm5, tmm7",
+                    "tileloadd tmm6, [{b} + {s128}*1]",
+                    "dec {steps}",
+                    "jnz 2b",
+                    "3:",
+                    "tileloadd tmm7, [{b} + {s128}*1 + 64]",
+                    "tdpbf16ps tmm0, tmm4, tmm6",
+                    "tileloadd tmm5, [{a} + {s64}*1 + 1024]",
+                    "tdpbf16ps tmm1, tmm4, tmm7",
+                    "tdpbf16ps tmm2, tmm5, tmm6",
+                    "tdpbf16ps tmm3, tmm5, tmm7",
+                    "tilestored [{s0} + {s128}*1], tmm0",
+                    "tilestored [{s0} + {s128}*1 + 64], tmm1",
+                    "tilestored [{s1} + {s128}*1], tmm2",
+                    "tilestored [{s1} + {s128}*1 + 64], tmm3",
+                    "tilerelease",
+                    cfg = in(reg) TILE_CONFIG.0.as_ptr(),
+                    a = inout(reg) a => _,
+                    b = inout(reg) b => _,
+                    // A tile row of `a`'s runs: 16 words.
+                    s64 = in(reg) 64usize,
+                    // A pair of `b`'s panel, and a row of `sums`: `NR` words.
+                    s128 = in(reg) NR * 4,
+                    steps = inout(reg) steps => _,
+                    s0 = in(reg) sums.0.as_mut_ptr(),
+                    s1 = in(reg) sums.0[16..].as_mut_ptr(),
+                    options(nostack),
+                );
+            }
+        }
+        // The pairs past the last whole step: the rows' words in the last run, 16 apart.
+        let (tail_a, tail_b) = (
+            a.wrapping_add(steps * TILE_MR * 16),
+            b.wrapping_add(steps * 16 * NR),
+        );
+        for (r0, rows8) in (0..rows).step_by(8).map(|r0| (r0, 8.min(rows - r0))) {
+            let mut acc = [[_mm512_setzero_ps(); 2]; 8];
+            for (v, row) in acc.iter_mut().zip(&sums.0[r0..]) {
+                // SAFETY: a row of `sums` is `NR` = 32 floats.
+                unsafe {
+                    v[0] = _mm512_loadu_ps(row.as_ptr());
+                    v[1] = _mm512_loadu_ps(row.as_ptr().add(16));
+                }
+            }
+            // SAFETY: the last run holds `kc % 16` pairs of every row, and `b` `kc` pairs
+            // (the caller's contract).
+            unsafe {
+                dot_pairs(
+                    &mut acc,
+                    0..kc % 16,
+                    (tail_a.wrapping_add(r0 * 16), 16),
+                    tail_b,
+                )
+            };
+            // SAFETY: rows `r0 .. r0 + rows8` of the tile, inside `c` or `dst` (the caller's
+            // contract).
+            unsafe {
+                finish(
+                    &acc[..rows8],
+                    c.wrapping_add(r0 * ACC_LD),
+                    (dst.wrapping_add(r0 * ldd), ldd),
+                    cols,
+                    mode,
+                )
+            };
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use rayon::prelude::*;
+
+    /// The row-block and tile sizes the test shapes are built around (`vdpbf16ps`'s; the AMX
+    /// kernel's tiles of 32 rows and row blocks of up to 4 of them fall on other rows of the
+    /// same shapes).
+    const MR: usize = DOT_MR;
+    const MC: usize = MC_PANELS * DOT_MR;
+
+    /// The kernels this CPU can run, whether or not `matmul` prefers them here, after saying
+    /// which cannot.
+    fn kernels_here() -> Vec<Kernel> {
+        let mut here = Vec::new();
+        if supported() {
+            here.push(Kernel::Dot);
+        } else {
+            eprintln!("skipping the vdpbf16ps kernel: this CPU has no AVX512-BF16");
+        }
+        if tiles_supported() {
+            here.push(Kernel::Tiles);
+        } else {
+            eprintln!("skipping the AMX kernel: this CPU or OS gives no AMX-BF16 tiles");
+        }
+        here
+    }
 
     /// A row-major view of `data` from its start, rows `rs` apart.
     fn row_major(data: &[bf16], rs: usize) -> MatrixView<'_, bf16> {
@@ -799,16 +1143,6 @@ mod tests {
             .collect()
     }
 
-    /// True, after saying so, where the CPU lacks AVX512-BF16: the kernel cannot run there
-    /// (`matmul` widens `bf16` to `f32` instead, which `tests/half_ops.rs` checks).
-    fn skip_without_the_instruction() -> bool {
-        let skip = !supported();
-        if skip {
-            eprintln!("skipping: this CPU has no AVX512-BF16");
-        }
-        skip
-    }
-
     /// Against the f64 product of the same `bf16` values, on odd sizes (every edge: rows past
     /// `MR` and `MC`, columns past `NR` and `NC`, an odd `k`, more than one `KC` block, row
     /// blocks shortened by a long `k`, more than one thread) and every stride order of both
@@ -816,10 +1150,12 @@ mod tests {
     /// at an offset inside a larger buffer.
     #[test]
     fn bf16_kernel_matches_the_f64_product() {
-        // Wherever the CPU has the instruction, whether or not `matmul` prefers it there.
-        if skip_without_the_instruction() {
-            return;
+        for kernel in kernels_here() {
+            matches_the_f64_product(kernel);
         }
+    }
+
+    fn matches_the_f64_product(kernel: Kernel) {
         let mut seed = 0x2545_f491_4f6c_dd1du64;
         let sizes = [
             (1, 1, 1),
@@ -839,6 +1175,11 @@ mod tests {
             (2 * MC + 5, 2 * KC + 2, NC + 3),
             // Rows 4 KiB apart: packed after all.
             (25, 2048, 33),
+            // The AMX kernel's pairs of `k` past the last whole 16 (1 to 15 of them, and all
+            // of a short `k`), on a whole tile of 32 rows read in place and a short one.
+            (TILE_MR + 9, 2 * 16 + 2, 2 * NR + 3),
+            (2 * TILE_MR, 2 * 16 * 7 + 30, NR),
+            (TILE_MR + 1, 30, 17),
         ];
         for (m, k, n) in sizes {
             // Each operand in a buffer 3 times its size, at an offset (odd for an odd `k`,
@@ -879,7 +1220,7 @@ mod tests {
                     col_stride: b_cs,
                 };
                 let mut dst = vec![bf16::NAN; m * n];
-                gemm(&mut dst, (m, k, n), va, vb).unwrap();
+                gemm(&mut dst, (m, k, n), va, vb, kernel).unwrap();
                 for i in 0..m {
                     for j in 0..n {
                         let (mut want, mut mag) = (0f64, 0f64);
@@ -895,7 +1236,7 @@ mod tests {
                             + 1e-30;
                         assert!(
                             (got - want).abs() <= tol,
-                            "({m}, {k}, {n}) strides {oa}/{ob} at ({i}, {j}): {got} vs {want}"
+                            "{kernel:?} ({m}, {k}, {n}) strides {oa}/{ob} at ({i}, {j}): {got} vs {want}"
                         );
                     }
                 }
@@ -909,25 +1250,31 @@ mod tests {
     /// one order whichever thread computes it.
     #[test]
     fn concurrent_products_from_the_pool_give_the_same_bits() {
-        if skip_without_the_instruction() {
-            return;
-        }
         let mut seed = 0x9e37_79b9_7f4a_7c15u64;
         let (m, k, n) = (3 * MC + 5, 2 * KC * 2 + 9, 2 * NC + 7);
         let a = values(m * k, &mut seed);
         let b = values(k * n, &mut seed);
-        let product = || {
-            let mut dst = vec![bf16::NAN; m * n];
-            gemm(&mut dst, (m, k, n), row_major(&a, k), row_major(&b, n)).unwrap();
-            dst
-        };
-        let alone = product();
-        let together: Vec<Vec<bf16>> = (0..6).into_par_iter().map(|_| product()).collect();
-        for dst in together {
-            assert!(dst
-                .iter()
-                .zip(&alone)
-                .all(|(x, y)| x.to_bits() == y.to_bits()));
+        for kernel in kernels_here() {
+            let product = || {
+                let mut dst = vec![bf16::NAN; m * n];
+                gemm(
+                    &mut dst,
+                    (m, k, n),
+                    row_major(&a, k),
+                    row_major(&b, n),
+                    kernel,
+                )
+                .unwrap();
+                dst
+            };
+            let alone = product();
+            let together: Vec<Vec<bf16>> = (0..6).into_par_iter().map(|_| product()).collect();
+            for dst in together {
+                assert!(dst
+                    .iter()
+                    .zip(&alone)
+                    .all(|(x, y)| x.to_bits() == y.to_bits()));
+            }
         }
     }
 
@@ -936,9 +1283,12 @@ mod tests {
     /// and the `f64` product's values; `a` read in place (even `k`) over two `KC` blocks.
     #[test]
     fn column_groups_on_any_pool_give_the_same_bits() {
-        if skip_without_the_instruction() {
-            return;
+        for kernel in kernels_here() {
+            same_bits_on_any_pool(kernel);
         }
+    }
+
+    fn same_bits_on_any_pool(kernel: Kernel) {
         let mut seed = 0x5851_f42d_4c95_7f2du64;
         let (m, k, n) = (5 * MC + 7, 2 * KC + 2, 3 * NC + 5);
         let a = values(m * k, &mut seed);
@@ -949,7 +1299,10 @@ mod tests {
                 .build()
                 .unwrap();
             let mut dst = vec![bf16::NAN; m * n];
-            pool.install(|| gemm(&mut dst, (m, k, n), row_major(&a, k), row_major(&b, n)).unwrap());
+            pool.install(|| {
+                let (a, b) = (row_major(&a, k), row_major(&b, n));
+                gemm(&mut dst, (m, k, n), a, b, kernel).unwrap()
+            });
             dst
         };
         let one = on(1);
@@ -963,7 +1316,10 @@ mod tests {
                 }
                 let tol = mag * k as f64 * f32::EPSILON as f64 + want.abs() * 2f64.powi(-8);
                 let got = one[i * n + j].to_f64();
-                assert!((got - want).abs() <= tol, "({i}, {j}): {got} vs {want}");
+                assert!(
+                    (got - want).abs() <= tol,
+                    "{kernel:?} ({i}, {j}): {got} vs {want}"
+                );
             }
         }
         for threads in [3, 5] {
@@ -973,7 +1329,7 @@ mod tests {
                     .iter()
                     .zip(&one)
                     .all(|(x, y)| x.to_bits() == y.to_bits());
-                assert!(same, "{threads} threads");
+                assert!(same, "{kernel:?} {threads} threads");
             }
         }
     }
@@ -982,11 +1338,11 @@ mod tests {
     /// the full tiles and in a right-edge tile, on one `KC` block and on several.
     #[test]
     fn special_values_come_out_as_the_f64_product_says() {
-        if skip_without_the_instruction() {
-            return;
-        }
-        for k in [5, 2 * KC + 5] {
-            let (m, n) = (MR + 3, NR + 8);
+        for (kernel, k) in kernels_here().into_iter().flat_map(|kr| {
+            // Short of one AMX step, past whole steps, and over several `KC` blocks.
+            [5, 2 * 16 * 3 + 5, 2 * KC + 5].map(|k| (kr, k))
+        }) {
+            let (m, n) = (TILE_MR + 3, NR + 8);
             let mut a = vec![bf16::from_f32(0.5); m * k];
             let b: Vec<bf16> = (0..k * n)
                 .map(|i| bf16::from_f32(1.0 + (i % 7) as f32))
@@ -999,9 +1355,11 @@ mod tests {
             for x in &mut a[5 * k..6 * k] {
                 *x = bf16::from_f32(3e37); // row 5: finite products whose sum overflows
             }
-            a[(MR + 1) * k + 1] = bf16::NAN; // a row past the first tile
+            a[(MR + 1) * k + 1] = bf16::NAN; // a row past the first `vdpbf16ps` tile
+            a[(TILE_MR + 1) * k + k - 1] = bf16::INFINITY; // past the first AMX tile, last pair
             let mut dst = vec![bf16::ZERO; m * n];
-            gemm(&mut dst, (m, k, n), row_major(&a, k), row_major(&b, n)).unwrap();
+            let (va, vb) = (row_major(&a, k), row_major(&b, n));
+            gemm(&mut dst, (m, k, n), va, vb, kernel).unwrap();
             for i in 0..m {
                 for j in 0..n {
                     let want: f64 = (0..k)
@@ -1011,7 +1369,7 @@ mod tests {
                     let got = dst[i * n + j];
                     assert!(
                         got == want || got.is_nan() && want.is_nan(),
-                        "k = {k} at ({i}, {j}): {got} vs {want}"
+                        "{kernel:?} k = {k} at ({i}, {j}): {got} vs {want}"
                     );
                 }
             }
