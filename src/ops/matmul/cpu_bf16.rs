@@ -60,12 +60,10 @@ const NR: usize = 32;
 /// GFLOP/s, against 183-201 and 158 with 128 pairs (a 16 KiB panel kept in L1).
 const KC: usize = 512;
 /// Most micro-panels of `a` (of the kernel's `mr` rows) per row block of a thread; fewer when
-/// `k` is long, so that the block's packed `a`, every `KC` block of it, stays within
-/// [`A_BLOCK_WORDS`].
+/// `k` is long, so that the block's packed `a`, every `KC` block of it, stays within the
+/// kernel's budget ([`Kernel::a_block_words`]).
 const MC_PANELS: usize = 8;
-/// Words of packed `a` per row block: 256 KiB, a quarter of a Zen 4 core's L2, beside the
-/// `f32` sums of one column block (`MC * NC * 4` bytes, 192 KiB) and the `b` panels going by.
-const A_BLOCK_WORDS: usize = 64 * 1024;
+
 /// Columns of `dst` per column block (a multiple of `NR`).
 const NC: usize = 16 * NR;
 /// Micro-panels of `b` per packed unit (one `KC` block by `UNIT_PANELS * NR` columns), the
@@ -98,6 +96,19 @@ impl Kernel {
         match self {
             Kernel::Dot => DOT_MR,
             Kernel::Tiles => TILE_MR,
+        }
+    }
+
+    /// Words of packed `a` per row block. For `Dot`, 256 KiB, a quarter of a Zen 4 core's L2,
+    /// beside the `f32` sums of one column block (192 KiB) and the `b` panels going by. For
+    /// `Tiles`, 1 MiB, half the L2 of Intel's cores with AMX: 4 tiles of rows at `k` = 2048
+    /// instead of 2, so that each pass over the packed `b` (8 MiB at n = 2048, past L2) serves
+    /// twice the rows; measured on the Xeon of `pack_a`, two threads, two rounds: n = 2048
+    /// 1575-1649 GFLOP/s against 1504-1543 with 256 KiB, n = 512 and 1024 the same.
+    const fn a_block_words(self) -> usize {
+        match self {
+            Kernel::Dot => 64 * 1024,
+            Kernel::Tiles => 256 * 1024,
         }
     }
 
@@ -320,15 +331,38 @@ fn pack_a(
 ) {
     let mr = kernel.mr();
     let c0 = 2 * q0;
+    // `a`'s rows as words, when its pairs are (row-major, an even `k`, word-aligned): `Tiles`
+    // then copies each row's runs straight from `a`.
+    let rows_as_words = (kernel == Kernel::Tiles && a.cs == 1 && k.is_multiple_of(2))
+        .then_some(())
+        .filter(|_| a.rs.is_multiple_of(2) && a.offset.is_multiple_of(2))
+        .and_then(|_| u32_words(a.data));
     let mut line = [0u32; KC];
     for (i, panel) in out.chunks_exact_mut(mr * KC).enumerate() {
         for r in 0..mr {
+            let row = i * mr + r;
+            if let (Some(words), true) = (rows_as_words, row < rows) {
+                let src = &words[(a.offset + (r0 + row) * a.rs) / 2 + q0..][..kc];
+                let runs = src.chunks_exact(16);
+                let (last, tail) = (kc / 16, runs.remainder());
+                for (step, run) in runs.enumerate() {
+                    // A run of 16 words, one 64-byte move (not a call to `memcpy`).
+                    let run: &[u32; 16] = run.try_into().expect("16 words");
+                    let to: &mut [u32; 16] = (&mut panel[kernel.a_word(r, 16 * step)..][..16])
+                        .try_into()
+                        .expect("16 words");
+                    *to = *run;
+                }
+                if !tail.is_empty() {
+                    panel[kernel.a_word(r, 16 * last)..][..tail.len()].copy_from_slice(tail);
+                }
+                continue;
+            }
             // The row's words: straight into the panel for `Dot`, through `line` for `Tiles`.
             let words = match kernel {
                 Kernel::Dot => &mut panel[r * KC..][..kc],
                 Kernel::Tiles => &mut line[..kc],
             };
-            let row = i * mr + r;
             if row >= rows {
                 words.fill(0);
             } else if a.cs == 1 {
@@ -460,7 +494,7 @@ pub(crate) fn gemm(
     // other. (With even blocks, one thread waited 300-450 us of a 5.6 ms product at
     // n = 1024 for the other's last block.) The blocks' sizes depend on the thread count, but
     // a tile's sums on its row and column alone: the same bits on any number of threads.
-    let mc = (A_BLOCK_WORDS / kblocks.saturating_mul(KC * mr)).clamp(1, MC_PANELS) * mr;
+    let mc = (kernel.a_block_words() / kblocks.saturating_mul(KC * mr)).clamp(1, MC_PANELS) * mr;
     let sharers = workers.div_ceil(groups);
     let mut row_blocks = Vec::new();
     let (mut row, mut left) = (0, micro);
@@ -497,9 +531,9 @@ pub(crate) fn gemm(
     // as rows a multiple of 4 KiB apart would: twelve streams in an 8-way set): no copy of
     // `a` at all, where each column group's worker would otherwise pack all of it. Not for
     // the AMX kernel, which reads its packing's runs as one stream (see `pack_a`).
-    let a_words = (kernel == Kernel::Dot && a.cs == 1 && k % 2 == 0 && a.rs % 2 == 0)
+    let a_words = (kernel == Kernel::Dot && a.cs == 1 && k.is_multiple_of(2))
         .then_some(())
-        .filter(|_| a.offset % 2 == 0)
+        .filter(|_| a.rs.is_multiple_of(2) && a.offset.is_multiple_of(2))
         .and_then(|_| u32_words(a.data))
         .filter(|_| a.rs.wrapping_mul(2) % 4096 != 0)
         .map(|words| (words, a.rs / 2));
@@ -547,7 +581,12 @@ pub(crate) fn gemm(
                     let bu = unit(kb, p / UNIT_PANELS);
                     let bp = &bu[p % UNIT_PANELS * KC * NR..][..kc * NR];
                     let cols = NR.min(n - p * NR);
-                    for i in 0..bmicro {
+                    // The micro-panels read in place, then the packed ones: each run of
+                    // micro-panels in one call, their tiles one above the other.
+                    for (i, panels) in [(0, in_place), (in_place, bmicro - in_place)] {
+                        if panels == 0 {
+                            continue;
+                        }
                         let ap = match a_words {
                             Some((words, lda)) if i < in_place => {
                                 let row = a.offset + (r0 + i * mr) * a.rs;
@@ -561,17 +600,17 @@ pub(crate) fn gemm(
                                 prior: (kb > 0).then(|| &acc[at..]),
                                 out: &out,
                                 at: (r0 + i * mr, p * NR),
-                                rows: mr.min(brows - i * mr),
+                                rows: (brows - i * mr).min(panels * mr),
                             }
                         } else if kb == 0 {
                             Sink::Store(&mut acc[at..])
                         } else {
                             Sink::Add(&mut acc[at..])
                         };
-                        // SAFETY: this tile of `dst` (rows of row block `blk`, columns of
-                        // group `g`) is in the item `(g, blk)`, which `next[g]` hands to one
-                        // worker only, and no other item's tiles overlap it.
-                        unsafe { tile(kernel, kc, ap, bp, cols, sink) };
+                        // SAFETY: these tiles of `dst` (rows of row block `blk`, columns of
+                        // group `g`) are in the item `(g, blk)`, which `next[g]` hands to one
+                        // worker only, and no other item's tiles overlap them.
+                        unsafe { tiles(kernel, kc, ap, panels, bp, cols, sink) };
                     }
                 }
             }
@@ -677,11 +716,41 @@ struct Unit<'a> {
     packed: OnceLock<&'a [u32]>,
 }
 
-/// `len` words of scratch from the `f32` buffer pool, allocated fallibly: a recycled buffer
-/// comes as the last product left it (hot in the caches, and not cleared: every word is
-/// written before it is read), and goes back to the pool when dropped.
-fn scratch(len: usize) -> Result<PooledVec<f32>> {
-    PooledVec::with_len(len)
+/// `len` words of scratch from the `f32` buffer pool, allocated fallibly, starting on a cache
+/// line: a recycled buffer comes as the last product left it (hot in the caches, and not
+/// cleared: every word is written before it is read), and goes back to the pool when dropped.
+fn scratch(len: usize) -> Result<Scratch> {
+    Ok(Scratch {
+        buf: PooledVec::with_len(len.saturating_add(LINE_WORDS - 1))?,
+        len,
+    })
+}
+
+/// Words in a cache line (64 bytes).
+const LINE_WORDS: usize = 16;
+
+/// A buffer of [`scratch`]: `len` words from the first cache line of `buf` (the pool's
+/// buffers start where the allocator put them, 16 bytes into a line for large ones). Every
+/// packed row of 64 bytes then lies in one line: an AMX tile load of rows that straddle two
+/// lines took six times as long (4 loads of 16 rows from L1 in 203 cycles against 33.6, the
+/// whole kernel at 877 GFLOP/s against 1413 on one thread, measured on the Xeon of `pack_a`
+/// with a scratch loop), and `vdpbf16ps`'s 64-byte loads of `b` each touch one line.
+struct Scratch {
+    buf: PooledVec<f32>,
+    len: usize,
+}
+
+impl Scratch {
+    fn as_mut_slice(&mut self) -> &mut [f32] {
+        let words = self.buf.as_mut_slice();
+        // An `f32` is 4-byte aligned, so at most 15 words to the line; anything else (an
+        // offset the platform cannot compute) leaves the buffer as it is, correct but slower.
+        let skip = match words.as_ptr().align_offset(64) {
+            skip if skip < LINE_WORDS => skip,
+            _ => 0,
+        };
+        &mut words[skip..][..self.len]
+    }
 }
 
 /// `data` as 32-bit words (word `i` = elements `2 i` and `2 i + 1`), when it starts at a
@@ -700,7 +769,8 @@ fn as_words(v: &mut [f32]) -> &mut [u32] {
     unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast::<u32>(), v.len()) }
 }
 
-/// Where a tile's sum over its `kc` pairs goes: the kernel's `mr` rows of `cols`, at row stride `ACC_LD` in the
+/// Where the sums of a column of tiles over their `kc` pairs go: `panels` tiles of the
+/// kernel's `mr` rows (one above the other) by `cols` columns, at row stride `ACC_LD` in the
 /// `f32` sums and `n` in `dst`.
 enum Sink<'a> {
     /// `c = sum`: the first of several `KC` blocks.
@@ -708,7 +778,7 @@ enum Sink<'a> {
     /// `c += sum`: a block between the first and the last.
     Add(&'a mut [f32]),
     /// The last block: `dst = bf16(prior + sum)` (or of `sum` alone when it is also the
-    /// first), for the tile's first `rows` rows, at row and column `at` of `out`.
+    /// first), for the tiles' first `rows` rows, at row and column `at` of `out`.
     Round {
         prior: Option<&'a [f32]>,
         out: &'a Out,
@@ -717,39 +787,45 @@ enum Sink<'a> {
     },
 }
 
-/// Runs `kernel` on one `mr x cols` tile: the packed panels' product, summed from zero (so the
-/// tile's earlier sums are read only after the products, their cache misses hidden behind the
-/// next tile's work), then into `sink`.
+/// Runs `kernel` on a column of `panels` tiles of `mr x cols`: the product of `panels`
+/// micro-panels of `a` (`mr * lda` words apart) with one micro-panel of `b`, each tile summed
+/// from zero (so its earlier sums are read only after the products, their cache misses hidden
+/// behind the next tile's work), then into `sink`.
 ///
 /// # Safety
-/// With [`Sink::Round`], no other thread may read or write the tile's part of `dst` while
-/// this runs (its bounds are checked here). `kernel` must be able to run on this CPU (as
-/// `gemm` asserts).
-unsafe fn tile(
+/// With [`Sink::Round`], no other thread may read or write the tiles' part of `dst` while this
+/// runs (its bounds are checked here). `kernel` must be able to run on this CPU (as `gemm`
+/// asserts).
+unsafe fn tiles(
     kernel: Kernel,
     kc: usize,
     (a, lda): (&[u32], usize),
+    panels: usize,
     b: &[u32],
     cols: usize,
     sink: Sink<'_>,
 ) {
     let mr = kernel.mr();
-    assert!(kc <= KC && b.len() >= kc * NR);
+    let all = panels * mr;
+    assert!(panels >= 1 && kc <= KC && b.len() >= kc * NR);
     match kernel {
-        Kernel::Dot => assert!(kc <= lda && a.len() >= (mr - 1) * lda + kc),
-        // A packed micro-panel (`Kernel::a_word`), whole runs of 16 pairs.
-        Kernel::Tiles => assert!(a.len() >= mr * kc.next_multiple_of(16)),
+        Kernel::Dot => assert!(kc <= lda && a.len() >= (all - 1) * lda + kc),
+        // Packed micro-panels (`Kernel::a_word`), `mr * KC` words apart, whole runs of 16
+        // pairs.
+        Kernel::Tiles => {
+            assert!(lda == KC && a.len() >= (panels - 1) * mr * KC + mr * kc.next_multiple_of(16))
+        }
     }
     assert!((1..=NR).contains(&cols));
     let tile_len = |rows: usize, ld: usize| (rows - 1) * ld + cols;
     let (mode, c, dst, rows) = match sink {
         Sink::Store(c) => {
-            assert!(c.len() >= tile_len(mr, ACC_LD));
-            (Mode::Store, c.as_mut_ptr(), (std::ptr::null_mut(), 0), mr)
+            assert!(c.len() >= tile_len(all, ACC_LD));
+            (Mode::Store, c.as_mut_ptr(), (std::ptr::null_mut(), 0), all)
         }
         Sink::Add(c) => {
-            assert!(c.len() >= tile_len(mr, ACC_LD));
-            (Mode::Add, c.as_mut_ptr(), (std::ptr::null_mut(), 0), mr)
+            assert!(c.len() >= tile_len(all, ACC_LD));
+            (Mode::Add, c.as_mut_ptr(), (std::ptr::null_mut(), 0), all)
         }
         Sink::Round {
             prior,
@@ -757,7 +833,7 @@ unsafe fn tile(
             at: (r, c),
             rows,
         } => {
-            assert!((1..=mr).contains(&rows) && r + rows <= out.m && c + cols <= out.n);
+            assert!(all - mr < rows && rows <= all && r + rows <= out.m && c + cols <= out.n);
             let dst = (out.ptr.wrapping_add(r * out.n + c), out.n);
             match prior {
                 Some(c) => {
@@ -769,18 +845,32 @@ unsafe fn tile(
             }
         }
     };
-    let (a, b) = ((a.as_ptr(), lda), b.as_ptr());
+    let (a, b) = (a.as_ptr(), b.as_ptr());
     #[cfg(target_arch = "x86_64")]
     // SAFETY: `gemm` runs only when `supported()` found AVX-512F, AVX-512BW and AVX512-BF16,
     // and with `Kernel::Tiles` only when `tiles_supported()` found AMX and the OS's grant (the
-    // caller's contract); the packed panels hold `kc` pairs of `mr` rows and `NR` columns, and
-    // `c` (row stride `ACC_LD`) and `dst` hold the `rows` rows of `cols` values that `mode`
-    // touches (asserted above); `c` is written only in the modes that got it from a `&mut`,
-    // `dst` by this thread alone (the caller's contract).
+    // caller's contract); the micro-panels hold `kc` pairs of `mr` rows (asserted above, as
+    // each kernel reads them) and `b`'s `kc` pairs of `NR` columns, and `c` (row stride
+    // `ACC_LD`) and `dst` hold the `rows` rows of `cols` values that `mode` touches (asserted
+    // above); `c` is written only in the modes that got it from a `&mut`, `dst` by this
+    // thread alone (the caller's contract).
     unsafe {
         match kernel {
-            Kernel::Dot => x86::dot(kc, a, b, c, dst, (rows, cols), mode),
-            Kernel::Tiles => x86::tiles(kc, a.0, b, c, dst, (rows, cols), mode),
+            Kernel::Dot => {
+                for i in 0..panels {
+                    let at = i * DOT_MR;
+                    x86::dot(
+                        kc,
+                        (a.wrapping_add(at * lda), lda),
+                        b,
+                        c.wrapping_add(at * ACC_LD),
+                        (dst.0.wrapping_add(at * dst.1), dst.1),
+                        (DOT_MR.min(rows - at), cols),
+                        mode,
+                    )
+                }
+            }
+            Kernel::Tiles => x86::tiles(kc, (a, panels), b, c, dst, (rows, cols), mode),
         }
     };
     #[cfg(not(target_arch = "x86_64"))]
@@ -802,7 +892,7 @@ enum Mode {
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{Mode, ACC_LD, DOT_MR, NR, TILE_MR};
+    use super::{Mode, ACC_LD, DOT_MR, MC_PANELS, NR, TILE_MR};
     use std::arch::asm;
     use std::arch::x86_64::*;
 
@@ -962,59 +1052,75 @@ mod x86 {
         TileConfig(cfg)
     };
 
-    /// The [`super::Kernel::Tiles`] micro-kernel: [`dot`]'s work on a `TILE_MR x NR` tile, with
-    /// `a` a packed micro-panel in runs of 16 pairs (`Kernel::a_word`). The first
-    /// `16 * (kc / 16)` pairs go through AMX (per 16 pairs: `a`'s two tiles, one 2 KiB run,
-    /// and `b`'s two, four `tdpbf16ps` into the four sum tiles), the sums are stored to the
-    /// stack, and the last `kc % 16` pairs are added with `vdpbf16ps` (the same sums of pairs,
-    /// one rounding per pair of products) 8 rows at a time before [`finish`].
+    /// The [`super::Kernel::Tiles`] micro-kernel on a column of `panels` tiles of `TILE_MR x
+    /// NR` (at most `MC_PANELS`): [`dot`]'s work on each, with `a` packed micro-panels in runs
+    /// of 16 pairs (`Kernel::a_word`), `TILE_MR * KC` words apart, and the tiles' rows one
+    /// after the other in `c` and `dst`. For each tile, the first `16 * (kc / 16)` pairs go
+    /// through AMX (per 16 pairs: `a`'s two tiles, one 2 KiB run, and `b`'s two, four
+    /// `tdpbf16ps` into the four sum tiles) and the sums are stored to the stack; then the
+    /// last `kc % 16` pairs are added with `vdpbf16ps` (the same sums of pairs, one rounding
+    /// per pair of products) 8 rows at a time before [`finish`].
     ///
     /// The loop loads the next step's first tiles of `a` and `b` as soon as this step's
     /// products are done with them (the tile registers are not renamed, so a load waits for
     /// the products that read its register): 3-5% faster than loading each step's four tiles
     /// at its start (measured with a scratch loop on the Xeon of [`super::pack_a`]). All tile
-    /// state lives inside one `asm!` block, which configures the tiles and releases them before
-    /// it ends: no tile register is live between blocks, and a thread between products
-    /// carries no tile state.
+    /// state lives inside one `asm!` block, which configures the tiles once for the column
+    /// and releases them before it ends: no tile register is live between blocks, and a
+    /// thread between products carries no tile state.
     ///
     /// # Safety
-    /// [`dot`]'s, with `TILE_MR` for `DOT_MR` and `a` holding `TILE_MR` rows of `kc` pairs as
-    /// `Kernel::a_word` places them (`TILE_MR * 16 * kc.div_ceil(16)` words); and the OS must
-    /// have granted this process the tile data (`tiles_supported()`).
+    /// [`dot`]'s for each tile, with `TILE_MR` for `DOT_MR`, `rows` counted over the column
+    /// (`rows <= panels * TILE_MR`), and tile `i` of `a` holding `TILE_MR` rows of `kc` pairs
+    /// as `Kernel::a_word` places them (`TILE_MR * 16 * kc.div_ceil(16)` words from word
+    /// `i * TILE_MR * KC`); and the OS must have granted this process the tile data
+    /// (`tiles_supported()`).
     #[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
     pub(super) unsafe fn tiles(
         kc: usize,
-        a: *const u32,
+        (a, panels): (*const u32, usize),
         b: *const u32,
         c: *mut f32,
         (dst, ldd): (*mut u16, usize),
         (rows, cols): (usize, usize),
         mode: Mode,
     ) {
-        /// The four tiles' sums, `TILE_MR` rows of `NR` floats.
+        /// The tiles' sums, `TILE_MR` rows of `NR` floats per tile.
         #[repr(C, align(64))]
-        struct Sums([[f32; NR]; TILE_MR]);
-        let mut sums = Sums([[0.0; NR]; TILE_MR]);
+        struct Sums([[f32; NR]; TILE_MR * MC_PANELS]);
+        assert!((1..=MC_PANELS).contains(&panels));
+        // Uninitialised (32 KiB, of which the column uses `panels` tiles): its rows are read
+        // only after the tile stores, or the zeros, have written them.
+        let mut sums = std::mem::MaybeUninit::<Sums>::uninit();
+        let sum_rows: *mut [f32; NR] = sums.as_mut_ptr().cast();
         let steps = kc / 16;
-        if steps > 0 {
+        if steps == 0 {
+            // SAFETY: the column's rows of `sums`, inside it (`panels <= MC_PANELS`).
+            unsafe { sum_rows.write_bytes(0, panels * TILE_MR) };
+        } else {
             // SAFETY: the CPU has AMX-TILE and AMX-BF16 and the OS's grant (the caller's
             // contract). Each tile load reads 16 rows of 64 bytes: of `a`, the two halves of
-            // step `s`'s run (words `s * 512 ..` and `+ 256`, 16 words a row); of `b`, pairs
-            // `16 s .. 16 s + 16` of the panel (`NR` words a pair, the tiles its first and
-            // second 16 columns); for `s < steps`, inside the operands by the caller's
-            // contract (the loop is peeled so that no load reaches step `steps`). The stores
-            // write `sums`, 32 rows of 128 bytes. The block touches no memory else, no
-            // stack, and leaves the tiles released (their initial state).
+            // step `s`'s run of tile `i` (words `i * TILE_MR * KC + s * 512 ..` and `+ 256`,
+            // 16 words a row); of `b`, pairs `16 s .. 16 s + 16` of the panel (`NR` words a
+            // pair, the tiles its first and second 16 columns); for `s < steps` and
+            // `i < panels`, inside the operands by the caller's contract (the loop is peeled
+            // so that no load reaches step `steps`). The stores write `sums`, 32 rows of 128
+            // bytes per tile, `panels <= MC_PANELS` tiles. The block touches no memory else,
+            // no stack, and leaves the tiles released (their initial state).
             unsafe {
                 asm!(
                     "ldtilecfg [{cfg}]",
+                    "4:",
+                    "mov {a}, {a_tile}",
+                    "mov {b}, {b_panel}",
+                    "mov {step}, {steps}",
                     "tilezero tmm0",
                     "tilezero tmm1",
                     "tilezero tmm2",
                     "tilezero tmm3",
                     "tileloadd tmm4, [{a} + {s64}*1]",
                     "tileloadd tmm6, [{b} + {s128}*1]",
-                    "dec {steps}",
+                    "dec {step}",
                     "jz 3f",
                     "2:",
                     "tileloadd tmm7, [{b} + {s128}*1 + 64]",
@@ -1027,7 +1133,7 @@ mod x86 {
                     "tileloadd tmm4, [{a} + {s64}*1]",
                     "tdpbf16ps tmm3, tmm5, tmm7",
                     "tileloadd tmm6, [{b} + {s128}*1]",
-                    "dec {steps}",
+                    "dec {step}",
                     "jnz 2b",
                     "3:",
                     "tileloadd tmm7, [{b} + {s128}*1 + 64]",
@@ -1036,60 +1142,79 @@ mod x86 {
                     "tdpbf16ps tmm1, tmm4, tmm7",
                     "tdpbf16ps tmm2, tmm5, tmm6",
                     "tdpbf16ps tmm3, tmm5, tmm7",
-                    "tilestored [{s0} + {s128}*1], tmm0",
-                    "tilestored [{s0} + {s128}*1 + 64], tmm1",
-                    "tilestored [{s1} + {s128}*1], tmm2",
-                    "tilestored [{s1} + {s128}*1 + 64], tmm3",
+                    "tilestored [{s} + {s128}*1], tmm0",
+                    "tilestored [{s} + {s128}*1 + 64], tmm1",
+                    "tilestored [{s} + {s128}*1 + 2048], tmm2",
+                    "tilestored [{s} + {s128}*1 + 2112], tmm3",
+                    "add {s}, 4096",
+                    "add {a_tile}, {tile_words} * 4",
+                    "dec {panels}",
+                    "jnz 4b",
                     "tilerelease",
                     cfg = in(reg) TILE_CONFIG.0.as_ptr(),
-                    a = inout(reg) a => _,
-                    b = inout(reg) b => _,
+                    a_tile = inout(reg) a => _,
+                    b_panel = in(reg) b,
+                    steps = in(reg) steps,
+                    panels = inout(reg) panels => _,
+                    s = inout(reg) sum_rows => _,
+                    a = out(reg) _,
+                    b = out(reg) _,
+                    step = out(reg) _,
                     // A tile row of `a`'s runs: 16 words.
                     s64 = in(reg) 64usize,
                     // A pair of `b`'s panel, and a row of `sums`: `NR` words.
                     s128 = in(reg) NR * 4,
-                    steps = inout(reg) steps => _,
-                    s0 = in(reg) sums.0.as_mut_ptr(),
-                    s1 = in(reg) sums.0[16..].as_mut_ptr(),
+                    tile_words = const TILE_MR * super::KC,
                     options(nostack),
                 );
             }
         }
-        // The pairs past the last whole step: the rows' words in the last run, 16 apart.
-        let (tail_a, tail_b) = (
-            a.wrapping_add(steps * TILE_MR * 16),
-            b.wrapping_add(steps * 16 * NR),
-        );
-        for (r0, rows8) in (0..rows).step_by(8).map(|r0| (r0, 8.min(rows - r0))) {
-            let mut acc = [[_mm512_setzero_ps(); 2]; 8];
-            for (v, row) in acc.iter_mut().zip(&sums.0[r0..]) {
-                // SAFETY: a row of `sums` is `NR` = 32 floats.
-                unsafe {
-                    v[0] = _mm512_loadu_ps(row.as_ptr());
-                    v[1] = _mm512_loadu_ps(row.as_ptr().add(16));
-                }
+        for i in 0..panels {
+            let first = i * TILE_MR;
+            if first >= rows {
+                break;
             }
-            // SAFETY: the last run holds `kc % 16` pairs of every row, and `b` `kc` pairs
-            // (the caller's contract).
-            unsafe {
-                dot_pairs(
-                    &mut acc,
-                    0..kc % 16,
-                    (tail_a.wrapping_add(r0 * 16), 16),
-                    tail_b,
-                )
-            };
-            // SAFETY: rows `r0 .. r0 + rows8` of the tile, inside `c` or `dst` (the caller's
-            // contract).
-            unsafe {
-                finish(
-                    &acc[..rows8],
-                    c.wrapping_add(r0 * ACC_LD),
-                    (dst.wrapping_add(r0 * ldd), ldd),
-                    cols,
-                    mode,
-                )
-            };
+            let a = a.wrapping_add(first * super::KC);
+            // The pairs past the last whole step: the rows' words in the last run, 16 apart.
+            let (tail_a, tail_b) = (
+                a.wrapping_add(steps * TILE_MR * 16),
+                b.wrapping_add(steps * 16 * NR),
+            );
+            for r0 in (0..TILE_MR.min(rows - first)).step_by(8) {
+                let rows8 = 8.min(rows - first - r0);
+                let mut acc = [[_mm512_setzero_ps(); 2]; 8];
+                for (j, v) in acc.iter_mut().enumerate() {
+                    // SAFETY: row `first + r0 + j < panels * TILE_MR` of `sums` (`r0 + j <
+                    // TILE_MR`), `NR` = 32 floats, written above.
+                    unsafe {
+                        let row = sum_rows.add(first + r0 + j).cast::<f32>();
+                        v[0] = _mm512_loadu_ps(row);
+                        v[1] = _mm512_loadu_ps(row.add(16));
+                    }
+                }
+                // SAFETY: the last run holds `kc % 16` pairs of every row, and `b` `kc` pairs
+                // (the caller's contract).
+                unsafe {
+                    dot_pairs(
+                        &mut acc,
+                        0..kc % 16,
+                        (tail_a.wrapping_add(r0 * 16), 16),
+                        tail_b,
+                    )
+                };
+                // SAFETY: rows `first + r0 ..` of the column, `rows8` of them, inside `c` or
+                // `dst` (the caller's contract).
+                unsafe {
+                    let r = first + r0;
+                    finish(
+                        &acc[..rows8],
+                        c.wrapping_add(r * ACC_LD),
+                        (dst.wrapping_add(r * ldd), ldd),
+                        cols,
+                        mode,
+                    )
+                };
+            }
         }
     }
 }
