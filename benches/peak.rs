@@ -18,7 +18,9 @@
 //!
 //! On CPUs with AVX512-BF16, the same for `bf16`: the ceiling of `vdpbf16ps` (two products and
 //! two additions per 32-bit lane; on cores without AMX tiles PyTorch's oneDNN also runs its
-//! bf16 GEMMs with it) and devtype's `bf16` `matmul` against it.
+//! bf16 GEMMs with it) and devtype's `bf16` `matmul` against it; where the CPU has AMX-BF16
+//! and the OS grants the tiles, against the ceiling of AMX's `tdpbf16ps` instead (four
+//! independent tile products, operands loaded once), which both devtype and oneDNN use there.
 //!
 //! First, the time a cache line takes to go from one core to another and back (two threads
 //! passing a counter): 50-60 ns between the two vCPUs of the Zen 4 VMs measured, 320-350 ns in
@@ -94,6 +96,75 @@ mod x86 {
             sum = _mm512_add_ps(sum, v);
         }
         _mm512_reduce_add_ps(sum)
+    }
+
+    /// `tdpbf16ps` steps per call of [`tdpbf16_amx`].
+    const AMX_STEPS: usize = 1 << 20;
+    /// Flops of one call of [`tdpbf16_amx`]: per step four 16 x 32 by 32 x 16 tile products.
+    pub const FLOPS_AMX: f64 = (AMX_STEPS * 4 * 16 * 16 * 32 * 2) as f64;
+
+    /// True when AMX's `bf16` tiles can run: the CPU has AMX-TILE and AMX-BF16 (CPUID leaf 7,
+    /// EDX bits 24 and 22) and Linux grants this process the tile data, as devtype's `bf16`
+    /// GEMM asks.
+    pub fn amx_bf16() -> bool {
+        #[cfg(target_os = "linux")]
+        {
+            let leaf7 = __cpuid_count(7, 0);
+            if leaf7.edx & (1 << 24) == 0 || leaf7.edx & (1 << 22) == 0 {
+                return false;
+            }
+            // ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA.
+            // SAFETY: asks the kernel to enlarge this process's saved state; no memory of ours.
+            unsafe { libc::syscall(libc::SYS_arch_prctl, 0x1023, 18) == 0 }
+        }
+        #[cfg(not(target_os = "linux"))]
+        false
+    }
+
+    /// Four independent chains of `tdpbf16ps` into four `16 x 16` tiles of `f32` sums, from
+    /// operand tiles loaded once (no memory traffic in the loop).
+    ///
+    /// # Safety
+    /// [`amx_bf16`] must have returned true.
+    pub unsafe fn tdpbf16_amx(seed: f32) -> f32 {
+        #[repr(C, align(64))]
+        struct Tiles([u8; 64], [f32; 256]);
+        let mut t = Tiles([0; 64], [seed * 1e-30; 256]);
+        t.0[0] = 1;
+        for i in 0..8 {
+            t.0[16 + 2 * i] = 64;
+            t.0[48 + i] = 16;
+        }
+        // SAFETY: AMX is there and granted (the caller's contract); the loads read the 1 KiB of
+        // `t.1`, the store writes it; the tiles are released at the end.
+        unsafe {
+            std::arch::asm!(
+                "ldtilecfg [{cfg}]",
+                "tilezero tmm0",
+                "tilezero tmm1",
+                "tilezero tmm2",
+                "tilezero tmm3",
+                "tileloadd tmm4, [{buf} + {s64}*1]",
+                "tileloadd tmm5, [{buf} + {s64}*1]",
+                "tileloadd tmm6, [{buf} + {s64}*1]",
+                "tileloadd tmm7, [{buf} + {s64}*1]",
+                "2:",
+                "tdpbf16ps tmm0, tmm4, tmm6",
+                "tdpbf16ps tmm1, tmm4, tmm7",
+                "tdpbf16ps tmm2, tmm5, tmm6",
+                "tdpbf16ps tmm3, tmm5, tmm7",
+                "dec {steps}",
+                "jnz 2b",
+                "tilestored [{buf} + {s64}*1], tmm0",
+                "tilerelease",
+                cfg = in(reg) t.0.as_ptr(),
+                buf = in(reg) t.1.as_mut_ptr(),
+                s64 = in(reg) 64usize,
+                steps = inout(reg) AMX_STEPS => _,
+                options(nostack),
+            );
+        }
+        t.1[0]
     }
 
     /// `CHAINS_AVX2` independent FMA chains of 8 lanes.
@@ -314,7 +385,20 @@ fn main() {
             &format!("bf16 dot products (vdpbf16ps), {all} threads"),
             every,
         );
-        let bf16_ceiling = if gemm_threads == 1 { one } else { every };
+        let mut bf16_ceiling = if gemm_threads == 1 { one } else { every };
+        if x86::amx_bf16() {
+            // devtype's bf16 GEMM runs on AMX here: its ceiling is the tiles'.
+            // SAFETY: `amx_bf16` found the tiles and the OS's grant.
+            let kernel: fn(f32) -> f32 = |s| unsafe { x86::tdpbf16_amx(s) };
+            let one = measure(1, x86::FLOPS_AMX, kernel);
+            report("bf16 tile products (AMX tdpbf16ps), 1 thread", one);
+            let every = measure(all, x86::FLOPS_AMX, kernel);
+            report(
+                &format!("bf16 tile products (AMX tdpbf16ps), {all} threads"),
+                every,
+            );
+            bf16_ceiling = if gemm_threads == 1 { one } else { every };
+        }
         for n in [512, 1024, 2048] {
             bf16_gemm(n, bf16_ceiling);
         }
@@ -355,7 +439,7 @@ fn round_trip_ns() -> f64 {
 }
 
 /// devtype's `bf16` `matmul` at `n`, printed with its fraction of `ceiling` (the `vdpbf16ps`
-/// ceiling of as many threads as the GEMM uses).
+/// or AMX ceiling of as many threads as the GEMM uses).
 fn bf16_gemm(n: usize, ceiling: f64) {
     use devtype::half::bf16;
     use devtype::prelude::*;
