@@ -703,7 +703,8 @@ pub(crate) fn matmul(a: &RawTensor, b: &RawTensor, plan: &MatmulPlan) -> Result<
         // and f32 accumulation, so the result is the f32 product rounded (PyTorch's rule);
         // the widening is O(n^2) against the product's O(n^3). Measured at 2048^3 on this
         // machine: 0.97x the f32 GEMM, where `gemm-f16`'s own f16 kernels ran at 0.74x (and
-        // rounded between blocks of k). bf16 on CPUs with AVX512-BF16 runs natively instead.
+        // rounded between blocks of k). bf16 runs natively instead where `cpu_bf16::native`
+        // picks a kernel (AMX's tiles, or `vdpbf16ps` on AMD's cores).
         DType::BF16 if super::cpu_bf16::native().is_some() => bf16_native(
             a.cpu_slice().expect("cpu"),
             b.cpu_slice().expect("cpu"),

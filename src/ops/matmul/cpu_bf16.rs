@@ -360,7 +360,7 @@ fn pack_a(
             }
             // The row's words: straight into the panel for `Dot`, through `line` for `Tiles`.
             let words = match kernel {
-                Kernel::Dot => &mut panel[r * KC..][..kc],
+                Kernel::Dot => &mut panel[kernel.a_word(r, 0)..][..kc],
                 Kernel::Tiles => &mut line[..kc],
             };
             if row >= rows {
@@ -1106,7 +1106,7 @@ mod x86 {
             // `i < panels`, inside the operands by the caller's contract (the loop is peeled
             // so that no load reaches step `steps`). The stores write `sums`, 32 rows of 128
             // bytes per tile, `panels <= MC_PANELS` tiles. The block touches no memory else,
-            // no stack, and leaves the tiles released (their initial state).
+            // pushes nothing (`nostack`), and leaves the tiles released (their initial state).
             unsafe {
                 asm!(
                     "ldtilecfg [{cfg}]",
