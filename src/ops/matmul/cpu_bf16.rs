@@ -14,10 +14,10 @@
 //! results are flushed to zero (the instruction ignores MXCSR). The result is rounded to `bf16`
 //! once, from the `f32` accumulator.
 //!
-//! Layout, as the usual GEMM kernels do it (BLIS's loops): `b` is packed in units of `KC` pairs of
-//! `k` by `UNIT_PANELS` panels of `NR` columns, each `f32` lane holding one column's two `bf16`
-//! values of a pair (a 32-bit word), reading each pair of `b`'s rows once, front to back. `dst`'s
-//! columns are split into one group of whole units per thread, and its rows into blocks of at most
+//! Layout, as the usual GEMM kernels do it (BLIS's loops): `b` is packed in units of one block
+//! of `k` (the kernel's `kc()` pairs: `DOT_KC`, `TILE_KC`) by `UNIT_PANELS` panels of `NR`
+//! columns, each `f32` lane holding one column's two `bf16` values of a pair (a 32-bit word),
+//! reading each pair of `b`'s rows once, front to back. `dst`'s columns are split into one group of whole units per thread, and its rows into blocks of at most
 //! `MC_PANELS` micro-panels (fewer when `k` is long), the same blocks in every group. A thread
 //! takes its own group's row blocks one at a time (its group: the one that goes with the core it
 //! runs on, so that the same core packs the same units and writes the same part of `dst` from one
@@ -28,11 +28,11 @@
 //! place when `a` is row-major with an even `k` (a row of pairs is a row of words; rows a multiple
 //! of 4 KiB apart excepted, which would all fall in one L1 set), and otherwise from a packed copy
 //! of the block (a row of pairs per row; for AMX, always packed, in runs of 16 pairs by 32 rows);
-//! it runs over the group's columns in blocks of `NC`, and, for each `KC` block, over every `mr x
+//! it runs over the group's columns in blocks of `NC`, and, for each block of `k`, over every `mr x
 //! NR` tile. The `vdpbf16ps` micro-kernel sums a tile in 24 of the 32 vector registers,
 //! broadcasting each word of `a` to every lane, the AMX one in four tiles; each from zero, then
-//! adds the earlier `KC` blocks' sums (kept in an `f32` buffer of one row block by one column
-//! block, in L2) and, for the last `KC` block, rounds the tile to `bf16` straight into `dst`
+//! adds the earlier blocks' sums (kept in an `f32` buffer of one row block by one column
+//! block, in L2) and, for the last block, rounds the tile to `bf16` straight into `dst`
 //! (`vcvtne2ps2bf16`): no `m x n` `f32` result is allocated or written, and the buffer is not
 //! needed at all when `k` fits one block. The packed operands and the sums are scratch from the
 //! `f32` buffer pool (`core::pool`), reused from one product to the next without being cleared.
@@ -52,21 +52,30 @@ const DOT_MR: usize = 12;
 const TILE_MR: usize = 32;
 /// Columns of the micro-kernel's tile: two 16-lane vectors.
 const NR: usize = 32;
-/// Pairs of `k` per packed block. A tile's sums stay in registers for the whole block and
-/// make a round trip through memory only between blocks, so the block is long: `k` up to 1024
-/// in one. Its `b` micro-panel (`KC * NR * 4` bytes, 64 KiB) is read from L2 while the
-/// micro-panels of `a` go past it; the kernel asks 128 bytes of it per 24 instructions, well
-/// within L2's bandwidth. Measured on Zen 4 (one thread, n = 1024 and 2048): 201-211 and 192
-/// GFLOP/s, against 183-201 and 158 with 128 pairs (a 16 KiB panel kept in L1).
-const KC: usize = 512;
+/// Pairs of `k` per packed block for [`Kernel::Dot`]. A tile's sums stay in registers for the
+/// whole block and make a round trip through memory only between blocks, so the block is
+/// long: `k` up to 1024 in one. Its `b` micro-panel (`DOT_KC * NR * 4` bytes, 64 KiB) is read
+/// from L2 while the micro-panels of `a` go past it; the kernel asks 128 bytes of it per 24
+/// instructions, well within L2's bandwidth. Measured on Zen 4 (one thread, n = 1024 and
+/// 2048): 201-211 and 192 GFLOP/s, against 183-201 and 158 with 128 pairs (a 16 KiB panel
+/// kept in L1).
+const DOT_KC: usize = 512;
+/// Pairs of `k` per packed block for [`Kernel::Tiles`]: `k` up to 2048 in one, so that a
+/// tile's sums at n = 2048 go from the tile registers to `dst` once, without a round trip
+/// through the `f32` sums between blocks. Measured on the Xeon of `pack_a` (two threads,
+/// three rounds): n = 2048 1830-1878 GFLOP/s against 1417-1530 with 512 pairs (and 1417-1496
+/// with 256, whose 32 KiB `b` panel stays in L1); n = 512 and 1024 the same.
+const TILE_KC: usize = 1024;
+/// The longer of the two blocks (the size of `pack_a`'s row buffer).
+const MAX_KC: usize = if DOT_KC > TILE_KC { DOT_KC } else { TILE_KC };
 /// Most micro-panels of `a` (of the kernel's `mr` rows) per row block of a thread; fewer when
-/// `k` is long, so that the block's packed `a`, every `KC` block of it, stays within the
+/// `k` is long, so that the block's packed `a`, every block of `k` of it, stays within the
 /// kernel's budget ([`Kernel::a_block_words`]).
 const MC_PANELS: usize = 8;
 
 /// Columns of `dst` per column block (a multiple of `NR`).
 const NC: usize = 16 * NR;
-/// Micro-panels of `b` per packed unit (one `KC` block by `UNIT_PANELS * NR` columns), the
+/// Micro-panels of `b` per packed unit (one block of `k` by `UNIT_PANELS * NR` columns), the
 /// grain in which `b` is packed by the thread that first needs it: fine enough that two
 /// threads starting on the same column block pack different units side by side (with one
 /// unit per column block, one thread packed while the other waited, 100 of 720 us at
@@ -99,6 +108,14 @@ impl Kernel {
         }
     }
 
+    /// Pairs of `k` per packed block ([`DOT_KC`], [`TILE_KC`]).
+    const fn kc(self) -> usize {
+        match self {
+            Kernel::Dot => DOT_KC,
+            Kernel::Tiles => TILE_KC,
+        }
+    }
+
     /// Words of packed `a` per row block. For `Dot`, 256 KiB, a quarter of a Zen 4 core's L2,
     /// beside the `f32` sums of one column block (192 KiB) and the `b` panels going by. For
     /// `Tiles`, 1 MiB, half the L2 of Intel's cores with AMX: 4 tiles of rows at `k` = 2048
@@ -112,12 +129,12 @@ impl Kernel {
         }
     }
 
-    /// Where pair `q` of row `r` sits in a packed micro-panel of `a` (`mr * KC` words): row by
-    /// row, `KC` words apart, for `Dot`; for `Tiles`, in runs of 16 pairs by the 32 rows
+    /// Where pair `q` of row `r` sits in a packed micro-panel of `a` (`mr * kc()` words): row
+    /// by row, `DOT_KC` words apart, for `Dot`; for `Tiles`, in runs of 16 pairs by the 32 rows
     /// (2 KiB, the two tiles of one AMX step), row `r`'s 16 pairs of a run side by side.
     const fn a_word(self, r: usize, q: usize) -> usize {
         match self {
-            Kernel::Dot => r * KC + q,
+            Kernel::Dot => r * DOT_KC + q,
             Kernel::Tiles => q / 16 * (TILE_MR * 16) + r * 16 + q % 16,
         }
     }
@@ -241,11 +258,11 @@ impl Bits<'_> {
 }
 
 /// Packs `b`'s pairs `q0 .. q0 + kc` (rows `2 q0 ..`) of the columns from `c_first` into
-/// `block`, one `KC * NR`-word panel per `NR` columns (word `p * KC * NR + q * NR + j` = rows
-/// `2 (q0 + q)` and `+ 1` of column `c_first + p * NR + j`; zero past the edges).
+/// `block`, one `kc_block * NR`-word panel per `NR` columns (word `p * kc_block * NR + q * NR +
+/// j` = rows `2 (q0 + q)` and `+ 1` of column `c_first + p * NR + j`; zero past the edges).
 #[inline(always)]
 fn pack_b(
-    block: &mut [u32],
+    (block, kc_block): (&mut [u32], usize),
     b: Bits<'_>,
     (k, n): (usize, usize),
     (q0, kc): (usize, usize),
@@ -264,7 +281,7 @@ fn pack_b(
             let row0 = &b.data[b.offset + r0 * b.rs + c_first..][..width];
             let row1 =
                 (r0 + 1 < k).then(|| &b.data[b.offset + (r0 + 1) * b.rs + c_first..][..width]);
-            for (p, panel) in block.chunks_mut(KC * NR).enumerate() {
+            for (p, panel) in block.chunks_mut(kc_block * NR).enumerate() {
                 let out = &mut panel[q * NR..][..NR];
                 let (c0, cols) = panel_cols(p);
                 let c0 = c0 - c_first;
@@ -291,7 +308,7 @@ fn pack_b(
     }
     // Any other strides (column-major `b`, the `x @ w.T` of a linear layer: each pair is two
     // neighbours in memory), column by column.
-    for (p, panel) in block.chunks_mut(KC * NR).enumerate() {
+    for (p, panel) in block.chunks_mut(kc_block * NR).enumerate() {
         let (c0, cols) = panel_cols(p);
         if cols < NR {
             for q in 0..kc {
@@ -309,12 +326,12 @@ fn pack_b(
 }
 
 /// Packs `a`'s rows `r0 .. r0 + rows` and pairs `q0 .. q0 + kc` into micro-panels of `mr`
-/// rows of `KC` words for `kernel` (zero past the edges), as [`Kernel::a_word`] places them.
+/// rows of `kernel.kc()` words (zero past the edges), as [`Kernel::a_word`] places them.
 ///
 /// For [`Kernel::Dot`] a row of a panel is a row of `a` as it is in memory (a plain copy when
-/// `a` is row-major), and the micro-kernel reads the `mr` rows as `mr` streams, `KC * 4` bytes
+/// `a` is row-major), and the micro-kernel reads the `mr` rows as `mr` streams, `DOT_KC * 4` bytes
 /// (2 KiB) apart: the twelve share two L1 sets, six lines in each of eight ways, one line per
-/// stream at a time. (A row stride of `KC` plus one line, which spreads them over twelve sets,
+/// stream at a time. (A row stride of `DOT_KC` plus one line, which spreads them over twelve sets,
 /// measured the same on Zen 4: 401-431 against 407-433 GFLOP/s at n = 512-2048, two quiet
 /// rounds alternated.) For [`Kernel::Tiles`] each 16 pairs of the 32 rows are one 2 KiB run,
 /// the two tiles of `a` one step of the kernel reads, so that it reads `a` as one stream:
@@ -337,8 +354,8 @@ fn pack_a(
         .then_some(())
         .filter(|_| a.rs.is_multiple_of(2) && a.offset.is_multiple_of(2))
         .and_then(|_| u32_words(a.data));
-    let mut line = [0u32; KC];
-    for (i, panel) in out.chunks_exact_mut(mr * KC).enumerate() {
+    let mut line = [0u32; MAX_KC];
+    for (i, panel) in out.chunks_exact_mut(mr * kernel.kc()).enumerate() {
         for r in 0..mr {
             let row = i * mr + r;
             if let (Some(words), true) = (rows_as_words, row < rows) {
@@ -428,19 +445,20 @@ pub(crate) fn gemm(
     }
     let (a, b) = (Bits::new(&a), Bits::new(&b));
     let pairs = k.div_ceil(2);
-    let kblocks = pairs.div_ceil(KC);
+    let kc_block = kernel.kc();
+    let kblocks = pairs.div_ceil(kc_block);
     let panels = n.div_ceil(NR);
-    // Block `kb`, panel `p`: `kc(kb) * NR` words at `(kb * panels + p) * KC * NR`.
+    // Block `kb`, panel `p`: `kc(kb) * NR` words at `(kb * panels + p) * kc_block * NR`.
     // Sizes that overflow saturate, and no allocator grants `usize::MAX` words.
     let words = |parts: &[usize]| parts.iter().fold(1usize, |w, &p| w.saturating_mul(p));
-    let mut packed_b = scratch(words(&[kblocks, panels, KC, NR]))?;
-    // The packed `b` in units of one `KC` block by `UNIT_PANELS` micro-panels, each packed by
+    let mut packed_b = scratch(words(&[kblocks, panels, kc_block, NR]))?;
+    // The packed `b` in units of one `kc_block` block by `UNIT_PANELS` micro-panels, each packed by
     // the first thread that needs it (the others wait for it): no separate packing pass, and
     // a unit is still in the packer's L2 when its products start.
     let units_per_block = panels.div_ceil(UNIT_PANELS);
     let mut units = Vec::with_capacity(kblocks * units_per_block);
-    for block in as_words(packed_b.as_mut_slice()).chunks_mut(panels * KC * NR) {
-        for unit in block.chunks_mut(UNIT_PANELS * KC * NR) {
+    for block in as_words(packed_b.as_mut_slice()).chunks_mut(panels * kc_block * NR) {
+        for unit in block.chunks_mut(UNIT_PANELS * kc_block * NR) {
             units.push(Line(Unit {
                 raw: Mutex::new(Some(unit)),
                 packed: OnceLock::new(),
@@ -452,11 +470,17 @@ pub(crate) fn gemm(
         unit.packed.get_or_init(|| {
             let raw = unit.raw.lock().unwrap_or_else(|e| e.into_inner()).take();
             let raw = raw.expect("a unit is packed once");
-            let kc = KC.min(pairs - kb * KC);
+            let kc = kc_block.min(pairs - kb * kc_block);
             #[cfg(target_arch = "x86_64")]
             // SAFETY: `gemm` runs only where `supported()` found AVX-512F and AVX-512BW.
             unsafe {
-                x86::pack_b(raw, b, (k, n), (kb * KC, kc), u * UNIT_PANELS * NR)
+                x86::pack_b(
+                    (raw, kc_block),
+                    b,
+                    (k, n),
+                    (kb * kc_block, kc),
+                    u * UNIT_PANELS * NR,
+                )
             };
             raw
         })
@@ -494,7 +518,8 @@ pub(crate) fn gemm(
     // other. (With even blocks, one thread waited 300-450 us of a 5.6 ms product at
     // n = 1024 for the other's last block.) The blocks' sizes depend on the thread count, but
     // a tile's sums on its row and column alone: the same bits on any number of threads.
-    let mc = (kernel.a_block_words() / kblocks.saturating_mul(KC * mr)).clamp(1, MC_PANELS) * mr;
+    let mc =
+        (kernel.a_block_words() / kblocks.saturating_mul(kc_block * mr)).clamp(1, MC_PANELS) * mr;
     let sharers = workers.div_ceil(groups);
     let mut row_blocks = Vec::new();
     let (mut row, mut left) = (0, micro);
@@ -510,14 +535,14 @@ pub(crate) fn gemm(
         row_blocks.push((row, end - row));
         row = end;
     }
-    // Per worker: the `f32` sums of a column block over the `KC` blocks before the last
+    // Per worker: the `f32` sums of a column block over the `k` blocks before the last
     // (whole tiles of rows, row stride `ACC_LD`; the last block's tiles go straight to `dst`,
     // rounded), then the packed `a` of a row block (micro-panel `i` of block `kb`: `mr` rows
-    // of `kc(kb)` words, `KC` apart, at `(kb * bmicro + i) * KC * mr`), for the largest
+    // of `kc(kb)` words, `kc_block` apart, at `(kb * bmicro + i) * kc_block * mr`), for the largest
     // block; one allocation for all, so that it comes back from the pool whole.
     let block_rows = mc.min(micro * mr);
     let acc_words = if kblocks > 1 { block_rows * ACC_LD } else { 0 };
-    let slot_words = acc_words.saturating_add(words(&[kblocks, block_rows, KC]));
+    let slot_words = acc_words.saturating_add(words(&[kblocks, block_rows, kc_block]));
     let mut scratch_all = scratch(words(&[workers, slot_words]))?;
     let slots: Vec<Line<Mutex<Option<&mut [f32]>>>> = scratch_all
         .as_mut_slice()
@@ -553,15 +578,15 @@ pub(crate) fn gemm(
         // one, short of rows) packed.
         let in_place = if a_words.is_some() { brows / mr } else { 0 };
         for kb in 0..kblocks {
-            let kc = KC.min(pairs - kb * KC);
-            let pa = &mut packed_a[kb * bmicro * KC * mr..][..bmicro * KC * mr];
+            let kc = kc_block.min(pairs - kb * kc_block);
+            let pa = &mut packed_a[kb * bmicro * kc_block * mr..][..bmicro * kc_block * mr];
             let rest = (r0 + in_place * mr, brows - in_place * mr);
             pack_a(
-                &mut pa[in_place * mr * KC..],
+                &mut pa[in_place * mr * kc_block..],
                 a,
                 k,
                 rest,
-                (kb * KC, kc),
+                (kb * kc_block, kc),
                 kernel,
             );
         }
@@ -574,12 +599,12 @@ pub(crate) fn gemm(
             let p1 = (p0 + NC / NR).min(gp1);
             let c0 = p0 * NR;
             for kb in 0..kblocks {
-                let kc = KC.min(pairs - kb * KC);
-                let pa = &packed_a[kb * bmicro * KC * mr..][..bmicro * KC * mr];
+                let kc = kc_block.min(pairs - kb * kc_block);
+                let pa = &packed_a[kb * bmicro * kc_block * mr..][..bmicro * kc_block * mr];
                 for t in 0..p1 - p0 {
                     let p = p0 + (t + blk * UNIT_PANELS) % (p1 - p0);
                     let bu = unit(kb, p / UNIT_PANELS);
-                    let bp = &bu[p % UNIT_PANELS * KC * NR..][..kc * NR];
+                    let bp = &bu[p % UNIT_PANELS * kc_block * NR..][..kc * NR];
                     let cols = NR.min(n - p * NR);
                     // The micro-panels read in place, then the packed ones: each run of
                     // micro-panels in one call, their tiles one above the other.
@@ -590,9 +615,9 @@ pub(crate) fn gemm(
                         let ap = match a_words {
                             Some((words, lda)) if i < in_place => {
                                 let row = a.offset + (r0 + i * mr) * a.rs;
-                                (&words[row / 2 + kb * KC..], lda)
+                                (&words[row / 2 + kb * kc_block..], lda)
                             }
-                            _ => (&pa[i * mr * KC..], KC),
+                            _ => (&pa[i * mr * kc_block..], kc_block),
                         };
                         let at = i * mr * ACC_LD + (p * NR - c0);
                         let sink = if kb + 1 == kblocks {
@@ -708,7 +733,7 @@ struct Out {
 // SAFETY: the pointer is written only through `tile`, whose callers write disjoint tiles.
 unsafe impl Sync for Out {}
 
-/// One `KC` block by `UNIT_PANELS` micro-panels of the packed `b`: its words, until the first
+/// One block of `k` by `UNIT_PANELS` micro-panels of the packed `b`: its words, until the first
 /// thread that needs it takes them to pack (`raw`), then packed, for every thread to read
 /// (`packed`).
 struct Unit<'a> {
@@ -773,7 +798,7 @@ fn as_words(v: &mut [f32]) -> &mut [u32] {
 /// kernel's `mr` rows (one above the other) by `cols` columns, at row stride `ACC_LD` in the
 /// `f32` sums and `n` in `dst`.
 enum Sink<'a> {
-    /// `c = sum`: the first of several `KC` blocks.
+    /// `c = sum`: the first of several blocks of `k`.
     Store(&'a mut [f32]),
     /// `c += sum`: a block between the first and the last.
     Add(&'a mut [f32]),
@@ -807,14 +832,14 @@ unsafe fn tiles(
 ) {
     let mr = kernel.mr();
     let all = panels * mr;
-    assert!(panels >= 1 && kc <= KC && b.len() >= kc * NR);
+    assert!(panels >= 1 && kc <= kernel.kc() && b.len() >= kc * NR);
     match kernel {
         Kernel::Dot => assert!(kc <= lda && a.len() >= (all - 1) * lda + kc),
-        // Packed micro-panels (`Kernel::a_word`), `mr * KC` words apart, whole runs of 16
+        // Packed micro-panels (`Kernel::a_word`), `mr * TILE_KC` words apart, whole runs of 16
         // pairs.
-        Kernel::Tiles => {
-            assert!(lda == KC && a.len() >= (panels - 1) * mr * KC + mr * kc.next_multiple_of(16))
-        }
+        Kernel::Tiles => assert!(
+            lda == TILE_KC && a.len() >= (panels - 1) * mr * TILE_KC + mr * kc.next_multiple_of(16)
+        ),
     }
     assert!((1..=NR).contains(&cols));
     let tile_len = |rows: usize, ld: usize| (rows - 1) * ld + cols;
@@ -910,7 +935,7 @@ mod x86 {
     /// The CPU must have AVX-512F and AVX-512BW.
     #[target_feature(enable = "avx512f,avx512bw")]
     pub(super) unsafe fn pack_b(
-        block: &mut [u32],
+        block: (&mut [u32], usize),
         b: super::Bits<'_>,
         kn: (usize, usize),
         q: (usize, usize),
@@ -925,7 +950,7 @@ mod x86 {
     /// (`bf16` bits, row stride `ldd`), as [`finish`] does.
     ///
     /// # Safety
-    /// The CPU must have AVX-512F, AVX-512BW and AVX512-BF16; `kc <= KC`; `a` must hold
+    /// The CPU must have AVX-512F, AVX-512BW and AVX512-BF16; `kc <= DOT_KC`; `a` must hold
     /// `DOT_MR` rows of `kc` words, `lda` words apart, `b` `kc * NR` words; `c` (read in `Add`
     /// and `AddRound`, written in `Store` and `Add`) and `dst` (written in `Round` and
     /// `AddRound`) must hold `rows` rows of `cols` values at their strides, `rows <= DOT_MR`
@@ -1054,7 +1079,7 @@ mod x86 {
 
     /// The [`super::Kernel::Tiles`] micro-kernel on a column of `panels` tiles of `TILE_MR x
     /// NR` (at most `MC_PANELS`): [`dot`]'s work on each, with `a` packed micro-panels in runs
-    /// of 16 pairs (`Kernel::a_word`), `TILE_MR * KC` words apart, and the tiles' rows one
+    /// of 16 pairs (`Kernel::a_word`), `TILE_MR * TILE_KC` words apart, and the tiles' rows one
     /// after the other in `c` and `dst`. For each tile, the first `16 * (kc / 16)` pairs go
     /// through AMX (per 16 pairs: `a`'s two tiles, one 2 KiB run, and `b`'s two, four
     /// `tdpbf16ps` into the four sum tiles) and the sums are stored to the stack; then the
@@ -1073,7 +1098,7 @@ mod x86 {
     /// [`dot`]'s for each tile, with `TILE_MR` for `DOT_MR`, `rows` counted over the column
     /// (`rows <= panels * TILE_MR`), and tile `i` of `a` holding `TILE_MR` rows of `kc` pairs
     /// as `Kernel::a_word` places them (`TILE_MR * 16 * kc.div_ceil(16)` words from word
-    /// `i * TILE_MR * KC`); and the OS must have granted this process the tile data
+    /// `i * TILE_MR * TILE_KC`); and the OS must have granted this process the tile data
     /// (`tiles_supported()`).
     #[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
     pub(super) unsafe fn tiles(
@@ -1100,7 +1125,7 @@ mod x86 {
         } else {
             // SAFETY: the CPU has AMX-TILE and AMX-BF16 and the OS's grant (the caller's
             // contract). Each tile load reads 16 rows of 64 bytes: of `a`, the two halves of
-            // step `s`'s run of tile `i` (words `i * TILE_MR * KC + s * 512 ..` and `+ 256`,
+            // step `s`'s run of tile `i` (words `i * TILE_MR * TILE_KC + s * 512 ..` and `+ 256`,
             // 16 words a row); of `b`, pairs `16 s .. 16 s + 16` of the panel (`NR` words a
             // pair, the tiles its first and second 16 columns); for `s < steps` and
             // `i < panels`, inside the operands by the caller's contract (the loop is peeled
@@ -1164,7 +1189,7 @@ mod x86 {
                     s64 = in(reg) 64usize,
                     // A pair of `b`'s panel, and a row of `sums`: `NR` words.
                     s128 = in(reg) NR * 4,
-                    tile_words = const TILE_MR * super::KC,
+                    tile_words = const TILE_MR * super::TILE_KC,
                     options(nostack),
                 );
             }
@@ -1174,7 +1199,7 @@ mod x86 {
             if first >= rows {
                 break;
             }
-            let a = a.wrapping_add(first * super::KC);
+            let a = a.wrapping_add(first * super::TILE_KC);
             // The pairs past the last whole step: the rows' words in the last run, 16 apart.
             let (tail_a, tail_b) = (
                 a.wrapping_add(steps * TILE_MR * 16),
@@ -1270,7 +1295,7 @@ mod tests {
     }
 
     /// Against the f64 product of the same `bf16` values, on odd sizes (every edge: rows past
-    /// `MR` and `MC`, columns past `NR` and `NC`, an odd `k`, more than one `KC` block, row
+    /// `MR` and `MC`, columns past `NR` and `NC`, an odd `k`, more than one block of `k`, row
     /// blocks shortened by a long `k`, more than one thread) and every stride order of both
     /// operands (row-major, transposed, and a view with neither stride 1), with the operands
     /// at an offset inside a larger buffer.
@@ -1286,17 +1311,19 @@ mod tests {
             (13, 3, 33),
             (37, 301, 45),
             (100, 257, 70),
-            (2 * MC + 5, 2 * 2 * KC + 3, NR + 1),
-            (1, 2 * KC, 2 * NR),
-            // More than one column block, and a `k` long enough for row blocks under `MC`.
-            (40, 2 * 12 * KC + 1, NC + NR + 3),
+            (2 * MC + 5, 2 * 2 * MAX_KC + 3, NR + 1),
+            (1, 2 * MAX_KC, 2 * NR),
+            // More than one column block, and a `k` long enough for row blocks under `MC` (and
+            // under `MC_PANELS` AMX tiles): three blocks of `TILE_KC`, five of `DOT_KC`.
+            (40, 2 * 2 * MAX_KC + 1, NC + NR + 3),
             // Three column blocks, so that the two tasks start on different units of `b`, and
             // each packs some that the other then reads.
-            (2 * MC + 7, 3 * 2 * KC + 1, 2 * NC + 5),
+            (2 * MC + 7, 2 * MAX_KC + 1, 2 * NC + 5),
             // Even `k` (with `a` at an even offset): whole micro-panels of a row-major `a` read
-            // in place, the last one short of rows packed, over one and two `KC` blocks.
+            // in place (`vdpbf16ps` only), the last one short of rows packed, over one and two
+            // blocks.
             (37, 300, 45),
-            (2 * MC + 5, 2 * KC + 2, NC + 3),
+            (2 * MC + 5, 2 * DOT_KC + 2, NC + 3),
             // Rows 4 KiB apart: packed after all.
             (25, 2048, 33),
             // The AMX kernel's pairs of `k` past the last whole 16 (1 to 15 of them, and all
@@ -1389,7 +1416,7 @@ mod tests {
             return;
         }
         let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let (m, k, n) = (3 * MC + 5, 2 * KC * 2 + 9, 2 * NC + 7);
+        let (m, k, n) = (3 * MC + 5, 2 * MAX_KC + 9, 2 * NC + 7);
         let a = values(m * k, &mut seed);
         let b = values(k * n, &mut seed);
         for kernel in kernels {
@@ -1418,7 +1445,7 @@ mod tests {
 
     /// On pools of 1, 3 and 5 threads (more threads than this machine's cores, so that some
     /// start late and the others take row blocks of their column groups), the same bits,
-    /// and the `f64` product's values; `a` read in place (even `k`) over two `KC` blocks.
+    /// and the `f64` product's values; `a` read in place (even `k`) over two blocks of `k`.
     #[test]
     fn column_groups_on_any_pool_give_the_same_bits() {
         let kernels = kernels_here();
@@ -1426,7 +1453,7 @@ mod tests {
             return;
         }
         let mut seed = 0x5851_f42d_4c95_7f2du64;
-        let (m, k, n) = (5 * MC + 7, 2 * KC + 2, 3 * NC + 5);
+        let (m, k, n) = (5 * MC + 7, 2 * MAX_KC + 2, 3 * NC + 5);
         let a = values(m * k, &mut seed);
         let b = values(k * n, &mut seed);
         let on = |threads: usize, kernel: Kernel| {
@@ -1476,12 +1503,12 @@ mod tests {
     }
 
     /// Infinities, NaN and sums past `bf16`'s range come out as the `f64` product says, in
-    /// the full tiles and in a right-edge tile, on one `KC` block and on several.
+    /// the full tiles and in a right-edge tile, on one block of `k` and on several.
     #[test]
     fn special_values_come_out_as_the_f64_product_says() {
         for (kernel, k) in kernels_here().into_iter().flat_map(|kr| {
-            // Short of one AMX step, past whole steps, and over several `KC` blocks.
-            [5, 2 * 16 * 3 + 5, 2 * KC + 5].map(|k| (kr, k))
+            // Short of one AMX step, past whole steps, and over several blocks.
+            [5, 2 * 16 * 3 + 5, 2 * MAX_KC + 5].map(|k| (kr, k))
         }) {
             let (m, n) = (TILE_MR + 3, NR + 8);
             let mut a = vec![bf16::from_f32(0.5); m * k];
