@@ -81,6 +81,13 @@ const NC: usize = 16 * NR;
 /// unit per column block, one thread packed while the other waited, 100 of 720 us at
 /// n = 512).
 const UNIT_PANELS: usize = 4;
+/// Micro-panels of `b` per unit for [`Kernel::Tiles`] where `b` has at least two such units
+/// per thread (else `UNIT_PANELS`). A unit reads `unit_panels * NR` columns of each of `b`'s
+/// rows, rows far apart; the AMX kernel is fast enough that this packing was 9-13% of the
+/// product at n = 2048 with 4 panels a unit (`perf record`, one thread), 6-9% with 16; two
+/// threads, six rounds alternated, twice: medians 1566-1578 GFLOP/s against 1484-1500, and
+/// 1469 against 1418. (With 8 panels a unit at n = 1024: 1298 against 1319, so not there.)
+const TILE_UNIT_PANELS: usize = 16;
 /// Row stride of the `f32` sums: a column block and one cache line, so that a tile's rows
 /// fall in different L1 sets (`NC` floats, 2 KiB, would put all twelve in four).
 const ACC_LD: usize = NC + 16;
@@ -452,13 +459,24 @@ pub(crate) fn gemm(
     // Sizes that overflow saturate, and no allocator grants `usize::MAX` words.
     let words = |parts: &[usize]| parts.iter().fold(1usize, |w, &p| w.saturating_mul(p));
     let mut packed_b = scratch(words(&[kblocks, panels, kc_block, NR]))?;
-    // The packed `b` in units of one `kc_block` block by `UNIT_PANELS` micro-panels, each packed by
-    // the first thread that needs it (the others wait for it): no separate packing pass, and
-    // a unit is still in the packer's L2 when its products start.
-    let units_per_block = panels.div_ceil(UNIT_PANELS);
+    let parallel = m.saturating_mul(n).saturating_mul(k) >= PARALLEL_FLOPS && !cfg!(miri);
+    let threads = if parallel {
+        rayon::current_num_threads().max(1)
+    } else {
+        1
+    };
+    // The packed `b` in units of one `kc_block` block by `unit_panels` micro-panels, each
+    // packed by the first thread that needs it (the others wait for it): no separate packing
+    // pass, and a unit is still in the packer's L2 when its products start. For the AMX
+    // kernel, wider units where `b` has at least two per thread (`TILE_UNIT_PANELS`).
+    let unit_panels = match kernel {
+        Kernel::Tiles if panels.div_ceil(TILE_UNIT_PANELS) >= 2 * threads => TILE_UNIT_PANELS,
+        _ => UNIT_PANELS,
+    };
+    let units_per_block = panels.div_ceil(unit_panels);
     let mut units = Vec::with_capacity(kblocks * units_per_block);
     for block in as_words(packed_b.as_mut_slice()).chunks_mut(panels * kc_block * NR) {
-        for unit in block.chunks_mut(UNIT_PANELS * kc_block * NR) {
+        for unit in block.chunks_mut(unit_panels * kc_block * NR) {
             units.push(Line(Unit {
                 raw: Mutex::new(Some(unit)),
                 packed: OnceLock::new(),
@@ -479,19 +497,13 @@ pub(crate) fn gemm(
                     b,
                     (k, n),
                     (kb * kc_block, kc),
-                    u * UNIT_PANELS * NR,
+                    u * unit_panels * NR,
                 )
             };
             raw
         })
     };
-    let parallel = m.saturating_mul(n).saturating_mul(k) >= PARALLEL_FLOPS && !cfg!(miri);
     let micro = m.div_ceil(mr);
-    let threads = if parallel {
-        rayon::current_num_threads().max(1)
-    } else {
-        1
-    };
     // `dst`'s columns in groups of whole units, one per thread (fewer when `b` has fewer
     // units): a thread packs its group's units of `b` and writes its group's columns of `dst`,
     // the same core from one product to the next (`home_slot`), and turns to the other
@@ -508,7 +520,7 @@ pub(crate) fn gemm(
             g * units_per_block / groups,
             (g + 1) * units_per_block / groups,
         );
-        (u0 * UNIT_PANELS, (u1 * UNIT_PANELS).min(panels))
+        (u0 * unit_panels, (u1 * unit_panels).min(panels))
     };
     // Row blocks: whole micro-panels whose packed `a` (all of `k`) fits the budget, the same
     // in every group, taken one at a time, and, when threads share them (a group's own and,
@@ -602,9 +614,9 @@ pub(crate) fn gemm(
                 let kc = kc_block.min(pairs - kb * kc_block);
                 let pa = &packed_a[kb * bmicro * kc_block * mr..][..bmicro * kc_block * mr];
                 for t in 0..p1 - p0 {
-                    let p = p0 + (t + blk * UNIT_PANELS) % (p1 - p0);
-                    let bu = unit(kb, p / UNIT_PANELS);
-                    let bp = &bu[p % UNIT_PANELS * kc_block * NR..][..kc * NR];
+                    let p = p0 + (t + blk * unit_panels) % (p1 - p0);
+                    let bu = unit(kb, p / unit_panels);
+                    let bp = &bu[p % unit_panels * kc_block * NR..][..kc * NR];
                     let cols = NR.min(n - p * NR);
                     // The micro-panels read in place, then the packed ones: each run of
                     // micro-panels in one call, their tiles one above the other.
@@ -733,7 +745,7 @@ struct Out {
 // SAFETY: the pointer is written only through `tile`, whose callers write disjoint tiles.
 unsafe impl Sync for Out {}
 
-/// One block of `k` by `UNIT_PANELS` micro-panels of the packed `b`: its words, until the first
+/// One block of `k` by `unit_panels` micro-panels of the packed `b`: its words, until the first
 /// thread that needs it takes them to pack (`raw`), then packed, for every thread to read
 /// (`packed`).
 struct Unit<'a> {
