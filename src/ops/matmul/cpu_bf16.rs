@@ -125,9 +125,9 @@ impl Kernel {
 
     /// Words of packed `a` per row block. For `Dot`, 256 KiB, a quarter of a Zen 4 core's L2,
     /// beside the `f32` sums of one column block (192 KiB) and the `b` panels going by. For
-    /// `Tiles`, 1 MiB, half the L2 of Intel's cores with AMX: 4 tiles of rows at `k` = 2048
-    /// instead of 2, so that each pass over the packed `b` (8 MiB at n = 2048, past L2) serves
-    /// twice the rows; measured on the Xeon of `pack_a`, two threads, two rounds: n = 2048
+    /// `Tiles`, 1 MiB, half the L2 of Intel's cores with AMX: 8 tiles of 32 rows at `k` = 2048
+    /// (128 KiB each) instead of 2, so that each pass over the packed `b` (8 MiB at n = 2048,
+    /// past L2) serves four times the rows; measured on the Xeon of `pack_a`, two threads, two rounds: n = 2048
     /// 1575-1649 GFLOP/s against 1504-1543 with 256 KiB, n = 512 and 1024 the same.
     const fn a_block_words(self) -> usize {
         match self {
@@ -1274,8 +1274,8 @@ mod tests {
     use rayon::prelude::*;
 
     /// The row-block and tile sizes the test shapes are built around (`vdpbf16ps`'s; the AMX
-    /// kernel's tiles of 32 rows and row blocks of up to 4 of them fall on other rows of the
-    /// same shapes).
+    /// kernel's tiles of 32 rows and row blocks of up to `MC_PANELS` of them fall on other rows
+    /// of the same shapes).
     const MR: usize = DOT_MR;
     const MC: usize = MC_PANELS * DOT_MR;
 
