@@ -1,25 +1,48 @@
 //! The graph: nodes recorded by ops on tracked tensors, the grad mode, and the backward pass.
 //!
 //! Each op on a tracked input records one [`Node`] holding the op's backward rule (a closure
-//! over the tensors it saved) and its inputs' nodes. Nodes are numbered in creation order, and
-//! an op is always created after its inputs, so walking the reachable nodes from the highest
-//! number down visits every node after all of its consumers: a reverse topological order with
-//! no sort of edges. Gradients flow as untyped tensors on the device they were computed on;
-//! the typed fronts put the device back in the type.
+//! over the tensors it saved) and its inputs' nodes. Each node has a rank one above its
+//! highest input's (a leaf's is 0), so walking the reachable nodes from the highest rank down
+//! visits every node after all of its consumers: a reverse topological order with no sort of
+//! edges, and no shared counter for ops on any thread to contend on. Gradients flow as
+//! untyped tensors on the device they were computed on; the typed fronts put the device back
+//! in the type.
 
 use crate::core::error::{Error, Result};
 use crate::core::raw::{Operand, RawTensor};
 use crate::ops::BinaryOp;
 use std::cell::Cell;
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// One gradient per input of an op (`None` for inputs that need none).
 pub(crate) type Grads = Vec<Option<RawTensor>>;
 
-/// A backward rule: the gradient of the op's output in, the gradients of its inputs out.
-type BackwardFn = Box<dyn FnOnce(RawTensor) -> Result<Grads> + Send>;
+/// A node's backward rule, run at most once: the gradient of the op's output in, the
+/// gradients of its inputs out. `None` once it has run (its saved tensors are then freed) and
+/// for a leaf, which has none. Public only as [`Node`] is: not reachable from outside.
+pub trait Rule: Send {
+    /// Runs the rule if it has not run, freeing what it saved.
+    fn run_once(&mut self, grad: RawTensor) -> Option<Result<Grads>>;
+}
+
+/// An op's rule (a closure over the tensors it saved), kept inside its node until it runs.
+struct Once<F>(Option<F>);
+
+impl<F: FnOnce(RawTensor) -> Result<Grads> + Send> Rule for Once<F> {
+    fn run_once(&mut self, grad: RawTensor) -> Option<Result<Grads>> {
+        self.0.take().map(|rule| rule(grad))
+    }
+}
+
+/// A leaf's rule: there is none.
+struct NoRule;
+
+impl Rule for NoRule {
+    fn run_once(&mut self, _: RawTensor) -> Option<Result<Grads>> {
+        None
+    }
+}
 
 /// PyTorch's text for a second backward through a freed graph.
 pub(crate) const BACKWARD_TWICE: &str = "Trying to backward through the graph a second time (or directly access saved tensors after they have already been freed). Saved intermediate values of the graph are freed when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time or if you need to access saved tensors after calling backward.";
@@ -27,19 +50,24 @@ pub(crate) const BACKWARD_TWICE: &str = "Trying to backward through the graph a 
 /// A node of the autograd graph: a parameter (leaf) or the op that made a tensor.
 ///
 /// Public only so that a crate-private trait can name it; it is not reachable from outside.
-pub struct Node {
-    id: u64,
+///
+/// The rule is stored in the node itself (`Arc<Node<Once<F>>>`, used as `Arc<Node>`), so
+/// recording an op makes one allocation, not one for the node and one for a boxed closure.
+pub struct Node<R: ?Sized + Rule = dyn Rule> {
+    /// Above every input's rank (the module's note).
+    rank: u64,
     name: &'static str,
     inputs: NodeInputs,
-    backward: Mutex<Option<BackwardFn>>,
     /// The accumulated gradient of a leaf.
     grad: Mutex<Option<RawTensor>>,
     leaf: bool,
+    /// Last, so that a node with a concrete rule coerces to one with `dyn Rule`.
+    backward: Mutex<R>,
 }
 
 impl std::fmt::Debug for Node {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Node({}, #{})", self.name, self.id)
+        write!(f, "Node({}, rank {})", self.name, self.rank)
     }
 }
 
@@ -102,13 +130,7 @@ impl NodeInputs {
     }
 }
 
-static NEXT_ID: AtomicU64 = AtomicU64::new(1);
-
-fn next_id() -> u64 {
-    NEXT_ID.fetch_add(1, Ordering::Relaxed)
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+fn lock<T: ?Sized>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -116,12 +138,12 @@ impl Node {
     /// A new leaf: a tensor that requires grad and accumulates it.
     pub(crate) fn leaf() -> Arc<Node> {
         Arc::new(Node {
-            id: next_id(),
+            rank: 0,
             name: "AccumulateGrad",
             inputs: NodeInputs::EMPTY,
-            backward: Mutex::new(None),
             grad: Mutex::new(None),
             leaf: true,
+            backward: Mutex::new(NoRule),
         })
     }
 
@@ -166,7 +188,7 @@ impl Node {
     }
 }
 
-impl Drop for Node {
+impl<R: ?Sized + Rule> Drop for Node<R> {
     /// Frees the graph behind this node without recursion, as PyTorch's `deleteNode`: a long
     /// chain of ops (`total = total + loss` over a long run) would otherwise drop one node
     /// inside the other and overflow the stack. Inputs that this node held last are taken
@@ -184,10 +206,13 @@ impl Drop for Node {
         {
             return;
         }
-        fn take_apart(node: Arc<Node>, pending: &mut Vec<Arc<Node>>) {
-            // Only the last handle takes the node apart; shared nodes stay for their other
-            // users (and drop later, the same way).
-            if let Some(mut node) = Arc::into_inner(node) {
+        fn take_apart(mut node: Arc<Node>, pending: &mut Vec<Arc<Node>>) {
+            // Only the sole handle takes the node apart (its inputs moved to the list, then the
+            // node dropped with none); shared nodes stay for their other users and drop later,
+            // the same way. Where two threads drop the last two handles at once, both may see
+            // the other's: the last one out then drops the node whole, and its own `drop` takes
+            // its inputs apart, one level deeper, never more.
+            if let Some(node) = Arc::get_mut(&mut node) {
                 pending.extend(node.inputs.take().into_nodes());
             }
         }
@@ -311,24 +336,30 @@ where
         many = inputs.iter().map(Option::is_some).collect();
         &many
     };
-    // The rule and the node are written where they stay, in allocations made first: built on
-    // the stack and moved in, each was read back with wide loads right after its narrow
-    // stores, a store-forwarding stall per copy (perf: `memmove` was a fifth of a tracked
-    // `Linear(10, 2)`'s samples on Zen 4).
-    let rule: Box<F> = Box::write(Box::new_uninit(), make(needs));
-    let mut node = Arc::<Node>::new_uninit();
-    Arc::get_mut(&mut node)
-        .expect("a new Arc has no other handle")
-        .write(Node {
-            id: next_id(),
-            name,
-            inputs: NodeInputs::new(inputs),
-            backward: Mutex::new(Some(rule)),
-            grad: Mutex::new(None),
-            leaf: false,
-        });
-    // SAFETY: the node was written just above.
-    Some(unsafe { node.assume_init() })
+    // The node, rule inside, is written where it stays, field by field into an allocation made
+    // first: built on the stack and moved in, it was copied (`memcpy`) and read back with wide
+    // loads right after its narrow stores, a store-forwarding stall per copy (perf: `memmove`
+    // was a fifth of a tracked `Linear(10, 2)`'s samples on Zen 4).
+    let rank = 1 + inputs.iter().flatten().map(|n| n.rank).max().unwrap_or(0);
+    let node = Arc::<Node<Once<F>>>::new_uninit();
+    // Written through the pointer rather than `Arc::get_mut`, whose check of the counts is a
+    // locked instruction (a fifth of this function's samples); this handle is the only one.
+    let slot = Arc::as_ptr(&node).cast_mut().cast::<Node<Once<F>>>();
+    // SAFETY: `slot` points to the new allocation (`Arc::as_ptr` keeps the allocation's own
+    // pointer, valid for writes), which no other handle or reference can reach; every field
+    // is written once, through raw pointers (no reference to the uninitialised node is made).
+    // The rule is made first: if `make` panics, nothing has been written, nothing leaks.
+    unsafe {
+        (&raw mut (*slot).backward).write(Mutex::new(Once(Some(make(needs)))));
+        (&raw mut (*slot).rank).write(rank);
+        (&raw mut (*slot).name).write(name);
+        (&raw mut (*slot).inputs).write(NodeInputs::new(inputs));
+        (&raw mut (*slot).grad).write(Mutex::new(None));
+        (&raw mut (*slot).leaf).write(false);
+    }
+    // SAFETY: every field was written just above.
+    let node: Arc<Node<Once<F>>> = unsafe { node.assume_init() };
+    Some(node)
 }
 
 /// Back-propagates `grad` (the gradient of the root's value) through everything reachable
@@ -338,38 +369,43 @@ pub(crate) fn backward(root: &Arc<Node>, grad: RawTensor) -> Result<()> {
     let mut seen = HashSet::new();
     let mut stack = vec![root.clone()];
     while let Some(node) = stack.pop() {
-        if !seen.insert(Arc::as_ptr(&node)) {
+        if !seen.insert(Arc::as_ptr(&node).cast::<()>()) {
             continue;
         }
         for input in node.inputs.iter().flatten() {
-            if !seen.contains(&Arc::as_ptr(input)) {
+            if !seen.contains(&Arc::as_ptr(input).cast::<()>()) {
                 stack.push(input.clone());
             }
         }
         order.push(node);
     }
-    order.sort_unstable_by_key(|n| std::cmp::Reverse(n.id));
-    let mut pending: HashMap<u64, RawTensor> = HashMap::new();
-    pending.insert(root.id, grad);
+    order.sort_unstable_by_key(|n| std::cmp::Reverse(n.rank));
+    // Gradients waiting for their node, by its address (every node in `order` lives until the
+    // end of this function, so no address is reused meanwhile).
+    let key = |n: &Arc<Node>| Arc::as_ptr(n).cast::<()>() as usize;
+    let mut pending: HashMap<usize, RawTensor> = HashMap::new();
+    pending.insert(key(root), grad);
     let _no_grad = NoGradGuard::new();
     for node in &order {
-        let Some(g) = pending.remove(&node.id) else {
+        let Some(g) = pending.remove(&key(node)) else {
             continue;
         };
         if node.leaf {
             node.accumulate(g)?;
             continue;
         }
-        let rule = lock(&node.backward)
-            .take()
-            .ok_or_else(|| Error::Autograd(BACKWARD_TWICE.into()))?;
-        let grads = rule(g).map_err(|error| match error {
-            Error::InBackward { .. } => error,
-            error => Error::InBackward {
-                node: node.name,
-                error: Box::new(error),
-            },
-        })?;
+        // The rule runs under its node's lock (a second backward through the same node, from
+        // another thread, waits and then finds it freed).
+        let ran = lock(&node.backward).run_once(g);
+        let grads = ran
+            .ok_or_else(|| Error::Autograd(BACKWARD_TWICE.into()))?
+            .map_err(|error| match error {
+                Error::InBackward { .. } => error,
+                error => Error::InBackward {
+                    node: node.name,
+                    error: Box::new(error),
+                },
+            })?;
         debug_assert_eq!(
             grads.len(),
             node.inputs.len(),
@@ -380,11 +416,11 @@ pub(crate) fn backward(root: &Arc<Node>, grad: RawTensor) -> Result<()> {
             let (Some(input), Some(g)) = (input, g) else {
                 continue;
             };
-            let sum = match pending.remove(&input.id) {
+            let sum = match pending.remove(&key(input)) {
                 Some(old) => add_grads(old, g)?,
                 None => g,
             };
-            pending.insert(input.id, sum);
+            pending.insert(key(input), sum);
         }
     }
     Ok(())
@@ -536,5 +572,48 @@ mod tests {
             drop(node);
             assert!(leaves.iter().all(|l| Arc::strong_count(l) == 1), "n = {n}");
         }
+    }
+
+    /// A gradient's one `f32`.
+    fn scalar(g: &RawTensor) -> f32 {
+        g.cpu_slice::<f32>().unwrap()[0]
+    }
+
+    /// Ranks, not creation order, order the backward pass: a chain of six ops built on another
+    /// thread and a branch of one built after it meet at the root, and the leaf gets both
+    /// paths' gradients (2^6 + 3) only if every node runs after all of its consumers. Each
+    /// rule is freed once it has run, with what it saved.
+    #[test]
+    fn ranks_order_branches_of_any_length_from_any_thread() {
+        let leaf = Node::leaf();
+        let saved = Arc::new(());
+        let times = |factor: f32, input: &Arc<Node>| {
+            let saved = saved.clone();
+            record("MulBackward0", &[Some(input)], move |_| {
+                move |g: RawTensor| -> Result<Grads> {
+                    let _keep = &saved;
+                    Ok(vec![Some(value(factor * scalar(&g)))])
+                }
+            })
+            .unwrap()
+        };
+        let chain = std::thread::scope(|s| {
+            s.spawn(|| (0..6).fold(leaf.clone(), |node, _| times(2.0, &node)))
+                .join()
+                .unwrap()
+        });
+        let branch = times(3.0, &leaf);
+        assert_eq!((chain.rank, branch.rank), (6, 1));
+        let root = record("AddBackward0", &[Some(&chain), Some(&branch)], |_| {
+            |g: RawTensor| -> Result<Grads> { Ok(vec![Some(g.clone()), Some(g)]) }
+        })
+        .unwrap();
+        assert_eq!(root.rank, 7);
+        assert_eq!(Arc::strong_count(&saved), 8);
+        backward(&root, value(1.0)).unwrap();
+        assert_eq!(grad_of(&leaf), 67.0);
+        assert_eq!(Arc::strong_count(&saved), 1, "the rules that ran are freed");
+        let again = backward(&root, value(1.0)).unwrap_err();
+        assert_eq!(again.to_string(), BACKWARD_TWICE);
     }
 }
