@@ -90,6 +90,13 @@ fn transpose_and_permute_move_values_like_the_reference() {
     assert!(!m.t().is_contiguous());
     let v = Tensor::<Cpu>::from_vec(vec![1.0, 2.0], [2], Cpu);
     assert_eq!(v.t().to_vec(), vec![1.0, 2.0]);
+    // A 1-element result is contiguous with stride 1, whatever its operands' strides (the
+    // short path of tiny ops copies an operand's layout only when it is that one).
+    let one = Tensor::<Cpu>::scalar(2.0, Cpu).expand(&[1]);
+    assert_eq!(one.strides(), &[0]);
+    assert_eq!((&one + &one).strides(), &[1]);
+    assert_eq!((&one + &one).to_vec(), vec![4.0]);
+    assert_eq!((&v.narrow(0, 0, 1) * &one).strides(), &[1]);
     assert_eq!(
         err(Tensor::<Cpu>::zeros([2, 2, 2], Cpu).try_t()),
         "t() expects a tensor with <= 2 dimensions, but self is 3D"
