@@ -75,24 +75,23 @@ impl RawTensor {
         fill: impl FnOnce(&mut [E]),
     ) -> Result<Self> {
         debug_assert_eq!(len, shape.iter().product::<usize>());
-        if len <= crate::core::pool::INLINE {
-            let storage = SharedStorage::tiny_cpu::<E>(len, fill);
-            return Ok(RawTensor::from_cpu_storage::<E>(storage, shape));
-        }
-        let mut buffer = crate::core::pool::PooledVec::<E>::with_len(len)?;
-        fill(buffer.as_mut_slice());
-        Ok(RawTensor::from_cpu_buffer(buffer, shape))
-    }
-
-    /// A contiguous CPU tensor of `shape` on `storage`, which holds its values of `E`.
-    #[inline(always)]
-    pub(crate) fn from_cpu_storage<E: Element>(storage: SharedStorage, shape: Dims) -> Self {
-        RawTensor {
+        // The layout first, so that its stores have left the store buffer by the time the
+        // result is moved (after `fill`): a layout computed right before the move stalls it
+        // (store forwarding fails on the narrow stores it reads back).
+        let layout = Layout::contiguous(shape);
+        let storage = if len <= crate::core::pool::INLINE {
+            SharedStorage::tiny_cpu::<E>(len, fill)
+        } else {
+            let mut buffer = crate::core::pool::PooledVec::<E>::with_len(len)?;
+            fill(buffer.as_mut_slice());
+            SharedStorage::new(Storage::Cpu(E::buffer_into_cpu_storage(buffer)))
+        };
+        Ok(RawTensor {
             storage,
-            layout: Layout::contiguous(shape),
+            layout,
             dtype: E::DTYPE,
             device: DynDevice::cpu(),
-        }
+        })
     }
 
     #[inline]
