@@ -616,4 +616,43 @@ mod tests {
         let again = backward(&root, value(1.0)).unwrap_err();
         assert_eq!(again.to_string(), BACKWARD_TWICE);
     }
+
+    /// Two threads back-propagate through one graph at once: the root's rule runs once, under
+    /// its node's lock, so one thread succeeds, the other gets PyTorch's second-backward
+    /// error, and the leaf gets one gradient. A rule that panics leaves its node freed, not
+    /// locked: the next backward through it is the same error, not a hang.
+    #[test]
+    fn one_backward_wins_and_a_panicking_rule_leaves_no_lock() {
+        for _ in 0..20 {
+            let leaf = Node::leaf();
+            let mid = record("MulBackward0", &[Some(&leaf)], |_| {
+                |g: RawTensor| -> Result<Grads> { Ok(vec![Some(value(2.0 * scalar(&g)))]) }
+            })
+            .unwrap();
+            let root = record("MulBackward0", &[Some(&mid)], |_| {
+                |g: RawTensor| -> Result<Grads> { Ok(vec![Some(value(3.0 * scalar(&g)))]) }
+            })
+            .unwrap();
+            let results: Vec<Result<()>> = std::thread::scope(|s| {
+                let runs: Vec<_> = (0..2)
+                    .map(|_| s.spawn(|| backward(&root, value(1.0))))
+                    .collect();
+                runs.into_iter().map(|r| r.join().unwrap()).collect()
+            });
+            assert_eq!(results.iter().filter(|r| r.is_ok()).count(), 1);
+            let lost = results.into_iter().find_map(Result::err).unwrap();
+            assert_eq!(lost.to_string(), BACKWARD_TWICE);
+            assert_eq!(grad_of(&leaf), 6.0);
+        }
+        let leaf = Node::leaf();
+        let root = record("PanicBackward", &[Some(&leaf)], |_| {
+            |_g: RawTensor| -> Result<Grads> { panic!("a rule's bug") }
+        })
+        .unwrap();
+        let caught =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| backward(&root, value(1.0))));
+        assert!(caught.is_err());
+        let again = backward(&root, value(1.0)).unwrap_err();
+        assert_eq!(again.to_string(), BACKWARD_TWICE);
+    }
 }
