@@ -47,16 +47,23 @@ impl RawTensor {
         }
     }
 
-    /// A contiguous CPU tensor owning `data` (inline when tiny: one allocation in all).
+    /// A CPU tensor owning `data` (inline when tiny: one allocation in all) with the
+    /// contiguous `layout` (`Layout::contiguous` of its shape). Compute that layout before the
+    /// kernel that fills `data`, not right before this call: a layout written just before the
+    /// result is moved stalls the move (store forwarding fails on its narrow stores; see
+    /// [`RawTensor::cpu_filled`]).
     #[inline(always)]
     pub(crate) fn from_cpu_buffer<E: Element>(
         data: crate::core::pool::PooledVec<E>,
-        shape: Dims,
+        layout: Layout,
     ) -> Self {
-        debug_assert_eq!(data.as_slice().len(), shape.iter().product::<usize>());
+        debug_assert_eq!(data.as_slice().len(), layout.numel());
+        debug_assert!(
+            layout.offset == 0 && layout.strides == Layout::contiguous(layout.shape).strides
+        );
         RawTensor {
             storage: SharedStorage::new(Storage::Cpu(E::buffer_into_cpu_storage(data))),
-            layout: Layout::contiguous(shape),
+            layout,
             dtype: E::DTYPE,
             device: DynDevice::cpu(),
         }

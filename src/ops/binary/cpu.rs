@@ -343,8 +343,9 @@ fn binary_typed<T: Arith>(
             } else {
                 PooledVec::<T>::with_len(x.len())?
             };
+            let layout = Layout::contiguous(shape);
             with_op!(op, |f| zip_contiguous(x, y, out.as_mut_slice(), f));
-            return Ok(RawTensor::from_cpu_buffer(out, shape));
+            return Ok(RawTensor::from_cpu_buffer(out, layout));
         }
     }
     let la = a.layout.broadcast_to(&shape).expect("broadcast checked");
@@ -425,13 +426,14 @@ fn binary_half<H: HalfBlock + Arith>(
             } else {
                 PooledVec::<H>::with_len(x.len())?
             };
+            let layout = Layout::contiguous(shape);
             with_op!(op, |f| zip_blocks(
                 x,
                 y,
                 out.as_mut_slice(),
                 |p: f32, q: f32| f(p, q)
             ));
-            return Ok(RawTensor::from_cpu_buffer(out, shape));
+            return Ok(RawTensor::from_cpu_buffer(out, layout));
         }
     }
     binary_typed::<H>(a, b, shape, op)
@@ -462,6 +464,7 @@ fn scalar_typed<T: Arith>(
     }
     let x = a.cpu_slice::<T>().expect("cpu");
     let mut out = PooledVec::<T>::with_len(a.numel())?;
+    let layout = Layout::contiguous(a.layout.shape);
     with_op!(op, |f| {
         if scalar_first {
             map1(x, &a.layout, out.as_mut_slice(), move |v| f(s, v))
@@ -469,7 +472,7 @@ fn scalar_typed<T: Arith>(
             map1(x, &a.layout, out.as_mut_slice(), move |v| f(v, s))
         }
     });
-    Ok(RawTensor::from_cpu_buffer(out, a.layout.shape))
+    Ok(RawTensor::from_cpu_buffer(out, layout))
 }
 
 /// `a op s` on `f16`/`bf16`: the scalar stays an `f32` (PyTorch's CPU kernels keep a wrapped
@@ -496,6 +499,7 @@ fn scalar_half<H: HalfBlock>(
     }
     let x = a.cpu_slice::<H>().expect("cpu");
     let mut out = PooledVec::<H>::with_len(a.numel())?;
+    let layout = Layout::contiguous(a.layout.shape);
     if let Some(r) = a.layout.contiguous_range() {
         // In blocks, as above.
         let x = &x[r];
@@ -506,7 +510,7 @@ fn scalar_half<H: HalfBlock>(
                 map_blocks(x, out.as_mut_slice(), move |v: f32| f(v, s))
             }
         });
-        return Ok(RawTensor::from_cpu_buffer(out, a.layout.shape));
+        return Ok(RawTensor::from_cpu_buffer(out, layout));
     }
     // A strided view: per element.
     with_op!(op, |f| {
@@ -520,7 +524,7 @@ fn scalar_half<H: HalfBlock>(
             })
         }
     });
-    Ok(RawTensor::from_cpu_buffer(out, a.layout.shape))
+    Ok(RawTensor::from_cpu_buffer(out, layout))
 }
 
 pub(crate) fn binary_scalar(

@@ -621,6 +621,7 @@ fn bf16_native(a: &[half::bf16], b: &[half::bf16], plan: &MatmulPlan) -> Result<
     let (ra, rb) = (plan.a.rank(), plan.b.rank());
     let batches: usize = plan.batch.iter().product();
     let mut out = PooledVec::<half::bf16>::with_len(batches * m * n)?;
+    let layout = Layout::contiguous(plan.out_shape);
     if !out.as_slice().is_empty() {
         let (offs_a, offs_b) = if br == 0 {
             (vec![plan.a.offset], vec![plan.b.offset])
@@ -644,7 +645,7 @@ fn bf16_native(a: &[half::bf16], b: &[half::bf16], plan: &MatmulPlan) -> Result<
             super::cpu_bf16::gemm(dst, (m, k, n), va, vb, kernel)?;
         }
     }
-    Ok(RawTensor::from_cpu_buffer(out, plan.out_shape))
+    Ok(RawTensor::from_cpu_buffer(out, layout))
 }
 
 /// `a @ b` of `i64` matrices (PyTorch's CPU `mm` takes integers): exact, with wrapping sums

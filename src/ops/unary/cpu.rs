@@ -5,6 +5,7 @@ use crate::backend::cpu::strided::{for_each_chunk, map1};
 use crate::backend::cpu::vmath::{self, vectorized};
 use crate::core::dtype::Half;
 use crate::core::error::Result;
+use crate::core::layout::Layout;
 use crate::core::pool::PooledVec;
 use crate::core::raw::{Operand, RawTensor};
 use crate::core::{DType, Element, Float};
@@ -312,8 +313,9 @@ fn typed<T: UnaryMath>(mut a: Operand<'_>, op: UnaryOp) -> Result<RawTensor> {
     }
     let x = a.cpu_slice::<T>().expect("cpu");
     let mut out = PooledVec::<T>::with_len(a.numel())?;
+    let layout = Layout::contiguous(a.layout.shape);
     with_unary!(op, |f| map1(x, &a.layout, out.as_mut_slice(), f));
-    Ok(RawTensor::from_cpu_buffer(out, a.layout.shape))
+    Ok(RawTensor::from_cpu_buffer(out, layout))
 }
 
 /// `f16`/`bf16`: contiguous operands in blocks (widened to `f32`, the `f32` function, narrowed
@@ -334,13 +336,14 @@ fn half_typed<H: HalfBlock + UnaryMath>(mut a: Operand<'_>, op: UnaryOp) -> Resu
     };
     let x = &a.cpu_slice::<H>().expect("cpu")[r];
     let mut out = PooledVec::<H>::with_len(a.numel())?;
+    let layout = Layout::contiguous(a.layout.shape);
     with_unary!(op, |f| map_blocks(
         x,
         out.as_mut_slice(),
         #[inline(always)]
         |v: f32| f(v)
     ));
-    Ok(RawTensor::from_cpu_buffer(out, a.layout.shape))
+    Ok(RawTensor::from_cpu_buffer(out, layout))
 }
 
 pub(crate) fn unary(a: Operand<'_>, op: UnaryOp) -> Result<RawTensor> {

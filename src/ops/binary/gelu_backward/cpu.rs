@@ -4,6 +4,7 @@ use crate::backend::cpu::strided::{for_each_chunk, map2};
 use crate::backend::cpu::vmath::{self, vectorized};
 use crate::core::dtype::Half;
 use crate::core::error::Result;
+use crate::core::layout::Layout;
 use crate::core::pool::PooledVec;
 use crate::core::raw::{Operand, RawTensor};
 use crate::core::{DType, Element};
@@ -134,6 +135,7 @@ fn typed<T: GeluGrad>(
         if let Some(rg) = grad.layout.contiguous_range() {
             let gs = &grad.cpu_slice::<T>().expect("cpu")[rg];
             let mut out = PooledVec::<T>::with_len(gs.len())?;
+            let layout = Layout::contiguous(grad.layout.shape);
             with_grad!(approximate, |f| for_each_chunk(
                 out.as_mut_slice(),
                 |start, chunk| {
@@ -149,11 +151,12 @@ fn typed<T: GeluGrad>(
                     )
                 }
             ));
-            return Ok(RawTensor::from_cpu_buffer(out, grad.layout.shape));
+            return Ok(RawTensor::from_cpu_buffer(out, layout));
         }
     }
     let gs = grad.cpu_slice::<T>().expect("cpu");
     let mut out = PooledVec::<T>::with_len(grad.numel())?;
+    let layout = Layout::contiguous(grad.layout.shape);
     with_grad!(approximate, |f| map2(
         gs,
         &grad.layout,
@@ -162,7 +165,7 @@ fn typed<T: GeluGrad>(
         out.as_mut_slice(),
         f
     ));
-    Ok(RawTensor::from_cpu_buffer(out, grad.layout.shape))
+    Ok(RawTensor::from_cpu_buffer(out, layout))
 }
 
 /// `out[i] = narrow(f(widen(grad[i]), widen(x[i])))` in blocks of [`BLOCK`], where `grad` is
@@ -220,6 +223,7 @@ fn half_typed<H: HalfBlock + GeluGrad>(
     }
     let gs = &grad.cpu_slice::<H>().expect("cpu")[rg];
     let mut out = PooledVec::<H>::with_len(gs.len())?;
+    let layout = Layout::contiguous(grad.layout.shape);
     with_grad!(approximate, |f| half_blocks(
         Some(gs),
         xs,
@@ -227,7 +231,7 @@ fn half_typed<H: HalfBlock + GeluGrad>(
         #[inline(always)]
         |g: f32, v: f32| f(g, v)
     ));
-    Ok(RawTensor::from_cpu_buffer(out, grad.layout.shape))
+    Ok(RawTensor::from_cpu_buffer(out, layout))
 }
 
 pub(crate) fn gelu_backward(
