@@ -288,6 +288,17 @@ fn dispatch() {
         black_box(da.add(&db).unwrap());
     });
     report("devtype-dyn", "E", "a.add(&b), 1-elem f32", "ns", &t, ns);
+    // A small result that is not inline: 64 elements in a pooled buffer, its layout computed.
+    let x = Tensor::from_vec(det_sym(64, 21, 1.0), [8, 8], Cpu);
+    let y = Tensor::from_vec(det_sym(64, 22, 1.0), [8, 8], Cpu);
+    let t = time_fixed(7, 1000, TINY_REPS, || {
+        black_box(&x + &y);
+    });
+    report("devtype", "E", "x.add(&y), 8x8 f32", "ns", &t, ns);
+    let t = time_fixed(7, 1000, TINY_REPS, || {
+        black_box(x.relu());
+    });
+    report("devtype", "E", "x.relu(), 8x8 f32", "ns", &t, ns);
     let t = time_fixed(7, 1000, TINY_REPS * 10, || {
         black_box(black_box(&da).device() == black_box(&db).device());
     });

@@ -6,7 +6,7 @@ the same JSON lines, so the two can be run one after the other and read side by 
 - A: sgemm, n = 256, 1024, 2048;
 - B: `relu(x + y)` on 16M f32 (two ops, and each alone);
 - C: `Linear(10, 2)` forward on a 4x10 batch (no_grad, and recording the graph);
-- E: a 1-element add;
+- E: a 1-element add, and an add and a relu of 8x8 (64 elements: a result that is not inline);
 - H: element-wise ops, casts and GEMMs on float32, float16 and bfloat16, per element (or flop),
   on the same shapes (16M elements; 1024^3 and 2048^3 products);
 - S: one optimizer step of a 2048x2048 Linear (4.2M f32 parameters), plain and under a
@@ -162,6 +162,9 @@ def tiny():
 def dispatch():
     a, b = torch.tensor([1.5]), torch.tensor([2.5])
     report("E", "a.add(b), 1-elem f32", "ns", time_fixed(lambda: a.add(b), warmup=1000))
+    x, y = torch.randn(8, 8), torch.randn(8, 8)
+    report("E", "x.add(&y), 8x8 f32", "ns", time_fixed(lambda: x.add(y), warmup=1000))
+    report("E", "x.relu(), 8x8 f32", "ns", time_fixed(lambda: x.relu(), warmup=1000))
     report("E", "  ref: python loop + lambda call (no op)", "ns", time_fixed(lambda: None))
 
 
