@@ -147,6 +147,13 @@ impl Node {
         })
     }
 
+    /// The node's address: its identity while any handle to it lives (a parameter's, shared
+    /// by all of its handles; a key of the backward pass). A thin pointer's, as `Node` is
+    /// unsized.
+    pub(crate) fn address(node: &Arc<Node>) -> usize {
+        Arc::as_ptr(node).cast::<()>() as usize
+    }
+
     /// True for a parameter (a tensor created by the user that requires grad).
     pub(crate) fn is_leaf(&self) -> bool {
         self.leaf
@@ -369,11 +376,11 @@ pub(crate) fn backward(root: &Arc<Node>, grad: RawTensor) -> Result<()> {
     let mut seen = HashSet::new();
     let mut stack = vec![root.clone()];
     while let Some(node) = stack.pop() {
-        if !seen.insert(Arc::as_ptr(&node).cast::<()>()) {
+        if !seen.insert(Node::address(&node)) {
             continue;
         }
         for input in node.inputs.iter().flatten() {
-            if !seen.contains(&Arc::as_ptr(input).cast::<()>()) {
+            if !seen.contains(&Node::address(input)) {
                 stack.push(input.clone());
             }
         }
@@ -382,7 +389,7 @@ pub(crate) fn backward(root: &Arc<Node>, grad: RawTensor) -> Result<()> {
     order.sort_unstable_by_key(|n| std::cmp::Reverse(n.rank));
     // Gradients waiting for their node, by its address (every node in `order` lives until the
     // end of this function, so no address is reused meanwhile).
-    let key = |n: &Arc<Node>| Arc::as_ptr(n).cast::<()>() as usize;
+    let key = Node::address;
     let mut pending: HashMap<usize, RawTensor> = HashMap::new();
     pending.insert(key(root), grad);
     let _no_grad = NoGradGuard::new();

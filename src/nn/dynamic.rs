@@ -107,10 +107,7 @@ pub trait DynModule {
         let mut out = Vec::new();
         let mut seen = std::collections::HashSet::new();
         self.visit_parameters("", &mut |name, p| {
-            let id = p
-                .node
-                .as_ref()
-                .map(|n| std::sync::Arc::as_ptr(n).cast::<()>() as usize);
+            let id = p.node.as_ref().map(crate::graph::Node::address);
             if id.is_none_or(|id| seen.insert(id)) {
                 out.push((name.to_string(), p.clone()));
             }

@@ -161,8 +161,7 @@ impl<D: Device, E: Float> ParameterOn<D, E> for &&Tensor<D, E> {
 /// The identity of a parameter: its autograd node, which every handle to it shares (the
 /// handles of a tied weight included). `None` for a tensor that does not require grad.
 pub(crate) fn identity<D: Device, E: Float>(p: &Tensor<D, E>) -> Option<usize> {
-    p.node()
-        .map(|n| std::sync::Arc::as_ptr(n).cast::<()>() as usize)
+    p.node().map(crate::graph::Node::address)
 }
 
 /// Calls `f` once per parameter of `model` (the first handle of each, by [`identity`]),
@@ -425,7 +424,7 @@ impl<D: Device, E: Float> Module<D, E> for Tensor<D, E> {
         let Some(node) = self.node() else {
             return self.detach().move_to(dev);
         };
-        let id = std::sync::Arc::as_ptr(node).cast::<()>() as usize;
+        let id = crate::graph::Node::address(node);
         if let Some((raw, node)) = MOVED.with(|m| m.borrow().as_ref()?.get(&id).cloned()) {
             if raw.device == dev.dyn_device() {
                 let mut same = Tensor::from_raw(raw, dev);
