@@ -58,11 +58,19 @@ impl RawTensor {
         layout: Layout,
     ) -> Self {
         debug_assert_eq!(data.as_slice().len(), layout.numel());
+        let storage = SharedStorage::new(Storage::Cpu(E::buffer_into_cpu_storage(data)));
+        RawTensor::from_cpu_storage::<E>(storage, layout)
+    }
+
+    /// A CPU tensor of `E` on `storage` with the contiguous `layout` (see
+    /// [`RawTensor::from_cpu_buffer`] for when to compute it).
+    #[inline(always)]
+    pub(crate) fn from_cpu_storage<E: Element>(storage: SharedStorage, layout: Layout) -> Self {
         debug_assert!(
             layout.offset == 0 && layout.strides == Layout::contiguous(layout.shape).strides
         );
         RawTensor {
-            storage: SharedStorage::new(Storage::Cpu(E::buffer_into_cpu_storage(data))),
+            storage,
             layout,
             dtype: E::DTYPE,
             device: DynDevice::cpu(),
@@ -93,12 +101,7 @@ impl RawTensor {
             fill(buffer.as_mut_slice());
             SharedStorage::new(Storage::Cpu(E::buffer_into_cpu_storage(buffer)))
         };
-        Ok(RawTensor {
-            storage,
-            layout,
-            dtype: E::DTYPE,
-            device: DynDevice::cpu(),
-        })
+        Ok(RawTensor::from_cpu_storage::<E>(storage, layout))
     }
 
     #[inline]

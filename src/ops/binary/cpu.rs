@@ -310,12 +310,7 @@ fn tiny_typed<T: Arith>(
     } else {
         crate::core::layout::Layout::contiguous(a.layout.shape)
     };
-    Some(RawTensor {
-        storage,
-        layout,
-        dtype: T::DTYPE,
-        device: crate::core::device::DynDevice::cpu(),
-    })
+    Some(RawTensor::from_cpu_storage::<T>(storage, layout))
 }
 
 fn binary_typed<T: Arith>(
