@@ -68,6 +68,11 @@ const DOT_KC: usize = 512;
 const TILE_KC: usize = 1024;
 /// The longer of the two blocks (the size of `pack_a`'s row buffer).
 const MAX_KC: usize = if DOT_KC > TILE_KC { DOT_KC } else { TILE_KC };
+/// Steps of 16 pairs the AMX kernel runs on one tile before it turns to the next tile of its
+/// column, its sums going to memory and back between (exact: they stay `f32`): a chunk of the
+/// `b` micro-panel (32 KiB) is read from L1 by every tile of the column, and `a` streams past
+/// it from L2 (`tileloaddt1`, which keeps it out of L1).
+const CHUNK_STEPS: usize = 16;
 /// Most micro-panels of `a` (of the kernel's `mr` rows) per row block of a thread; fewer when
 /// `k` is long, so that the block's packed `a`, every block of `k` of it, stays within the
 /// kernel's budget ([`Kernel::a_block_words`]).
@@ -929,7 +934,7 @@ enum Mode {
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{Mode, ACC_LD, DOT_MR, MC_PANELS, NR, TILE_MR};
+    use super::{Mode, ACC_LD, CHUNK_STEPS, DOT_MR, MC_PANELS, NR, TILE_MR};
     use std::arch::asm;
     use std::arch::x86_64::*;
 
@@ -1093,22 +1098,30 @@ mod x86 {
     /// NR` (at most `MC_PANELS`): [`dot`]'s work on each, with `a` packed micro-panels in runs
     /// of 16 pairs (`Kernel::a_word`), `TILE_MR * TILE_KC` words apart, and the tiles' rows one
     /// after the other in `c` and `dst`. For each tile, the first `16 * (kc / 16)` pairs go
-    /// through AMX (per 16 pairs: `a`'s two tiles, one 2 KiB run, and `b`'s two, four
-    /// `tdpbf16ps` into the four sum tiles) and the sums are stored to the stack; then the
-    /// last `kc % 16` pairs are added with `vdpbf16ps` (the same sums of pairs, one rounding
-    /// per pair of products) 8 rows at a time before [`finish`].
+    /// through AMX (per 16 pairs, a step: `a`'s two tiles, one 2 KiB run, and `b`'s two, four
+    /// `tdpbf16ps` into the four sum tiles), in chunks of `CHUNK_STEPS` steps: each chunk
+    /// runs over every tile of the column, a tile's sums coming from the stack (zero in the
+    /// first chunk) and going back to it, so that the chunk's 32 KiB of `b` are read from L1
+    /// by all but the first tile, while `a`, read once per chunk, streams from L2 with
+    /// `tileloaddt1` (not kept in L1, where it would push `b` out). The sums stay `f32` on the
+    /// way, so the chunks change no bit. Measured on the Xeon of [`super::pack_a`] (two
+    /// threads, three rounds alternated, medians of `bf16` products through `matmul`): n =
+    /// 512 1486-1533 GFLOP/s against 1359-1396 with the whole of `kc` per tile, n = 1024
+    /// 1866-1945 against 1604-1689, n = 256 and 2048 the same; 8 steps a chunk or 32 were
+    /// slower (32: 1651-1718 at n = 1024 and 2048, its `b` chunk past L1), plain `tileloadd`
+    /// for `a` 7-13% slower, software prefetches of `a` no faster. Then the last `kc % 16`
+    /// pairs are added with `vdpbf16ps` (the same sums of pairs, one rounding per pair of
+    /// products) 8 rows at a time before [`finish`]; where there are none, the sums are
+    /// finished in place (n = 256 715-765 against 673-686 GFLOP/s with them copied through
+    /// registers and the stack).
     ///
-    /// The loop loads the next step's first tiles of `a` and `b` as soon as this step's
-    /// products are done with them (the tile registers are not renamed, so a load waits for
-    /// the products that read its register): 3-5% faster than loading each step's four tiles
-    /// at its start (measured with a scratch loop on the Xeon of [`super::pack_a`]); likewise
-    /// the next tile's first two, before this tile's sums are stored, so that those loads wait
-    /// only for the products that read them, not for the last one (one thread, five rounds
-    /// alternated: medians 904 against 915 GFLOP/s at n = 2048, 697 against 708 at n = 256,
-    /// within the machine's noise, never slower). All tile
-    /// state lives inside one `asm!` block, which configures the tiles once for the column
-    /// and releases them before it ends: no tile register is live between blocks, and a
-    /// thread between products carries no tile state.
+    /// Within a tile, the loop loads the next step's first tiles of `a` and `b` as soon as this
+    /// step's products are done with them (the tile registers are not renamed, so a load waits
+    /// for the products that read its register): 3-5% faster than loading each step's four
+    /// tiles at its start (measured with a scratch loop on the same Xeon). All tile state
+    /// lives inside one `asm!` block, which configures the tiles once for the column and
+    /// releases them before it ends: no tile register is live between blocks, and a thread
+    /// between products carries no tile state.
     ///
     /// # Safety
     /// [`dot`]'s for each tile, with `TILE_MR` for `DOT_MR`, `rows` counted over the column
@@ -1144,76 +1157,101 @@ mod x86 {
             // step `s`'s run of tile `i` (words `i * TILE_MR * TILE_KC + s * 512 ..` and `+ 256`,
             // 16 words a row); of `b`, pairs `16 s .. 16 s + 16` of the panel (`NR` words a
             // pair, the tiles its first and second 16 columns); for `s < steps` and
-            // `i < panels`, inside the operands by the caller's contract (the loop is peeled
-            // so that no load reaches step `steps`, and the next tile's first loads are made
-            // only while `panels` says there is one). The stores write `sums`, 32 rows of 128
-            // bytes per tile, `panels <= MC_PANELS` tiles. The block touches no memory else,
-            // pushes nothing (`nostack`), and leaves the tiles released (their initial state).
+            // `i < panels`, inside the operands by the caller's contract (each chunk's loop
+            // is peeled so that no load reaches past its last step, and the chunks end at
+            // step `steps`). The sums' loads and stores touch `sums`, 32 rows of 128 bytes per
+            // tile, `panels <= MC_PANELS` tiles, each tile's loaded only after the previous
+            // chunk stored it. The block touches no memory else, pushes nothing (`nostack`),
+            // and leaves the tiles released (their initial state).
             unsafe {
                 asm!(
                     "ldtilecfg [{cfg}]",
-                    "mov {a}, {a_tile}",
-                    "mov {b}, {b_panel}",
-                    "tileloadd tmm4, [{a} + {s64}*1]",
-                    "tileloadd tmm6, [{b} + {s128}*1]",
+                    // A chunk of at most `CHUNK_STEPS` steps over every tile of the column.
+                    "6:",
+                    "mov {i}, {panels}",
+                    // A tile: its sums from zero (the first chunk) or from `sums`.
                     "4:",
-                    "mov {step}, {steps}",
+                    "mov {a}, {at}",
+                    "mov {b}, {bc}",
+                    "cmp {left}, {steps}",
+                    "jne 8f",
                     "tilezero tmm0",
                     "tilezero tmm1",
                     "tilezero tmm2",
                     "tilezero tmm3",
+                    "jmp 9f",
+                    "8:",
+                    "tileloadd tmm0, [{st} + {r64}*2]",
+                    "tileloadd tmm1, [{st} + {r64}*2 + 64]",
+                    "tileloadd tmm2, [{st} + {r64}*2 + 2048]",
+                    "tileloadd tmm3, [{st} + {r64}*2 + 2112]",
+                    "9:",
+                    "tileloaddt1 tmm4, [{a} + {r64}*1]",
+                    "tileloadd tmm6, [{b} + {r64}*2]",
+                    "mov {step}, {left}",
+                    "cmp {step}, {chunk}",
+                    "jbe 7f",
+                    "mov {step}, {chunk}",
+                    "7:",
                     "dec {step}",
                     "jz 3f",
                     "2:",
-                    "tileloadd tmm7, [{b} + {s128}*1 + 64]",
+                    "tileloadd tmm7, [{b} + {r64}*2 + 64]",
                     "tdpbf16ps tmm0, tmm4, tmm6",
-                    "tileloadd tmm5, [{a} + {s64}*1 + 1024]",
+                    "tileloaddt1 tmm5, [{a} + {r64}*1 + 1024]",
                     "tdpbf16ps tmm1, tmm4, tmm7",
                     "add {a}, 2048",
                     "add {b}, 2048",
                     "tdpbf16ps tmm2, tmm5, tmm6",
-                    "tileloadd tmm4, [{a} + {s64}*1]",
+                    "tileloaddt1 tmm4, [{a} + {r64}*1]",
                     "tdpbf16ps tmm3, tmm5, tmm7",
-                    "tileloadd tmm6, [{b} + {s128}*1]",
+                    "tileloadd tmm6, [{b} + {r64}*2]",
                     "dec {step}",
                     "jnz 2b",
                     "3:",
-                    "tileloadd tmm7, [{b} + {s128}*1 + 64]",
+                    "tileloadd tmm7, [{b} + {r64}*2 + 64]",
                     "tdpbf16ps tmm0, tmm4, tmm6",
-                    "tileloadd tmm5, [{a} + {s64}*1 + 1024]",
+                    "tileloaddt1 tmm5, [{a} + {r64}*1 + 1024]",
                     "tdpbf16ps tmm1, tmm4, tmm7",
                     "tdpbf16ps tmm2, tmm5, tmm6",
                     "tdpbf16ps tmm3, tmm5, tmm7",
-                    "add {a_tile}, {tile_words} * 4",
-                    "dec {panels}",
-                    "jz 5f",
-                    "mov {a}, {a_tile}",
-                    "mov {b}, {b_panel}",
-                    "tileloadd tmm4, [{a} + {s64}*1]",
-                    "tileloadd tmm6, [{b} + {s128}*1]",
-                    "5:",
-                    "tilestored [{s} + {s128}*1], tmm0",
-                    "tilestored [{s} + {s128}*1 + 64], tmm1",
-                    "tilestored [{s} + {s128}*1 + 2048], tmm2",
-                    "tilestored [{s} + {s128}*1 + 2112], tmm3",
-                    "add {s}, 4096",
-                    "test {panels}, {panels}",
+                    "tilestored [{st} + {r64}*2], tmm0",
+                    "tilestored [{st} + {r64}*2 + 64], tmm1",
+                    "tilestored [{st} + {r64}*2 + 2048], tmm2",
+                    "tilestored [{st} + {r64}*2 + 2112], tmm3",
+                    "add {at}, {tile_bytes}",
+                    "add {st}, 4096",
+                    "dec {i}",
                     "jnz 4b",
+                    // The next chunk: back to the first tile, `CHUNK_STEPS` steps on.
+                    "mov {step}, {panels}",
+                    "imul {step}, {step}, {tile_bytes}",
+                    "sub {at}, {step}",
+                    "add {at}, {chunk_bytes}",
+                    "add {bc}, {chunk_bytes}",
+                    "mov {step}, {panels}",
+                    "shl {step}, 12",
+                    "sub {st}, {step}",
+                    "sub {left}, {chunk}",
+                    "ja 6b",
                     "tilerelease",
                     cfg = in(reg) TILE_CONFIG.0.as_ptr(),
-                    a_tile = inout(reg) a => _,
-                    b_panel = in(reg) b,
+                    at = inout(reg) a => _,
+                    bc = inout(reg) b => _,
                     steps = in(reg) steps,
-                    panels = inout(reg) panels => _,
-                    s = inout(reg) sum_rows => _,
+                    left = inout(reg) steps => _,
+                    panels = in(reg) panels,
+                    st = inout(reg) sum_rows => _,
+                    i = out(reg) _,
                     a = out(reg) _,
                     b = out(reg) _,
                     step = out(reg) _,
-                    // A tile row of `a`'s runs: 16 words.
-                    s64 = in(reg) 64usize,
-                    // A pair of `b`'s panel, and a row of `sums`: `NR` words.
-                    s128 = in(reg) NR * 4,
-                    tile_words = const TILE_MR * super::TILE_KC,
+                    // A tile row of `a`'s runs: 16 words; twice that, a pair of `b`'s
+                    // panel and a row of `sums`: `NR` words.
+                    r64 = in(reg) 64usize,
+                    chunk = const CHUNK_STEPS,
+                    chunk_bytes = const CHUNK_STEPS * 2048,
+                    tile_bytes = const TILE_MR * super::TILE_KC * 4,
                     options(nostack),
                 );
             }
@@ -1223,13 +1261,36 @@ mod x86 {
             if first >= rows {
                 break;
             }
+            let tile_rows = TILE_MR.min(rows - first);
+            if kc % 16 == 0 {
+                // No pairs past the last step: the tile's sums are finished where they are.
+                // SAFETY: rows `first .. first + tile_rows` of `sums` (inside it, `first +
+                // tile_rows <= panels * TILE_MR`), written by the tile stores above; a row of
+                // `NR` floats is two 64-byte vectors, and `Sums` is 64-byte aligned. Then
+                // `finish` on the tile's rows of `c` or `dst`, inside them (the caller's
+                // contract).
+                unsafe {
+                    let sums = std::slice::from_raw_parts(
+                        sum_rows.add(first).cast::<[__m512; 2]>(),
+                        tile_rows,
+                    );
+                    finish(
+                        sums,
+                        c.wrapping_add(first * ACC_LD),
+                        (dst.wrapping_add(first * ldd), ldd),
+                        cols,
+                        mode,
+                    )
+                };
+                continue;
+            }
             let a = a.wrapping_add(first * super::TILE_KC);
             // The pairs past the last whole step: the rows' words in the last run, 16 apart.
             let (tail_a, tail_b) = (
                 a.wrapping_add(steps * TILE_MR * 16),
                 b.wrapping_add(steps * 16 * NR),
             );
-            for r0 in (0..TILE_MR.min(rows - first)).step_by(8) {
+            for r0 in (0..tile_rows).step_by(8) {
                 let rows8 = 8.min(rows - first - r0);
                 let mut acc = [[_mm512_setzero_ps(); 2]; 8];
                 for (j, v) in acc.iter_mut().enumerate() {
@@ -1355,6 +1416,9 @@ mod tests {
             (TILE_MR + 9, 2 * 16 + 2, 2 * NR + 3),
             (2 * TILE_MR, 2 * 16 * 7 + 30, NR),
             (TILE_MR + 1, 30, 17),
+            // More AMX steps than one chunk (`CHUNK_STEPS`), the last chunk short, then a
+            // tail of pairs: 21 steps of 16 and 3 pairs, over three tiles of a column.
+            (2 * TILE_MR + 3, 2 * (16 * (CHUNK_STEPS + 5) + 3), NR + 5),
         ];
         for (m, k, n) in sizes {
             // Each operand in a buffer 3 times its size, at an offset (odd for an odd `k`,
