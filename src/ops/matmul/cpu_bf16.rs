@@ -589,7 +589,8 @@ pub(crate) fn gemm(
                    blk: usize,
                    (r0, brows): (usize, usize),
                    acc: &mut [f32],
-                   packed_a: &mut [u32]| {
+                   packed_a: &mut [u32],
+                   amx: Option<&Amx>| {
         let bmicro = brows.div_ceil(mr);
         // Whole micro-panels read in place when `a` allows it; the rest (all, or the last
         // one, short of rows) packed.
@@ -652,13 +653,21 @@ pub(crate) fn gemm(
                         // SAFETY: these tiles of `dst` (rows of row block `blk`, columns of
                         // group `g`) are in the item `(g, blk)`, which `next[g]` hands to one
                         // worker only, and no other item's tiles overlap them.
-                        unsafe { tiles(kernel, kc, ap, panels, bp, cols, sink) };
+                        unsafe { tiles((kernel, amx), kc, ap, panels, bp, cols, sink) };
                     }
                 }
             }
         }
     };
     let work = |_: usize| {
+        // This worker's tiles, configured once for all its row blocks (see `x86::Amx`).
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `gemm` runs the AMX kernel only where `tiles_supported()` (asserted above);
+        // the scope lives on this thread until `work` returns, and nothing in `product`
+        // configures or releases tiles.
+        let amx = (kernel == Kernel::Tiles).then(|| unsafe { Amx::configure() });
+        #[cfg(not(target_arch = "x86_64"))]
+        let amx: Option<Amx> = None;
         // A slot of scratch, preferably the one this core had in the last product.
         let (slot, words) = home_slot(&slots);
         let (acc, packed_a) = words.split_at_mut(acc_words);
@@ -684,7 +693,7 @@ pub(crate) fn gemm(
                 let Some(&rows) = row_blocks.get(blk) else {
                     break;
                 };
-                product(g, blk, rows, acc, packed_a);
+                product(g, blk, rows, acc, packed_a, amx.as_ref());
             }
         }
     };
@@ -839,7 +848,7 @@ enum Sink<'a> {
 /// runs (its bounds are checked here). `kernel` must be able to run on this CPU (as `gemm`
 /// asserts).
 unsafe fn tiles(
-    kernel: Kernel,
+    (kernel, amx): (Kernel, Option<&Amx>),
     kc: usize,
     (a, lda): (&[u32], usize),
     panels: usize,
@@ -912,12 +921,21 @@ unsafe fn tiles(
                     )
                 }
             }
-            Kernel::Tiles => x86::tiles(kc, (a, panels), b, c, dst, (rows, cols), mode),
+            Kernel::Tiles => {
+                let amx = amx.expect("the AMX kernel runs in a configured scope");
+                x86::tiles((amx, kc), (a, panels), b, c, dst, (rows, cols), mode)
+            }
         }
     };
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = (kernel, a, b, c, dst, rows, mode);
+    let _ = (kernel, amx, a, b, c, dst, rows, mode);
 }
+
+/// A thread's configured AMX tiles ([`x86::Amx`]); nothing where there is no AMX.
+#[cfg(target_arch = "x86_64")]
+use x86::Amx;
+#[cfg(not(target_arch = "x86_64"))]
+enum Amx {}
 
 /// What the micro-kernel does with a tile's sum.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -1094,6 +1112,44 @@ mod x86 {
         TileConfig(cfg)
     };
 
+    /// This thread's AMX tiles, configured as `TILE_CONFIG` says for as long as this lives, and
+    /// released when it is dropped (or unwound): the proof [`tiles`] takes that they are
+    /// configured. `ldtilecfg` and `tilerelease` wait for every tile instruction in flight, so
+    /// a worker configures once for all its products of a GEMM, not once per column of tiles:
+    /// at n = 256 (16 columns a worker, each four tiles of 8 steps), `ldtilecfg` alone held a
+    /// quarter of the kernel's samples (`perf record` on the Xeon of [`super::pack_a`]). Not
+    /// `Send`: the configuration belongs to the thread that made it.
+    pub(super) struct Amx(std::marker::PhantomData<*const ()>);
+
+    impl Amx {
+        /// Configures this thread's tiles.
+        ///
+        /// # Safety
+        /// The CPU must have AMX-TILE and the OS must have granted this process the tile data
+        /// (`tiles_supported()`); nothing else on this thread may configure or release the
+        /// tiles while the scope lives (only [`tiles`] uses them, and it does neither).
+        pub(super) unsafe fn configure() -> Amx {
+            // SAFETY: AMX-TILE and the grant (the caller's contract); the instruction reads the
+            // 64 bytes of `TILE_CONFIG`, a valid palette-1 configuration, and nothing else.
+            unsafe {
+                asm!(
+                    "ldtilecfg [{cfg}]",
+                    cfg = in(reg) TILE_CONFIG.0.as_ptr(),
+                    options(nostack, readonly),
+                )
+            };
+            Amx(std::marker::PhantomData)
+        }
+    }
+
+    impl Drop for Amx {
+        fn drop(&mut self) {
+            // SAFETY: the tiles were configured by `configure`, so the CPU has AMX-TILE;
+            // releasing them returns them to their initial state and touches no memory.
+            unsafe { asm!("tilerelease", options(nostack, nomem)) };
+        }
+    }
+
     /// The [`super::Kernel::Tiles`] micro-kernel on a column of `panels` tiles of `TILE_MR x
     /// NR` (at most `MC_PANELS`): [`dot`]'s work on each, with `a` packed micro-panels in runs
     /// of 16 pairs (`Kernel::a_word`), `TILE_MR * TILE_KC` words apart, and the tiles' rows one
@@ -1118,20 +1174,20 @@ mod x86 {
     /// Within a tile, the loop loads the next step's first tiles of `a` and `b` as soon as this
     /// step's products are done with them (the tile registers are not renamed, so a load waits
     /// for the products that read its register): 3-5% faster than loading each step's four
-    /// tiles at its start (measured with a scratch loop on the same Xeon). All tile state
-    /// lives inside one `asm!` block, which configures the tiles once for the column and
-    /// releases them before it ends: no tile register is live between blocks, and a thread
-    /// between products carries no tile state.
+    /// tiles at its start (measured with a scratch loop on the same Xeon). The tiles' data
+    /// lives inside one `asm!` block (no tile register is live between blocks); their
+    /// configuration is the worker's [`Amx`] scope's, made once per product and released
+    /// when the worker is done, so that a thread between products carries no tile state.
     ///
     /// # Safety
     /// [`dot`]'s for each tile, with `TILE_MR` for `DOT_MR`, `rows` counted over the column
     /// (`rows <= panels * TILE_MR`), and tile `i` of `a` holding `TILE_MR` rows of `kc` pairs
     /// as `Kernel::a_word` places them (`TILE_MR * 16 * kc.div_ceil(16)` words from word
-    /// `i * TILE_MR * TILE_KC`); and the OS must have granted this process the tile data
-    /// (`tiles_supported()`).
+    /// `i * TILE_MR * TILE_KC`); and this thread's tiles configured as [`Amx`] configures them
+    /// (the `_configured` scope, which also proves AMX-TILE and the OS's grant).
     #[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
     pub(super) unsafe fn tiles(
-        kc: usize,
+        (_configured, kc): (&Amx, usize),
         (a, panels): (*const u32, usize),
         b: *const u32,
         c: *mut f32,
@@ -1152,8 +1208,8 @@ mod x86 {
             // SAFETY: the column's rows of `sums`, inside it (`panels <= MC_PANELS`).
             unsafe { sum_rows.write_bytes(0, panels * TILE_MR) };
         } else {
-            // SAFETY: the CPU has AMX-TILE and AMX-BF16 and the OS's grant (the caller's
-            // contract). Each tile load reads 16 rows of 64 bytes: of `a`, the two halves of
+            // SAFETY: the CPU has AMX-TILE and AMX-BF16 and the OS's grant, and the tiles are
+            // configured (the caller's contract and `_configured`). Each tile load reads 16 rows of 64 bytes: of `a`, the two halves of
             // step `s`'s run of tile `i` (words `i * TILE_MR * TILE_KC + s * 512 ..` and `+ 256`,
             // 16 words a row); of `b`, pairs `16 s .. 16 s + 16` of the panel (`NR` words a
             // pair, the tiles its first and second 16 columns); for `s < steps` and
@@ -1162,10 +1218,9 @@ mod x86 {
             // step `steps`). The sums' loads and stores touch `sums`, 32 rows of 128 bytes per
             // tile, `panels <= MC_PANELS` tiles, each tile's loaded only after the previous
             // chunk stored it. The block touches no memory else, pushes nothing (`nostack`),
-            // and leaves the tiles released (their initial state).
+            // and leaves the configuration as it found it.
             unsafe {
                 asm!(
-                    "ldtilecfg [{cfg}]",
                     // A chunk of at most `CHUNK_STEPS` steps over every tile of the column.
                     "6:",
                     "mov {i}, {panels}",
@@ -1234,8 +1289,6 @@ mod x86 {
                     "sub {st}, {step}",
                     "sub {left}, {chunk}",
                     "ja 6b",
-                    "tilerelease",
-                    cfg = in(reg) TILE_CONFIG.0.as_ptr(),
                     at = inout(reg) a => _,
                     bc = inout(reg) b => _,
                     steps = in(reg) steps,
@@ -1262,7 +1315,7 @@ mod x86 {
                 break;
             }
             let tile_rows = TILE_MR.min(rows - first);
-            if kc % 16 == 0 {
+            if kc.is_multiple_of(16) {
                 // No pairs past the last step: the tile's sums are finished where they are.
                 // SAFETY: rows `first .. first + tile_rows` of `sums` (inside it, `first +
                 // tile_rows <= panels * TILE_MR`), written by the tile stores above; a row of
