@@ -17,8 +17,9 @@
 //! Layout, as the usual GEMM kernels do it (BLIS's loops): `b` is packed in units of one block
 //! of `k` (the kernel's `kc()` pairs: `DOT_KC`, `TILE_KC`) by `UNIT_PANELS` panels of `NR`
 //! columns, each `f32` lane holding one column's two `bf16` values of a pair (a 32-bit word),
-//! reading each pair of `b`'s rows once, front to back. `dst`'s columns are split into one group of whole units per thread, and its rows into blocks of at most
-//! `MC_PANELS` micro-panels (fewer when `k` is long), the same blocks in every group. A thread
+//! reading each pair of `b`'s rows once, front to back. `dst`'s columns are split into one group
+//! of whole units per thread, and its rows into blocks of at most `MC_PANELS` micro-panels
+//! (fewer when `k` is long), the same blocks in every group. A thread
 //! takes its own group's row blocks one at a time (its group: the one that goes with the core it
 //! runs on, so that the same core packs the same units and writes the same part of `dst` from one
 //! product to the next), and then helps with another group's while a quarter of that group's rows
@@ -132,8 +133,9 @@ impl Kernel {
     /// beside the `f32` sums of one column block (192 KiB) and the `b` panels going by. For
     /// `Tiles`, 1 MiB, half the L2 of Intel's cores with AMX: 8 tiles of 32 rows at `k` = 2048
     /// (128 KiB each) instead of 2, so that each pass over the packed `b` (8 MiB at n = 2048,
-    /// past L2) serves four times the rows; measured on the Xeon of `pack_a`, two threads, two rounds: n = 2048
-    /// 1575-1649 GFLOP/s against 1504-1543 with 256 KiB, n = 512 and 1024 the same.
+    /// past L2) serves four times the rows; measured on the Xeon of `pack_a`, two threads, two
+    /// rounds: n = 2048 1575-1649 GFLOP/s against 1504-1543 with 256 KiB, n = 512 and 1024 the
+    /// same (and with the chunked kernel, 12 tiles, 1.5 MiB, 1-7% slower at n = 1024 and 2048).
     const fn a_block_words(self) -> usize {
         match self {
             Kernel::Dot => 64 * 1024,
@@ -1209,16 +1211,16 @@ mod x86 {
             unsafe { sum_rows.write_bytes(0, panels * TILE_MR) };
         } else {
             // SAFETY: the CPU has AMX-TILE and AMX-BF16 and the OS's grant, and the tiles are
-            // configured (the caller's contract and `_configured`). Each tile load reads 16 rows of 64 bytes: of `a`, the two halves of
-            // step `s`'s run of tile `i` (words `i * TILE_MR * TILE_KC + s * 512 ..` and `+ 256`,
-            // 16 words a row); of `b`, pairs `16 s .. 16 s + 16` of the panel (`NR` words a
-            // pair, the tiles its first and second 16 columns); for `s < steps` and
-            // `i < panels`, inside the operands by the caller's contract (each chunk's loop
-            // is peeled so that no load reaches past its last step, and the chunks end at
-            // step `steps`). The sums' loads and stores touch `sums`, 32 rows of 128 bytes per
-            // tile, `panels <= MC_PANELS` tiles, each tile's loaded only after the previous
-            // chunk stored it. The block touches no memory else, pushes nothing (`nostack`),
-            // and leaves the configuration as it found it.
+            // configured (the caller's contract and `_configured`). Each tile load reads 16
+            // rows of 64 bytes: of `a`, the two halves of step `s`'s run of tile `i` (words
+            // `i * TILE_MR * TILE_KC + s * 512 ..` and `+ 256`, 16 words a row); of `b`, pairs
+            // `16 s .. 16 s + 16` of the panel (`NR` words a pair, the tiles its first and
+            // second 16 columns); for `s < steps` and `i < panels`, inside the operands by the
+            // caller's contract (each chunk's loop is peeled so that no load reaches past its
+            // last step, and the chunks end at step `steps`). The sums' loads and stores touch
+            // `sums`, 32 rows of 128 bytes per tile, `panels <= MC_PANELS` tiles, each tile's
+            // loaded only after the previous chunk stored it. The block touches no memory else,
+            // pushes nothing (`nostack`), and leaves the configuration as it found it.
             unsafe {
                 asm!(
                     // A chunk of at most `CHUNK_STEPS` steps over every tile of the column.
