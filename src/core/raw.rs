@@ -94,14 +94,13 @@ impl RawTensor {
         // result is moved (after `fill`): a layout computed right before the move stalls it
         // (store forwarding fails on the narrow stores it reads back).
         let layout = Layout::contiguous(shape);
-        let storage = if len <= crate::core::pool::INLINE {
-            SharedStorage::tiny_cpu::<E>(len, fill)
-        } else {
-            let mut buffer = crate::core::pool::PooledVec::<E>::with_len(len)?;
-            fill(buffer.as_mut_slice());
-            SharedStorage::new(Storage::Cpu(E::buffer_into_cpu_storage(buffer)))
-        };
-        Ok(RawTensor::from_cpu_storage::<E>(storage, layout))
+        if len <= crate::core::pool::INLINE {
+            let storage = SharedStorage::tiny_cpu::<E>(len, fill);
+            return Ok(RawTensor::from_cpu_storage::<E>(storage, layout));
+        }
+        let mut buffer = crate::core::pool::PooledVec::<E>::with_len(len)?;
+        fill(buffer.as_mut_slice());
+        Ok(RawTensor::from_cpu_buffer(buffer, layout))
     }
 
     #[inline]
