@@ -129,6 +129,21 @@ impl Kernel {
         }
     }
 
+    /// Pairs of `b`'s rows packed per pass over a unit's panels ([`pack_b`]). For `Tiles`, 16
+    /// (32 rows, 32 KiB of a unit of 16 panels, in L1 while each panel gets its 2 KiB): a unit
+    /// has 16 panels 128 KiB apart, and one pair at a time wrote 128 bytes to each of them,
+    /// sixteen lines in one L1 set. Measured on the Xeon of [`pack_a`] (two threads, two sets
+    /// of four rounds alternated): n = 2048 2227-2237 and 1979-2073 GFLOP/s against
+    /// 2125-2174 and 1904-1984 one pair at a time; 4 and 8 pairs between, 32 and 64 no
+    /// better. For `Dot` (four panels a unit, on AMD's cores), one pair: the order its figures
+    /// were measured with.
+    const fn b_pass(self) -> usize {
+        match self {
+            Kernel::Dot => 1,
+            Kernel::Tiles => 16,
+        }
+    }
+
     /// Words of packed `a` per row block. For `Dot`, 256 KiB, a quarter of a Zen 4 core's L2,
     /// beside the `f32` sums of one column block (192 KiB) and the `b` panels going by. For
     /// `Tiles`, 1 MiB, half the L2 of Intel's cores with AMX: 8 tiles of 32 rows at `k` = 2048
@@ -274,47 +289,49 @@ impl Bits<'_> {
 /// Packs `b`'s pairs `q0 .. q0 + kc` (rows `2 q0 ..`) of the columns from `c_first` into
 /// `block`, one `kc_block * NR`-word panel per `NR` columns (word `p * kc_block * NR + q * NR +
 /// j` = rows `2 (q0 + q)` and `+ 1` of column `c_first + p * NR + j`; zero past the edges).
+///
+/// A row-major `b` is packed `pass` pairs of rows at a time ([`Kernel::b_pass`]): each pass
+/// writes its pairs into every panel in turn, `pass * NR * 4` bytes of each panel front to
+/// back, while its rows stay in L1.
 #[inline(always)]
 fn pack_b(
     (block, kc_block): (&mut [u32], usize),
     b: Bits<'_>,
     (k, n): (usize, usize),
     (q0, kc): (usize, usize),
-    c_first: usize,
+    (c_first, pass): (usize, usize),
 ) {
     let panel_cols = |p: usize| {
         let c0 = c_first + p * NR;
         (c0, NR.min(n - c0))
     };
     if b.cs == 1 {
-        // Row-major: each pair of rows is read once, front to back, and zipped into words
-        // (vectorized), one panel's `NR` columns at a time.
+        // Row-major: pairs of rows zipped into words (vectorized), one panel's `NR` columns at
+        // a time.
         let width = n - c_first;
-        for q in 0..kc {
-            let r0 = 2 * (q0 + q);
-            let row0 = &b.data[b.offset + r0 * b.rs + c_first..][..width];
-            let row1 =
-                (r0 + 1 < k).then(|| &b.data[b.offset + (r0 + 1) * b.rs + c_first..][..width]);
+        let row = |r: usize| &b.data[b.offset + r * b.rs + c_first..][..width];
+        for first in (0..kc).step_by(pass.max(1)) {
             for (p, panel) in block.chunks_mut(kc_block * NR).enumerate() {
-                let out = &mut panel[q * NR..][..NR];
                 let (c0, cols) = panel_cols(p);
                 let c0 = c0 - c_first;
-                let x0 = &row0[c0..][..cols];
-                match row1 {
-                    Some(row1) => {
-                        for ((w, &x), &y) in out.iter_mut().zip(x0).zip(&row1[c0..][..cols]) {
+                for q in first..(first + pass).min(kc) {
+                    let r0 = 2 * (q0 + q);
+                    let out = &mut panel[q * NR..][..NR];
+                    let x0 = &row(r0)[c0..][..cols];
+                    if r0 + 1 < k {
+                        for ((w, &x), &y) in out.iter_mut().zip(x0).zip(&row(r0 + 1)[c0..][..cols])
+                        {
                             *w = x as u32 | (y as u32) << 16;
                         }
-                    }
-                    None => {
+                    } else {
                         for (w, &x) in out.iter_mut().zip(x0) {
                             *w = x as u32;
                         }
                     }
-                }
-                if cols < NR {
-                    // Only the last panel (a call to `memset` for nothing, otherwise).
-                    out[cols..].fill(0);
+                    if cols < NR {
+                        // Only the last panel (a call to `memset` for nothing, otherwise).
+                        out[cols..].fill(0);
+                    }
                 }
             }
         }
@@ -504,7 +521,7 @@ pub(crate) fn gemm(
                     b,
                     (k, n),
                     (kb * kc_block, kc),
-                    u * unit_panels * NR,
+                    (u * unit_panels * NR, kernel.b_pass()),
                 )
             };
             raw
@@ -976,9 +993,9 @@ mod x86 {
         b: super::Bits<'_>,
         kn: (usize, usize),
         q: (usize, usize),
-        c_first: usize,
+        columns: (usize, usize),
     ) {
-        super::pack_b(block, b, kn, q, c_first);
+        super::pack_b(block, b, kn, q, columns);
     }
 
     /// Sums `a[r][q] . b[q][j]` (each a pair of `bf16` products) over the `kc` pairs of the
