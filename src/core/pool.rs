@@ -41,10 +41,14 @@ impl<T: Copy + Default> Pool<T> {
     {
         if Self::cacheable(len) {
             if let Ok(mut free) = self.free.lock() {
-                // Best fit among buffers no more than twice as large.
+                // Best fit among buffers no more than twice as large; of equal fits, the one
+                // freed last, whose lines and pages are the likeliest to be in cache (`relu_owned`
+                // on a 16M-element sum, `cargo bench --bench cpu -- B`: 6.4-6.7 ms against 9.0-9.3
+                // taking the one freed first, three rounds alternated).
                 let best = free
                     .iter()
                     .enumerate()
+                    .rev()
                     .filter(|(_, v)| v.capacity() >= len && v.capacity() <= len.saturating_mul(2))
                     .min_by_key(|(_, v)| v.capacity())
                     .map(|(i, _)| i);
@@ -350,6 +354,31 @@ mod tests {
 
     fn cached<T: crate::core::Element>() -> usize {
         T::pool().free.lock().map_or(0, |f| f.len())
+    }
+
+    /// The smallest buffer that fits comes back, and of equal ones the one freed last.
+    #[test]
+    fn the_best_fit_freed_last_is_reused() {
+        let pool = Pool::<f32>::new();
+        let len = MIN_CACHED_BYTES;
+        let mut bufs: Vec<Vec<f32>> = [len, 2 * len, len, len]
+            .iter()
+            .map(|&n| zeroed_vec(n).unwrap())
+            .collect();
+        let ptrs: Vec<*const f32> = bufs.iter().map(|b| b.as_ptr()).collect();
+        for b in bufs.drain(..) {
+            pool.give_back(b);
+        }
+        // Three buffers fit `len` exactly: the last one freed first, then the one before (each
+        // kept alive, so that no address comes back from the allocator meanwhile).
+        let taken: Vec<Vec<f32>> = (0..3).map(|_| pool.take(len).unwrap()).collect();
+        let got: Vec<*const f32> = taken.iter().map(|b| b.as_ptr()).collect();
+        assert_eq!(got, [ptrs[3], ptrs[2], ptrs[0]]);
+        // Then the larger one: not for more than its capacity, but for `len + 1` (over half).
+        let fresh = pool.take(2 * len + 1).unwrap();
+        assert_ne!(fresh.as_ptr(), ptrs[1]);
+        let got = pool.take(len + 1).unwrap();
+        assert_eq!((got.as_ptr(), got.len()), (ptrs[1], len + 1));
     }
 
     /// Every element type's cached buffers are freed, the 16-bit ones included (they were
