@@ -129,14 +129,14 @@ impl Kernel {
         }
     }
 
-    /// Pairs of `b`'s rows packed per pass over a unit's panels ([`pack_b`]). For `Tiles`, 16
-    /// (32 rows, 32 KiB of a unit of 16 panels, in L1 while each panel gets its 2 KiB): a unit
-    /// has 16 panels 128 KiB apart, and one pair at a time wrote 128 bytes to each of them,
-    /// sixteen lines in one L1 set. Measured on the Xeon of [`pack_a`] (two threads, two sets
-    /// of four rounds alternated): n = 2048 2227-2237 and 1979-2073 GFLOP/s against
-    /// 2125-2174 and 1904-1984 one pair at a time; 4 and 8 pairs between, 32 and 64 no
-    /// better. For `Dot` (four panels a unit, on AMD's cores), one pair: the order its figures
-    /// were measured with.
+    /// Pairs of `b`'s rows packed per pass over a unit's panels ([`pack_b`]). For `Tiles`, 16: each
+    /// pass writes 2 KiB into each panel in turn, front to back. A unit has 16 panels 128 KiB
+    /// apart, and one pair at a time wrote 128 bytes to each of them in turn, sixteen streams of
+    /// stores into one L1 set. (The rows are read the same either way: each panel reads its own 64
+    /// bytes of every row, once.) Measured on the Xeon of [`pack_a`] (two threads, two sets of four
+    /// rounds alternated): n = 2048 2227-2237 and 1979-2073 GFLOP/s against 2125-2174 and 1904-1984
+    /// one pair at a time; 4 and 8 pairs between, 32 and 64 no better. For `Dot` (four panels a
+    /// unit, on AMD's cores), one pair: the order its figures were measured with.
     const fn b_pass(self) -> usize {
         match self {
             Kernel::Dot => 1,
@@ -292,7 +292,7 @@ impl Bits<'_> {
 ///
 /// A row-major `b` is packed `pass` pairs of rows at a time ([`Kernel::b_pass`]): each pass
 /// writes its pairs into every panel in turn, `pass * NR * 4` bytes of each panel front to
-/// back, while its rows stay in L1.
+/// back.
 #[inline(always)]
 fn pack_b(
     (block, kc_block): (&mut [u32], usize),
