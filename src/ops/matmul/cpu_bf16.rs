@@ -310,7 +310,9 @@ fn pack_b(
         // a time.
         let width = n - c_first;
         let row = |r: usize| &b.data[b.offset + r * b.rs + c_first..][..width];
-        for first in (0..kc).step_by(pass.max(1)) {
+        // At least one pair a pass (a pass of none would pack nothing).
+        let pass = pass.max(1);
+        for first in (0..kc).step_by(pass) {
             for (p, panel) in block.chunks_mut(kc_block * NR).enumerate() {
                 let (c0, cols) = panel_cols(p);
                 let c0 = c0 - c_first;
