@@ -319,6 +319,7 @@ pub(crate) fn zeroed_vec<T: ZeroBits>(len: usize) -> Result<Vec<T>> {
     if ptr.is_null() {
         return Err(out_of_memory::<T>(len));
     }
+    advise_huge_pages(ptr.cast(), layout.size());
     // SAFETY: `ptr` comes from the global allocator with the layout of `[T; len]`, which is the
     // layout `Vec<T>` frees a capacity of `len` with; its `len` elements are all-zero bytes,
     // a valid value of `T` (`ZeroBits`'s contract).
@@ -335,10 +336,48 @@ pub(crate) fn filled_vec<T: Copy>(len: usize, value: T) -> Result<Vec<T>> {
 
 /// An empty buffer with room for `len` values, allocated fallibly (see [`zeroed_vec`]).
 pub(crate) fn empty_vec<T>(len: usize) -> Result<Vec<T>> {
-    let mut v = Vec::new();
+    let mut v: Vec<T> = Vec::new();
     v.try_reserve_exact(len)
         .map_err(|_| out_of_memory::<T>(len))?;
+    advise_huge_pages(
+        v.as_mut_ptr().cast(),
+        v.capacity() * std::mem::size_of::<T>(),
+    );
     Ok(v)
+}
+
+/// Buffers of at least this many bytes are backed by huge pages where the kernel offers them.
+const HUGE_PAGE_MIN_BYTES: usize = 4 << 20;
+
+/// Asks Linux to back the 2 MiB-aligned middle of a new buffer of `bytes` bytes at `ptr` with
+/// transparent huge pages (`madvise(MADV_HUGEPAGE)`), before anything touches it.
+///
+/// A buffer streamed by an element-wise op then takes one TLB entry per 2 MiB instead of one
+/// per 4 KiB, and its first write one page fault per 2 MiB instead of 512: on a 2-vCPU Xeon,
+/// `(&x + &y).relu()` over 16M `f32` from the pool takes 10.1-10.3 ms against 11.4-12.2 in a
+/// scratch loop that differs only in this call. Only the kernel's choice of pages changes, never
+/// the contents. A kernel with huge pages off (`/sys/kernel/mm/transparent_hugepage/enabled` set
+/// to `never`) ignores the advice; with them `always`, it is what happens anyway. Only the
+/// aligned middle is advised, so a buffer never holds more memory than its own size rounded to
+/// pages. (PyTorch's CPU allocator does the same under `THP_MEM_ALLOC_ENABLE=1`.)
+fn advise_huge_pages(ptr: *mut u8, bytes: usize) {
+    #[cfg(all(target_os = "linux", not(miri)))]
+    if bytes >= HUGE_PAGE_MIN_BYTES {
+        const HUGE_PAGE: usize = 2 << 20;
+        let start = (ptr as usize).next_multiple_of(HUGE_PAGE);
+        let end = (ptr as usize + bytes) / HUGE_PAGE * HUGE_PAGE;
+        if end > start {
+            // SAFETY: `[start, end)` is page-aligned and lies inside the allocation of `bytes`
+            // bytes at `ptr`, which the caller has just made and alone owns. MADV_HUGEPAGE only
+            // sets how the kernel backs those pages (their contents stay as they are); if it
+            // fails (a kernel without huge pages), nothing has changed, so the result is ignored.
+            unsafe {
+                libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
+            }
+        }
+    }
+    #[cfg(not(all(target_os = "linux", not(miri))))]
+    let _ = (ptr, bytes);
 }
 
 /// A copy of `values` in a new buffer, allocated fallibly (see [`zeroed_vec`]).
@@ -391,5 +430,60 @@ mod tests {
         assert!(cached::<half::f16>() >= 1 && cached::<half::bf16>() >= 1);
         empty_host_cache();
         assert_eq!((cached::<half::f16>(), cached::<half::bf16>()), (0, 0));
+    }
+
+    /// A large new buffer, zeroed or empty, asks for huge pages over its aligned middle (the
+    /// mapping that holds it carries the kernel's `hg` flag, set by `MADV_HUGEPAGE`, whether or
+    /// not huge pages are on), and holds its zeros and then its values as any other buffer.
+    #[cfg(all(target_os = "linux", not(miri)))]
+    #[test]
+    fn large_buffers_ask_for_huge_pages() {
+        if !std::path::Path::new("/sys/kernel/mm/transparent_hugepage/enabled").exists() {
+            eprintln!("skipped: this kernel has no transparent huge pages");
+            return;
+        }
+        // The `VmFlags` of the mapping that holds `addr`, from /proc/self/smaps.
+        let flags = |addr: usize| -> String {
+            let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+            let mut inside = false;
+            for line in smaps.lines() {
+                let range = line.split_whitespace().next().unwrap_or("");
+                if let Some((lo, hi)) = range.split_once('-') {
+                    if let (Ok(lo), Ok(hi)) =
+                        (usize::from_str_radix(lo, 16), usize::from_str_radix(hi, 16))
+                    {
+                        inside = (lo..hi).contains(&addr);
+                        continue;
+                    }
+                }
+                if inside && line.starts_with("VmFlags:") {
+                    return line.to_string();
+                }
+            }
+            panic!("no mapping holds {addr:#x}")
+        };
+        let huge = |p: *const f32| {
+            let middle = (p as usize).next_multiple_of(2 << 20);
+            flags(middle).split_whitespace().any(|f| f == "hg")
+        };
+        let len = (HUGE_PAGE_MIN_BYTES / 4) * 3 + 5;
+        let mut zeroed = zeroed_vec::<f32>(len).unwrap();
+        let mut empty = empty_vec::<f32>(len).unwrap();
+        assert!(
+            huge(zeroed.as_ptr()),
+            "zeroed_vec: {}",
+            flags(zeroed.as_ptr() as usize)
+        );
+        assert!(
+            huge(empty.as_ptr()),
+            "empty_vec: {}",
+            flags(empty.as_ptr() as usize)
+        );
+        assert!(zeroed.iter().all(|&v| v == 0.0));
+        for (i, v) in zeroed.iter_mut().enumerate() {
+            *v = i as f32;
+        }
+        empty.extend(zeroed.iter().map(|v| v + 1.0));
+        assert!((0..len).all(|i| zeroed[i] == i as f32 && empty[i] == i as f32 + 1.0));
     }
 }
