@@ -173,13 +173,38 @@ impl<const K: usize> Strided<K> {
     }
 }
 
+/// Below this many elements, a serial loop is not split at a cache line (the extra call would
+/// cost more than the lines it saves).
+const ALIGN_SPLIT_MIN: usize = 1 << 12;
+
 /// Splits `out` into chunks, in parallel when large, and calls `f(start, chunk)` on each.
+///
+/// Every chunk after the first few elements starts on a 64-byte boundary, so that the loops'
+/// vectors line up with cache lines. A large buffer from the system allocator starts 16 bytes
+/// past one, and there every 64-byte AVX-512 load and store of a loop over it straddles two
+/// lines: `relu` writing 16M `f32` took 5.3-5.5 ms against 4.1 aligned (a scratch loop, the
+/// same buffers offset by 16 bytes or not), and in devtype, in `(&x + &y).relu()`, 5.4-5.6 ms
+/// against 4.1-4.6 once its chunks were aligned. Only positions change, never values: each
+/// element is computed from its own index.
 #[inline]
 pub(crate) fn for_each_chunk<O: Send>(out: &mut [O], f: impl Fn(usize, &mut [O]) + Sync) {
-    if out.len() >= PARALLEL_THRESHOLD && !cfg!(miri) {
-        par_for_each_chunk(out, &f);
+    let len = out.len();
+    if len < ALIGN_SPLIT_MIN {
+        return f(0, out);
+    }
+    // Elements before the first 64-byte boundary (none where there is no such boundary).
+    let head = match out.as_ptr().align_offset(64) {
+        h if h < len => h,
+        _ => 0,
+    };
+    let (first, rest) = out.split_at_mut(head);
+    if head > 0 {
+        f(0, first);
+    }
+    if len >= PARALLEL_THRESHOLD && !cfg!(miri) {
+        par_for_each_chunk(rest, &|start, chunk| f(head + start, chunk));
     } else {
-        f(0, out);
+        f(head, rest);
     }
 }
 
@@ -447,6 +472,59 @@ mod tests {
             for (p, &count) in seen.iter().enumerate() {
                 let want = u32::from((start..end).contains(&p));
                 assert_eq!(count, want, "case {case} seed {seed} {a:?} position {p}");
+            }
+        }
+    }
+
+    /// `for_each_chunk` hands out every element once, at its own position, and every chunk
+    /// that does not start at 0 starts on a 64-byte boundary: buffers that start anywhere, at
+    /// lengths on both sides of the serial and parallel thresholds.
+    #[test]
+    fn chunks_cover_the_buffer_once_and_start_on_cache_lines() {
+        let lens: &[usize] = if cfg!(miri) {
+            &[0, 1, 63, ALIGN_SPLIT_MIN - 1, ALIGN_SPLIT_MIN + 5]
+        } else {
+            &[
+                0,
+                1,
+                63,
+                ALIGN_SPLIT_MIN - 1,
+                ALIGN_SPLIT_MIN + 5,
+                PARALLEL_THRESHOLD + 17,
+                5 * CHUNK + 3,
+            ]
+        };
+        for &len in lens {
+            for skip in 0..16 {
+                let mut buf = vec![0u32; len + 16];
+                let out = &mut buf[skip..skip + len];
+                let base = out.as_ptr() as usize;
+                let calls = std::sync::Mutex::new(Vec::new());
+                for_each_chunk(out, |start, chunk| {
+                    assert_eq!(
+                        chunk.as_ptr() as usize,
+                        base + 4 * start,
+                        "len {len} skip {skip}"
+                    );
+                    for v in chunk.iter_mut() {
+                        *v += 1;
+                    }
+                    calls.lock().unwrap().push(start);
+                });
+                assert!(
+                    out.iter().all(|&v| v == 1),
+                    "len {len} skip {skip}: not once each"
+                );
+                let calls = calls.into_inner().unwrap();
+                if len >= ALIGN_SPLIT_MIN {
+                    for start in calls.into_iter().filter(|&s| s > 0) {
+                        assert_eq!(
+                            (base + 4 * start) % 64,
+                            0,
+                            "len {len} skip {skip} start {start}"
+                        );
+                    }
+                }
             }
         }
     }
