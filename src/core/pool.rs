@@ -347,6 +347,7 @@ pub(crate) fn empty_vec<T>(len: usize) -> Result<Vec<T>> {
 }
 
 /// Buffers of at least this many bytes are backed by huge pages where the kernel offers them.
+#[cfg(all(target_os = "linux", not(miri)))]
 const HUGE_PAGE_MIN_BYTES: usize = 4 << 20;
 
 /// Asks Linux to back the 2 MiB-aligned middle of a new buffer of `bytes` bytes at `ptr` with
