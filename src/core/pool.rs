@@ -360,7 +360,10 @@ const HUGE_PAGE_MIN_BYTES: usize = 4 << 20;
 /// against 13.9-14.2. Only the kernel's choice of pages changes, never the contents. A kernel with huge pages off (`/sys/kernel/mm/transparent_hugepage/enabled` set
 /// to `never`) ignores the advice; with them `always`, it is what happens anyway. Only the
 /// aligned middle is advised, so a buffer never holds more memory than its own size rounded to
-/// pages. (PyTorch's CPU allocator does the same under `THP_MEM_ALLOC_ENABLE=1`.)
+/// pages. Where memory is fragmented, a first write into a 2 MiB range may wait while the
+/// kernel assembles a huge page (as its `defrag` setting says); the pool reuses its buffers, so
+/// that is paid once per buffer, not per op. (PyTorch's CPU allocator does the same under
+/// `THP_MEM_ALLOC_ENABLE=1`.)
 fn advise_huge_pages(ptr: *mut u8, bytes: usize) {
     #[cfg(all(target_os = "linux", not(miri)))]
     if bytes >= HUGE_PAGE_MIN_BYTES {
