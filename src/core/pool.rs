@@ -360,7 +360,7 @@ const HUGE_PAGE_MIN_BYTES: usize = 4 << 20;
 /// against 13.9-14.2. Only the kernel's choice of pages changes, never the contents. A kernel with huge pages off (`/sys/kernel/mm/transparent_hugepage/enabled` set
 /// to `never`) ignores the advice; with them `always`, it is what happens anyway. Only the
 /// aligned middle is advised, so a buffer never holds more memory than its own size rounded to
-/// pages. Where memory is fragmented, a first write into a 2 MiB range may wait while the
+/// pages (once freed, memory the allocator keeps for reuse keeps the advice). Where memory is fragmented, a first write into a 2 MiB range may wait while the
 /// kernel assembles a huge page (as its `defrag` setting says); the pool reuses its buffers, so
 /// that is paid once per buffer, not per op. (PyTorch's CPU allocator does the same under
 /// `THP_MEM_ALLOC_ENABLE=1`.)
