@@ -97,8 +97,6 @@ const TILE_UNIT_PANELS: usize = 16;
 /// Row stride of the `f32` sums: a column block and one cache line, so that a tile's rows
 /// fall in different L1 sets (`NC` floats, 2 KiB, would put all twelve in four).
 const ACC_LD: usize = NC + 16;
-/// Products with fewer multiply-adds run on one thread.
-const PARALLEL_FLOPS: usize = 1 << 18;
 
 /// A micro-kernel of this GEMM. Both sum pairs of `bf16` products into `f32` and read the
 /// same packed `b`; they differ in the rows of a tile and in the instructions.
@@ -141,6 +139,21 @@ impl Kernel {
         match self {
             Kernel::Dot => 1,
             Kernel::Tiles => 16,
+        }
+    }
+
+    /// Products with fewer multiply-adds (`m * n * k`) run on one thread. The AMX kernel does
+    /// a product about five times as fast as `Dot`, so a thread's share of a small one is
+    /// shorter than what sharing costs (each column group packs all of `a`, and the threads
+    /// wait for each other at the end). Measured on the Xeon of `pack_a` with products
+    /// through the public API, three rounds alternated against the threshold of `Dot`: n = 256
+    /// 1029-1046 GFLOP/s on one thread against 882-958 on two, n = 320 1077-1169 against
+    /// 1033-1099; at n = 384 two threads were ahead (1265-1353 against 1177-1295), so from
+    /// there (2^25 is just above 320^3) products share.
+    const fn parallel_min(self) -> usize {
+        match self {
+            Kernel::Dot => 1 << 18,
+            Kernel::Tiles => 1 << 25,
         }
     }
 
@@ -485,7 +498,7 @@ pub(crate) fn gemm(
     // Sizes that overflow saturate, and no allocator grants `usize::MAX` words.
     let words = |parts: &[usize]| parts.iter().fold(1usize, |w, &p| w.saturating_mul(p));
     let mut packed_b = scratch(words(&[kblocks, panels, kc_block, NR]))?;
-    let parallel = m.saturating_mul(n).saturating_mul(k) >= PARALLEL_FLOPS && !cfg!(miri);
+    let parallel = m.saturating_mul(n).saturating_mul(k) >= kernel.parallel_min() && !cfg!(miri);
     let threads = if parallel {
         rayon::current_num_threads().max(1)
     } else {
