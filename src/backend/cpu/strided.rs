@@ -203,10 +203,9 @@ pub(crate) fn for_each_chunk<O: Send>(out: &mut [O], f: impl Fn(usize, &mut [O])
 fn for_each_aligned_chunk<O: Send>(out: &mut [O], f: &(dyn Fn(usize, &mut [O]) + Sync)) {
     let len = out.len();
     // Elements before the first 64-byte boundary (none where there is no such boundary).
-    let head = match out.as_ptr().align_offset(64) {
-        h if h < len => h,
-        _ => 0,
-    };
+    let head = super::elements_to_cache_line(out)
+        .filter(|&h| h < len)
+        .unwrap_or(0);
     let (first, rest) = out.split_at_mut(head);
     if head > 0 {
         f(0, first);

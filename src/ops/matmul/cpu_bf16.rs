@@ -828,12 +828,9 @@ struct Scratch {
 impl Scratch {
     fn as_mut_slice(&mut self) -> &mut [f32] {
         let words = self.buf.as_mut_slice();
-        // An `f32` is 4-byte aligned, so at most 15 words to the line; anything else (an
-        // offset the platform cannot compute) leaves the buffer as it is, correct but slower.
-        let skip = match words.as_ptr().align_offset(64) {
-            skip if skip < LINE_WORDS => skip,
-            _ => 0,
-        };
+        // At most 15 words to the line (`LINE_WORDS - 1` spare); where the offset cannot be
+        // computed, the buffer as it is, correct but slower.
+        let skip = crate::backend::cpu::elements_to_cache_line(words).unwrap_or(0);
         &mut words[skip..][..self.len]
     }
 }
