@@ -943,8 +943,6 @@ mod tests {
         }
     }
 
-    /// The transposed call computes the same product as the plain definition (the loop path is
-    /// bypassed by a size above `SMALL_PRODUCT`), in both destination layouts' element order.
     /// Products wide enough to be split by columns across the threads (`BAND_MIN_COLUMNS` a
     /// thread, on however many threads this machine has), against the f64 definition and bit
     /// for bit against the same product on one thread: both stride orders of `b`, operands at
@@ -1019,6 +1017,8 @@ mod tests {
         }
     }
 
+    /// The transposed call computes the same product as the plain definition (the loop path is
+    /// bypassed by a size above `SMALL_PRODUCT`), in both destination layouts' element order.
     #[test]
     fn transposed_gemm_matches_the_definition() {
         let (m, k, n) = (37, 41, 43);
