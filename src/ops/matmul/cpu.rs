@@ -842,19 +842,23 @@ mod tests {
         assert_eq!(t.column_major_dst(), t);
     }
 
+    /// Values uniform in `[-2, 2)` from a xorshift generator started at `seed` (nonzero).
+    fn uniform(mut seed: u64) -> impl FnMut() -> f32 {
+        move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            ((seed >> 40) as f32 / (1u64 << 24) as f32) * 4.0 - 2.0
+        }
+    }
+
     /// The plain loops (every product up to `SMALL_PRODUCT` multiply-adds) against the f64
     /// definition: every row count around the 4-row blocking, sizes on both sides of the
     /// threshold, both stride orders of each operand and a strided view, with and without
     /// accumulation, operands at an offset.
     #[test]
     fn small_products_match_the_f64_definition() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            ((seed >> 40) as f32 / (1u64 << 24) as f32) * 4.0 - 2.0
-        };
+        let mut next = uniform(0x9e37_79b9_7f4a_7c15);
         let mut sizes: Vec<(usize, usize, usize)> = (1..=9).map(|m| (m, 10, 2)).collect();
         sizes.extend([
             (4, 1, 1),
@@ -956,13 +960,7 @@ mod tests {
         }
         let threads = rayon::current_num_threads();
         let (m, k, n) = (16 * threads + 5, 70, super::BAND_MIN_COLUMNS * threads + 37);
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            ((seed >> 40) as f32 / (1u64 << 24) as f32) * 4.0 - 2.0
-        };
+        let mut next = uniform(0x2545_f491_4f6c_dd1d);
         let a: Vec<f32> = (0..3 + m * k).map(|_| next()).collect();
         let b: Vec<f32> = (0..5 + k * n).map(|_| next()).collect();
         let start: Vec<f32> = (0..m * n).map(|_| next()).collect();
