@@ -356,14 +356,20 @@ pub(crate) fn gemm_into<T: Gemm>(
             gemm_common::Parallelism::Rayon(threads),
         );
     }
-    if n >= BAND_MIN_COLUMNS * threads {
-        // Wide: one band of columns per thread (whole vectors of 16), the caller one of them.
-        // Each thread packs only its band of `b` and reads all of `a` in place, where blocks
-        // of rows would each pack all of `b`. Measured on an Intel Xeon with AVX-512 (family 6,
-        // model 167, two threads, a scratch program calling the crate both ways, six rounds of
-        // three alternated pairs): n = 1024 340 GFLOP/s against 333.5 (medians; bands ahead in
-        // 17 pairs of 18), n = 2048 350.5 against 339.5 (17 of 18). Narrower bands change the
-        // crate's packing: at n = 512 (256 columns a thread) 186-262 against 273-289.
+    if n >= BAND_MIN_COLUMNS * threads && k >= m {
+        // Wide, and no fewer steps of `k` than rows: one band of columns per thread (whole
+        // vectors of 16), the caller one of them. Each thread packs only its band of `b` and
+        // reads all of `a` in place, where blocks of rows would each pack all of `b`, a cost
+        // that weighs most where each thread has few rows; bands lost where `k` is short
+        // against `m` (measured, not yet explained). Measured on an Intel Xeon with AVX-512 (family 6,
+        // model 167, two threads): a scratch program calling the crate both ways, six rounds
+        // of three alternated pairs, n = 1024 340 GFLOP/s against 333.5 (medians; bands ahead
+        // in 17 pairs of 18), n = 2048 350.5 against 339.5 (17 of 18); through `matmul`,
+        // alternated three times (m x k x n; t: `b` transposed): 32 x 4096 x 4096t
+        // 92-97 against 58-62, 64 x 1024 x 1024t 162-173 against 109-113, 512 x 512 x 1536t
+        // 306-325 against 263-286, but 1024 x 64 x 1024 266-280 against 316-347 and 256 x 64
+        // x 2048 289 against 325-331, hence `k >= m`. Narrower bands change the crate's
+        // packing: at n = 512 (256 columns a thread) 186-262 against 273-289.
         let band = n.div_ceil(threads).next_multiple_of(16);
         let out = Out(dst.as_mut_ptr());
         crate::backend::cpu::parallel::for_each_task(n.div_ceil(band), &|t| {
@@ -414,7 +420,7 @@ pub(crate) fn gemm_into<T: Gemm>(
 }
 
 /// Products split across threads by columns have at least this many columns per thread
-/// ([`gemm_into`]); narrower ones are split by rows.
+/// ([`gemm_into`], which also asks `k >= m`); the others are split by rows.
 const BAND_MIN_COLUMNS: usize = 512;
 
 /// `dst` as the bands of [`gemm_into`] write it, each through the pointer at its own columns.
@@ -959,7 +965,8 @@ mod tests {
             return;
         }
         let threads = rayon::current_num_threads();
-        let (m, k, n) = (16 * threads + 5, 70, super::BAND_MIN_COLUMNS * threads + 37);
+        let m = 16 * threads + 5;
+        let (k, n) = (m + 33, super::BAND_MIN_COLUMNS * threads + 37);
         let mut next = uniform(0x2545_f491_4f6c_dd1d);
         let a: Vec<f32> = (0..3 + m * k).map(|_| next()).collect();
         let b: Vec<f32> = (0..5 + k * n).map(|_| next()).collect();
