@@ -357,19 +357,20 @@ pub(crate) fn gemm_into<T: Gemm>(
         );
     }
     if n >= BAND_MIN_COLUMNS * threads && k >= m {
-        // Wide, and no fewer steps of `k` than rows: one band of columns per thread (whole
-        // vectors of 16), the caller one of them. Each thread packs only its band of `b` and
-        // reads all of `a` in place, where blocks of rows would each pack all of `b`, a cost
-        // that weighs most where each thread has few rows; bands lost where `k` is short
-        // against `m` (measured, not yet explained). Measured on an Intel Xeon with AVX-512 (family 6,
-        // model 167, two threads): a scratch program calling the crate both ways, six rounds
-        // of three alternated pairs, n = 1024 340 GFLOP/s against 333.5 (medians; bands ahead
-        // in 17 pairs of 18), n = 2048 350.5 against 339.5 (17 of 18); through `matmul`,
-        // alternated three times (m x k x n; t: `b` transposed): 32 x 4096 x 4096t
-        // 92-97 against 58-62, 64 x 1024 x 1024t 162-173 against 109-113, 512 x 512 x 1536t
-        // 306-325 against 263-286, but 1024 x 64 x 1024 266-280 against 316-347 and 256 x 64
-        // x 2048 289 against 325-331, hence `k >= m`. Narrower bands change the crate's
-        // packing: at n = 512 (256 columns a thread) 186-262 against 273-289.
+        // Wide, and no fewer steps of `k` than rows: one band of columns per thread (whole vectors
+        // of 16), the caller one of them. Each thread packs only its band of `b` and reads all of
+        // `a` in place, where blocks of rows would each pack all of `b`, a cost that weighs most
+        // where each thread has few rows; bands lost where `k` is short against `m`, where the
+        // threads waited for each other (`perf record` at 1024 x 64 x 1024, a 0.5 ms product: 11%
+        // of the samples in waiting and yielding against 5% with rows, whose packing took 4%
+        // against 1%). Measured on an Intel Xeon with AVX-512 (family 6, model 167, two threads): a
+        // scratch program calling the crate both ways, six rounds of three alternated pairs, n =
+        // 1024 340 GFLOP/s against 333.5 (medians; bands ahead in 17 pairs of 18), n = 2048 350.5
+        // against 339.5 (17 of 18); through `matmul`, alternated three times (m x k x n; t: `b`
+        // transposed): 32 x 4096 x 4096t 92-97 against 58-62, 64 x 1024 x 1024t 162-173 against
+        // 109-113, 512 x 512 x 1536t 306-325 against 263-286, but 1024 x 64 x 1024 266-280 against
+        // 316-347 and 256 x 64 x 2048 289 against 325-331, hence `k >= m`. Narrower bands change
+        // the crate's packing: at n = 512 (256 columns a thread) 186-262 against 273-289.
         let band = n.div_ceil(threads).next_multiple_of(16);
         let out = Out(dst.as_mut_ptr());
         crate::backend::cpu::parallel::for_each_task(n.div_ceil(band), &|t| {
