@@ -363,14 +363,14 @@ pub(crate) fn gemm_into<T: Gemm>(
         // where each thread has few rows; bands lost where `k` is short against `m`, where the
         // threads waited for each other (`perf record` at 1024 x 64 x 1024, a 0.5 ms product: 11%
         // of the samples in waiting and yielding against 5% with rows, whose packing took 4%
-        // against 1%). Measured on an Intel Xeon with AVX-512 (family 6, model 167, two threads): a
-        // scratch program calling the crate both ways, six rounds of three alternated pairs, n =
-        // 1024 340 GFLOP/s against 333.5 (medians; bands ahead in 17 pairs of 18), n = 2048 350.5
-        // against 339.5 (17 of 18); through `matmul`, alternated three times (m x k x n; t: `b`
-        // transposed): 32 x 4096 x 4096t 92-97 against 58-62, 64 x 1024 x 1024t 162-173 against
-        // 109-113, 512 x 512 x 1536t 306-325 against 263-286, but 1024 x 64 x 1024 266-280 against
-        // 316-347 and 256 x 64 x 2048 289 against 325-331, hence `k >= m`. Narrower bands change
-        // the crate's packing: at n = 512 (256 columns a thread) 186-262 against 273-289.
+        // against 1%). Measured on an Intel Xeon with AVX-512 (family 6, model 167, two threads)
+        // through `matmul`, alternated three times with the row split (m x k x n; t: `b`
+        // transposed; GFLOP/s): 32 x 4096 x 4096t 92-103 against 58-62, 64 x 1024 x 1024t 160-173
+        // against 107-113, 32 x 768 x 768t 161-167 against 96-102, 32 x 512 x 512t 133-143 against
+        // 80-83, 32 x 256 x 256t 149-157 against 106-111, 128 x 1024 x 256t 268-277 against
+        // 190-200, square products level (n = 256 0.95-0.98x, 512 to 2048 0.97-1.05x), but 1024 x
+        // 64 x 1024 266-280 against 316-347 and 256 x 64 x 2048 289 against 325-331, hence `k >=
+        // m`.
         let band = n.div_ceil(threads).next_multiple_of(16);
         let out = Out(dst.as_mut_ptr());
         crate::backend::cpu::parallel::for_each_task(n.div_ceil(band), &|t| {
@@ -421,8 +421,10 @@ pub(crate) fn gemm_into<T: Gemm>(
 }
 
 /// Products split across threads by columns have at least this many columns per thread
-/// ([`gemm_into`], which also asks `k >= m`); the others are split by rows.
-const BAND_MIN_COLUMNS: usize = 512;
+/// ([`gemm_into`], which also asks `k >= m`); the others are split by rows. Bands of 128 to
+/// 512 columns measured ahead of the rows or level with them wherever `k >= m` (the figures
+/// there); narrower ones were not tried.
+const BAND_MIN_COLUMNS: usize = 128;
 
 /// `dst` as the bands of [`gemm_into`] write it, each through the pointer at its own columns.
 #[derive(Clone, Copy)]
