@@ -406,11 +406,24 @@ pub(crate) fn map_items<I: Send, R: Send>(items: Vec<I>, f: &(dyn Fn(I) -> R + S
         .collect()
 }
 
-/// A pointer into a slice whose disjoint parts are handed to other threads.
-struct SendPtr<O>(*mut O);
-// SAFETY: used only by the `for_each_chunk*` functions, which hand out disjoint chunks of
-// `O: Send`.
+/// A pointer into a slice whose disjoint parts are handed to other threads (the chunks of the
+/// `for_each_chunk*` functions; the GEMM's bands of columns).
+pub(crate) struct SendPtr<O>(*mut O);
+// SAFETY: tasks only copy the pointer out; every user writes through it to disjoint parts of
+// the slice, one task each, and `O: Send` lets another thread have them.
 unsafe impl<O: Send> Sync for SendPtr<O> {}
+
+impl<O> SendPtr<O> {
+    /// The slice's pointer, for tasks to write their own disjoint parts through.
+    pub(crate) fn new(slice: &mut [O]) -> Self {
+        SendPtr(slice.as_mut_ptr())
+    }
+
+    /// The pointer `i` elements on (computed, not dereferenced).
+    pub(crate) fn at(&self, i: usize) -> *mut O {
+        self.0.wrapping_add(i)
+    }
+}
 
 #[cfg(test)]
 mod tests {

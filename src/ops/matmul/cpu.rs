@@ -372,7 +372,7 @@ pub(crate) fn gemm_into<T: Gemm>(
         // 64 x 1024 266-280 against 316-347 and 256 x 64 x 2048 289 against 325-331, hence `k >=
         // m`.
         let band = n.div_ceil(threads).next_multiple_of(16);
-        let out = Out(dst.as_mut_ptr());
+        let out = crate::backend::cpu::parallel::SendPtr::new(&mut dst[..out_len]);
         crate::backend::cpu::parallel::for_each_task(n.div_ceil(band), &|t| {
             let c0 = t * band;
             let width = band.min(n - c0);
@@ -425,19 +425,6 @@ pub(crate) fn gemm_into<T: Gemm>(
 /// 512 columns measured ahead of the rows or level with them wherever `k >= m` (the figures
 /// there); narrower ones were not tried.
 const BAND_MIN_COLUMNS: usize = 128;
-
-/// `dst` as the bands of [`gemm_into`] write it, each through the pointer at its own columns.
-#[derive(Clone, Copy)]
-struct Out<T>(*mut T);
-// SAFETY: the pointer is written only by `gemm_into`'s tasks, each its own band of columns.
-unsafe impl<T: Send> Sync for Out<T> {}
-
-impl<T> Out<T> {
-    /// The pointer `i` values on (a method, so that closures take the whole `Out`).
-    fn at(&self, i: usize) -> *mut T {
-        self.0.wrapping_add(i)
-    }
-}
 
 /// [`gemm_into`] on the calling thread alone: its small products, and a product that is one
 /// task of a loop already split across threads (a convolution's per-image products).
