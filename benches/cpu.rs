@@ -6,6 +6,7 @@
 //! cargo bench --bench cpu              # everything
 //! cargo bench --bench cpu -- A C E     # a subset
 //! cargo bench --bench cpu -- H         # f32 vs f16 vs bf16, per element
+//! cargo bench --bench cpu -- G         # bf16 GEMMs, n = 256 to 2048 (AMX or vdpbf16ps where the CPU has them)
 //! cargo bench --bench cpu -- S         # optimizer steps, plain and under a GradScaler
 //! cargo bench --bench cpu -- K         # clip_grad_norm_ over a 4.2M-parameter model
 //! cargo bench --bench cpu -- V         # conv2d forward and backward, LeNet and ResNet shapes
@@ -31,6 +32,7 @@ use devtype::prelude::*;
 use std::hint::black_box;
 
 const GEMM_SIZES: [usize; 3] = [256, 1024, 2048];
+const BF16_GEMM_SIZES: [usize; 4] = [256, 512, 1024, 2048];
 const ELEM_N: usize = 16 * 1024 * 1024;
 const TINY_REPS: usize = 100_000;
 
@@ -127,6 +129,27 @@ fn sgemm(cfg: Cfg) {
             "GFLOP/s",
             &t,
             gflops(flops),
+        );
+    }
+}
+
+/// Workload G: square `bf16` products, `a.matmul(&b)` with both operands row-major. On a CPU
+/// with AMX or AVX512-BF16 they run on devtype's own kernels (`ops::matmul::cpu_bf16`), where
+/// PyTorch calls oneDNN's; elsewhere both widen to `f32`.
+fn bf16_gemm(cfg: Cfg) {
+    for n in BF16_GEMM_SIZES {
+        let a: Tensor<Cpu, bf16> = Tensor::<Cpu>::randn([n, n], Cpu).to_dtype();
+        let b: Tensor<Cpu, bf16> = Tensor::<Cpu>::randn([n, n], Cpu).to_dtype();
+        let t = time_per_call(cfg, || {
+            black_box(a.matmul(&b));
+        });
+        report(
+            "devtype",
+            "G",
+            &format!("bf16 gemm n={n}"),
+            "GFLOP/s",
+            &t,
+            gflops(2.0 * (n as f64).powi(3)),
         );
     }
 }
@@ -943,6 +966,9 @@ fn main() {
     }
     if want("E") {
         dispatch();
+    }
+    if want("G") {
+        bf16_gemm(cfg);
     }
     if want("H") {
         half_speed(cfg);

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""PyTorch's side of devtype's CPU benchmarks (`cargo bench --bench cpu -- A B C E H S`), with
+"""PyTorch's side of devtype's CPU benchmarks (`cargo bench --bench cpu -- A B C E G H S`), with
 the same shapes, data and timing method (warm-up, calibrated iterations, median of samples) and
 the same JSON lines, so the two can be run one after the other and read side by side:
 
@@ -7,6 +7,8 @@ the same JSON lines, so the two can be run one after the other and read side by 
 - B: `relu(x + y)` on 16M f32 (two ops, and each alone);
 - C: `Linear(10, 2)` forward on a 4x10 batch (no_grad, and recording the graph);
 - E: a 1-element add, and an add and a relu of 8x8 (64 elements: a result that is not inline);
+- G: bfloat16 GEMMs, n = 256, 512, 1024, 2048 (oneDNN's AMX or AVX512-BF16 kernels where the
+  CPU has them);
 - H: element-wise ops, casts and GEMMs on float32, float16 and bfloat16, per element (or flop),
   on the same shapes (16M elements; 1024^3 and 2048^3 products);
 - S: one optimizer step of a 2048x2048 Linear (4.2M f32 parameters), plain and under a
@@ -26,7 +28,7 @@ the same JSON lines, so the two can be run one after the other and read side by 
   on stderr match devtype's.
 
     python3 -m venv .venv && .venv/bin/pip install torch numpy
-    BENCH_THREADS=2 .venv/bin/python scripts/torch_cpu_bench.py [A] [B] [C] [E] [H] [S] [L] [K] [V] [T]
+    BENCH_THREADS=2 .venv/bin/python scripts/torch_cpu_bench.py [A] [B] [C] [E] [G] [H] [S] [L] [K] [V] [T]
 
 Env: BENCH_THREADS (default 2, torch.set_num_threads), BENCH_QUICK=1 (short smoke run),
 BENCH_SAMPLES (samples per measurement, default 9).
@@ -45,6 +47,7 @@ THREADS = int(os.environ.get("BENCH_THREADS", "2"))
 MIN_SAMPLE_S = 0.02 if QUICK else 0.15
 SAMPLES = 3 if QUICK else int(os.environ.get("BENCH_SAMPLES", "9"))
 GEMM_SIZES = [256, 1024, 2048]
+BF16_GEMM_SIZES = [256, 512, 1024, 2048]
 ELEM_N = 16 * 1024 * 1024
 TINY_IN, TINY_OUT, TINY_BATCH, TINY_REPS = 10, 2, 4, 100_000
 N = 2048
@@ -133,6 +136,12 @@ def gemm():
     for n in GEMM_SIZES:
         a, b = torch.randn(n, n), torch.randn(n, n)
         report("A", f"sgemm n={n}", "gflops", time_per_call(lambda: a @ b), 2.0 * n**3)
+
+
+def bf16_gemm():
+    for n in BF16_GEMM_SIZES:
+        a, b = torch.randn(n, n).to(torch.bfloat16), torch.randn(n, n).to(torch.bfloat16)
+        report("G", f"bf16 gemm n={n}", "gflops", time_per_call(lambda: a @ b), 2.0 * n**3)
 
 
 def elementwise():
@@ -451,7 +460,7 @@ def train_steps():
 
 def main():
     torch.set_num_threads(THREADS)
-    want = sys.argv[1:] or ["A", "B", "C", "E", "H", "S", "L", "K", "V", "T"]
+    want = sys.argv[1:] or ["A", "B", "C", "E", "G", "H", "S", "L", "K", "V", "T"]
     if "A" in want:
         gemm()
     if "B" in want:
@@ -460,6 +469,8 @@ def main():
         tiny()
     if "E" in want:
         dispatch()
+    if "G" in want:
+        bf16_gemm()
     if "H" in want:
         half_speed()
     if "S" in want:
