@@ -955,6 +955,10 @@ fn main() {
         .collect();
     let want = |w: &str| args.is_empty() || args.iter().any(|a| a == w);
     let cfg = cfg();
+    println!(
+        "{{\"peer\":\"devtype\",\"info\":\"cpu capability\",\"text\":\"{}\"}}",
+        devtype::cpu::capability()
+    );
     if want("A") {
         sgemm(cfg);
     }

@@ -103,29 +103,12 @@ mod x86 {
     /// Flops of one call of [`tdpbf16_amx`]: per step four 16 x 32 by 32 x 16 tile products.
     pub const FLOPS_AMX: f64 = (AMX_STEPS * 4 * 16 * 16 * 32 * 2) as f64;
 
-    /// True when AMX's `bf16` tiles can run: the CPU has AMX-TILE and AMX-BF16 (CPUID leaf 7,
-    /// EDX bits 24 and 22) and Linux grants this process the tile data, as devtype's `bf16`
-    /// GEMM asks.
-    pub fn amx_bf16() -> bool {
-        #[cfg(target_os = "linux")]
-        {
-            let leaf7 = __cpuid_count(7, 0);
-            if leaf7.edx & (1 << 24) == 0 || leaf7.edx & (1 << 22) == 0 {
-                return false;
-            }
-            // ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA.
-            // SAFETY: asks the kernel to enlarge this process's saved state; no memory of ours.
-            unsafe { libc::syscall(libc::SYS_arch_prctl, 0x1023, 18) == 0 }
-        }
-        #[cfg(not(target_os = "linux"))]
-        false
-    }
-
     /// Four independent chains of `tdpbf16ps` into four `16 x 16` tiles of `f32` sums, from
     /// operand tiles loaded once (no memory traffic in the loop).
     ///
     /// # Safety
-    /// [`amx_bf16`] must have returned true.
+    /// `devtype::cpu::capability()` must have reported `bf16` products on AMX's tiles (the CPU
+    /// has AMX-BF16, and the OS has granted this process the tile state at devtype's request).
     pub unsafe fn tdpbf16_amx(seed: f32) -> f32 {
         #[repr(C, align(64))]
         struct Tiles([u8; 64], [f32; 256]);
@@ -341,6 +324,10 @@ fn convs(ceiling: f64) {
 fn main() {
     let all = std::thread::available_parallelism().map_or(1, |n| n.get());
     let gemm_threads = rayon::current_num_threads();
+    println!(
+        "{{\"peer\":\"devtype\",\"info\":\"cpu capability\",\"text\":\"{}\"}}",
+        devtype::cpu::capability()
+    );
     if all > 1 {
         println!(
             "{{\"peer\":\"machine\",\"workload\":\"peak\",\"case\":\"cache line round trip between two threads\",\"value\":{:.0},\"unit\":\"ns\"}}",
@@ -386,9 +373,9 @@ fn main() {
             every,
         );
         let mut bf16_ceiling = if gemm_threads == 1 { one } else { every };
-        if x86::amx_bf16() {
+        if devtype::cpu::capability().bf16_matmul == devtype::cpu::Bf16Matmul::AmxTiles {
             // devtype's bf16 GEMM runs on AMX here: its ceiling is the tiles'.
-            // SAFETY: `amx_bf16` found the tiles and the OS's grant.
+            // SAFETY: devtype found the tiles and has the OS's grant for them.
             let kernel: fn(f32) -> f32 = |s| unsafe { x86::tdpbf16_amx(s) };
             let one = measure(1, x86::FLOPS_AMX, kernel);
             report("bf16 tile products (AMX tdpbf16ps), 1 thread", one);

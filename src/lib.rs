@@ -134,6 +134,14 @@ pub mod cuda {
         pub use crate::backend::cuda::{allow_tf32, set_allow_tf32};
     }
 }
+/// The host CPU as devtype's kernels see it: which vector instructions they run on and how
+/// `bf16` products run, chosen at run time ([`capability`](cpu::capability); PyTorch's
+/// `torch.backends.cpu.get_cpu_capability()`).
+pub mod cpu {
+    pub use crate::ops::capability::{
+        capability, get_cpu_capability, Bf16Matmul, CpuCapability, VectorIsa,
+    };
+}
 /// Mixed precision, as PyTorch's `torch.amp`: [`autocast`](amp::autocast) runs matrix
 /// products in `f16` or `bf16` inside a scope while parameters stay `f32`, and
 /// [`GradScaler`](amp::GradScaler) scales the loss so `f16` gradients do not underflow, and

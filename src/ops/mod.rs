@@ -57,6 +57,7 @@ macro_rules! cpu_dispatch {
 pub(crate) mod backend;
 pub(crate) mod amp;
 pub(crate) mod binary;
+pub(crate) mod capability;
 pub(crate) mod cat;
 pub(crate) mod conv;
 pub(crate) mod copy;

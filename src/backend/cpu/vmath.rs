@@ -133,17 +133,41 @@ pub(crate) fn sigmoid(x: f32) -> f32 {
 #[inline(always)]
 pub(crate) fn vectorized<R>(body: impl FnOnce() -> R) -> R {
     #[cfg(all(target_arch = "x86_64", not(miri)))]
-    {
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU has AVX-512F, checked just above.
-            return unsafe { wide::avx512(body) };
-        }
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU has AVX2, checked just above.
-            return unsafe { wide::avx2(body) };
-        }
+    match width() {
+        // SAFETY: `width` found AVX-512F on this CPU.
+        Width::Avx512 => return unsafe { wide::avx512(body) },
+        // SAFETY: `width` found AVX2 on this CPU.
+        Width::Avx2 => return unsafe { wide::avx2(body) },
+        Width::Baseline => {}
     }
     body()
+}
+
+/// The instructions [`vectorized`] compiles its body for on this CPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(any(miri, not(target_arch = "x86_64")), allow(dead_code))]
+pub(crate) enum Width {
+    /// AVX-512F.
+    Avx512,
+    /// AVX2.
+    Avx2,
+    /// The build's baseline (SSE2 on x86-64), and every other architecture.
+    Baseline,
+}
+
+/// The widest of [`Width`] this CPU has (the standard library caches the CPU's answer).
+#[inline(always)]
+pub(crate) fn width() -> Width {
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            return Width::Avx512;
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            return Width::Avx2;
+        }
+    }
+    Width::Baseline
 }
 
 #[cfg(all(target_arch = "x86_64", not(miri)))]

@@ -7,6 +7,12 @@ pub(super) mod cuda;
 
 pub(crate) use cpu::{gemm_into, Gemm, MatrixView};
 
+/// How `bf16` products run on this CPU: `Some(true)` on AMX's tiles, `Some(false)` with
+/// `vdpbf16ps`, `None` widened to `f32` (see `cpu_bf16::native`).
+pub(crate) fn bf16_on_tiles() -> Option<bool> {
+    cpu_bf16::native().map(|k| k == cpu_bf16::Kernel::Tiles)
+}
+
 use crate::core::error::{Error, Result};
 use crate::core::layout::{broadcast_shapes, Dims, Layout};
 use crate::core::raw::RawTensor;
