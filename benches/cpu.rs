@@ -140,18 +140,17 @@ fn bf16_gemm(cfg: Cfg) {
     for n in BF16_GEMM_SIZES {
         let a: Tensor<Cpu, bf16> = Tensor::<Cpu>::randn([n, n], Cpu).to_dtype();
         let b: Tensor<Cpu, bf16> = Tensor::<Cpu>::randn([n, n], Cpu).to_dtype();
-        let t = time_per_call(cfg, || {
+        let case = format!("bf16 gemm n={n}");
+        report_gflops(cfg, "G", &case, 2.0 * (n as f64).powi(3), || {
             black_box(a.matmul(&b));
         });
-        report(
-            "devtype",
-            "G",
-            &format!("bf16 gemm n={n}"),
-            "GFLOP/s",
-            &t,
-            gflops(2.0 * (n as f64).powi(3)),
-        );
     }
+}
+
+/// Times `f` and reports it as devtype's `case` of `workload`, in GFLOP/s of `flops` per call.
+fn report_gflops(cfg: Cfg, workload: &str, case: &str, flops: f64, f: impl FnMut()) {
+    let t = time_per_call(cfg, f);
+    report("devtype", workload, case, "GFLOP/s", &t, gflops(flops));
 }
 
 fn elementwise(cfg: Cfg) {
@@ -431,42 +430,18 @@ fn half_speed(cfg: Cfg) {
     for n in [1024usize, 2048] {
         let a = Tensor::<Cpu>::randn([n, n], Cpu);
         let c = Tensor::<Cpu>::randn([n, n], Cpu);
-        let g = gflops(2.0 * (n as f64).powi(3));
-        let t = time_per_call(cfg, || {
+        let flops = 2.0 * (n as f64).powi(3);
+        report_gflops(cfg, "H", &format!("gemm f32 n={n}"), flops, || {
             black_box(a.matmul(&c));
         });
-        report(
-            "devtype",
-            "H",
-            &format!("gemm f32 n={n}"),
-            "GFLOP/s",
-            &t,
-            &g,
-        );
         let (ah, ch): (Tensor<Cpu, f16>, Tensor<Cpu, f16>) = (a.to_dtype(), c.to_dtype());
-        let t = time_per_call(cfg, || {
+        report_gflops(cfg, "H", &format!("gemm f16 n={n}"), flops, || {
             black_box(ah.matmul(&ch));
         });
-        report(
-            "devtype",
-            "H",
-            &format!("gemm f16 n={n}"),
-            "GFLOP/s",
-            &t,
-            &g,
-        );
         let (ab, cb): (Tensor<Cpu, bf16>, Tensor<Cpu, bf16>) = (a.to_dtype(), c.to_dtype());
-        let t = time_per_call(cfg, || {
+        report_gflops(cfg, "H", &format!("gemm bf16 n={n}"), flops, || {
             black_box(ab.matmul(&cb));
         });
-        report(
-            "devtype",
-            "H",
-            &format!("gemm bf16 n={n}"),
-            "GFLOP/s",
-            &t,
-            &g,
-        );
     }
 }
 
