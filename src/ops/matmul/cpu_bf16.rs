@@ -74,6 +74,19 @@ const MAX_KC: usize = if DOT_KC > TILE_KC { DOT_KC } else { TILE_KC };
 /// `b` micro-panel (32 KiB) is read from L1 by every tile of the column, and `a` streams past
 /// it from L2 (`tileloaddt1`, which keeps it out of L1).
 const CHUNK_STEPS: usize = 16;
+/// Pairs of `b`'s rows packed per pass over a unit's panels ([`pack_b`]): each pass writes 2 KiB
+/// into each panel in turn, front to back. A unit's panels are `kc_block * NR` words apart
+/// (64 KiB for `Dot`, 128 KiB for `Tiles`), and one pair at a time wrote 128 bytes to each of
+/// them in turn: as many streams of stores as panels, into one L1 set. (The rows are read the
+/// same either way: each panel reads its own 64 bytes of every row, once.) Measured on the
+/// Xeon of [`pack_a`] (`Tiles`, 16 panels a unit, two threads, two sets of four rounds
+/// alternated): n = 2048 2227-2237 and 1979-2073 GFLOP/s against 2125-2174 and 1904-1984 one
+/// pair at a time; 4 and 8 pairs between, 32 and 64 no better. On Zen 4 (`Dot`, four panels
+/// a unit, products through the public API back to back, three rounds alternated): one
+/// thread, n = 256 208 GFLOP/s against 200, n = 512 214-220 against 207-211; two threads,
+/// medians n = 256 399-402 against 228-350, n = 512 427-438 against 407-428, n = 2048
+/// 416-421 against 409-423 (32 and 64 pairs no better).
+const B_PASS: usize = 16;
 /// Most micro-panels of `a` (of the kernel's `mr` rows) per row block of a thread; fewer when
 /// `k` is long, so that the block's packed `a`, every block of `k` of it, stays within the
 /// kernel's budget ([`Kernel::a_block_words`]).
@@ -124,21 +137,6 @@ impl Kernel {
         match self {
             Kernel::Dot => DOT_KC,
             Kernel::Tiles => TILE_KC,
-        }
-    }
-
-    /// Pairs of `b`'s rows packed per pass over a unit's panels ([`pack_b`]). For `Tiles`, 16: each
-    /// pass writes 2 KiB into each panel in turn, front to back. A unit has 16 panels 128 KiB
-    /// apart, and one pair at a time wrote 128 bytes to each of them in turn, sixteen streams of
-    /// stores into one L1 set. (The rows are read the same either way: each panel reads its own 64
-    /// bytes of every row, once.) Measured on the Xeon of [`pack_a`] (two threads, two sets of four
-    /// rounds alternated): n = 2048 2227-2237 and 1979-2073 GFLOP/s against 2125-2174 and 1904-1984
-    /// one pair at a time; 4 and 8 pairs between, 32 and 64 no better. For `Dot` (four panels a
-    /// unit, on AMD's cores), one pair: the order its figures were measured with.
-    const fn b_pass(self) -> usize {
-        match self {
-            Kernel::Dot => 1,
-            Kernel::Tiles => 16,
         }
     }
 
@@ -303,7 +301,7 @@ impl Bits<'_> {
 /// `block`, one `kc_block * NR`-word panel per `NR` columns (word `p * kc_block * NR + q * NR +
 /// j` = rows `2 (q0 + q)` and `+ 1` of column `c_first + p * NR + j`; zero past the edges).
 ///
-/// A row-major `b` is packed `pass` pairs of rows at a time ([`Kernel::b_pass`]): each pass
+/// A row-major `b` is packed `pass` pairs of rows at a time ([`B_PASS`]): each pass
 /// writes its pairs into every panel in turn, `pass * NR * 4` bytes of each panel front to
 /// back.
 #[inline(always)]
@@ -536,7 +534,7 @@ pub(crate) fn gemm(
                     b,
                     (k, n),
                     (kb * kc_block, kc),
-                    (u * unit_panels * NR, kernel.b_pass()),
+                    (u * unit_panels * NR, B_PASS),
                 )
             };
             raw
