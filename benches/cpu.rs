@@ -930,10 +930,7 @@ fn main() {
         .collect();
     let want = |w: &str| args.is_empty() || args.iter().any(|a| a == w);
     let cfg = cfg();
-    println!(
-        "{{\"peer\":\"devtype\",\"info\":\"cpu capability\",\"text\":\"{}\"}}",
-        devtype::cpu::capability()
-    );
+    common::print_capability();
     if want("A") {
         sgemm(cfg);
     }

@@ -36,6 +36,8 @@
 use std::hint::black_box;
 use std::time::Instant;
 
+mod common;
+
 /// Independent accumulator chains, at least FMA latency times FMA ports on any x86 core, and
 /// few enough to stay in registers (AVX2 has 16, AVX-512 32).
 const CHAINS_AVX2: usize = 12;
@@ -324,10 +326,7 @@ fn convs(ceiling: f64) {
 fn main() {
     let all = std::thread::available_parallelism().map_or(1, |n| n.get());
     let gemm_threads = rayon::current_num_threads();
-    println!(
-        "{{\"peer\":\"devtype\",\"info\":\"cpu capability\",\"text\":\"{}\"}}",
-        devtype::cpu::capability()
-    );
+    common::print_capability();
     if all > 1 {
         println!(
             "{{\"peer\":\"machine\",\"workload\":\"peak\",\"case\":\"cache line round trip between two threads\",\"value\":{:.0},\"unit\":\"ns\"}}",

@@ -4,6 +4,15 @@
 
 use std::time::Instant;
 
+/// Prints what devtype's CPU kernels run on here (`devtype::cpu::capability()`), first, as a
+/// JSON line beside the figures.
+pub fn print_capability() {
+    println!(
+        "{{\"peer\":\"devtype\",\"info\":\"cpu capability\",\"text\":\"{}\"}}",
+        devtype::cpu::capability()
+    );
+}
+
 /// `((i + seed) * 0x9E3779B97F4A7C15 mod 2^64) >> 40` / 2^24, as the peers' harnesses.
 pub fn det_uniform(n: usize, seed: u64) -> Vec<f32> {
     (0..n as u64)

@@ -5,6 +5,7 @@
 use std::fmt;
 
 use crate::backend::cpu::vmath::{self, Width};
+use crate::ops::matmul;
 
 /// The vector instructions devtype's element-wise, reduction and small-product kernels are
 /// compiled for on this CPU, named as PyTorch names its CPU capability.
@@ -89,9 +90,9 @@ pub fn capability() -> CpuCapability {
         Width::Avx2 => VectorIsa::Avx2,
         Width::Baseline => VectorIsa::Default,
     };
-    let bf16_matmul = match crate::ops::matmul::bf16_on_tiles() {
-        Some(true) => Bf16Matmul::AmxTiles,
-        Some(false) => Bf16Matmul::Vdpbf16ps,
+    let bf16_matmul = match matmul::bf16_kernel() {
+        Some(matmul::Bf16Kernel::Tiles) => Bf16Matmul::AmxTiles,
+        Some(matmul::Bf16Kernel::Dot) => Bf16Matmul::Vdpbf16ps,
         None => Bf16Matmul::WidenedToF32,
     };
     CpuCapability {

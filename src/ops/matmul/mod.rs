@@ -7,10 +7,11 @@ pub(super) mod cuda;
 
 pub(crate) use cpu::{gemm_into, Gemm, MatrixView};
 
-/// How `bf16` products run on this CPU: `Some(true)` on AMX's tiles, `Some(false)` with
-/// `vdpbf16ps`, `None` widened to `f32` (see `cpu_bf16::native`).
-pub(crate) fn bf16_on_tiles() -> Option<bool> {
-    cpu_bf16::native().map(|k| k == cpu_bf16::Kernel::Tiles)
+pub(crate) use cpu_bf16::Kernel as Bf16Kernel;
+
+/// The kernel `bf16` products run on here ([`cpu_bf16::native`]), or `None`: widened to `f32`.
+pub(crate) fn bf16_kernel() -> Option<Bf16Kernel> {
+    cpu_bf16::native()
 }
 
 use crate::core::error::{Error, Result};
